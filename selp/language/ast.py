@@ -1,0 +1,180 @@
+"""Syntax tree of datalog^sk programs.
+
+Nodes are immutable and compare structurally; source locations ride along but are excluded from
+equality, so a program equals its own pretty-printed-and-reparsed copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Union
+
+from selp.errors import Location
+from selp.values import Value
+
+NOWHERE = Location()
+ANON_PREFIX = "_#"  # anonymous variables get unparseable names, so they never clash with users'
+
+
+@dataclass(frozen=True)
+class Var:
+    """A variable; anonymous ``_`` occurrences become distinct ``_#n`` variables."""
+
+    name: str
+
+    @property
+    def anonymous(self) -> bool:
+        return self.name.startswith(ANON_PREFIX)
+
+
+@dataclass(frozen=True)
+class Const:
+    """A constant: a string or an integer."""
+
+    value: Value
+
+
+@dataclass(frozen=True)
+class SkolemTerm:
+    """A Skolem function applied to terms; allowed only in rule heads."""
+
+    fn: str
+    args: tuple["Term", ...]
+
+
+Term = Union[Var, Const, SkolemTerm]
+
+
+def term_vars(t: Term) -> Iterator[Var]:
+    """Variables occurring in a term (recursing into Skolem terms)."""
+    if isinstance(t, Var):
+        yield t
+    elif isinstance(t, SkolemTerm):
+        for a in t.args:
+            yield from term_vars(a)
+
+
+@dataclass(frozen=True)
+class Atom:
+    """``R(t1, ..., tn)``, possibly negated (``not R(...)``) when it occurs in a body."""
+
+    relation: str
+    args: tuple[Term, ...]
+    negated: bool = False
+    loc: Location = field(default=NOWHERE, compare=False, repr=False)
+
+    @property
+    def arity(self) -> int:
+        return len(self.args)
+
+    def vars(self) -> Iterator[Var]:
+        for a in self.args:
+            yield from term_vars(a)
+
+
+COMPARISON_OPS = ("=", "!=", "<", "<=", ">", ">=")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``left OP right`` over variables and constants."""
+
+    op: str
+    left: Term
+    right: Term
+    loc: Location = field(default=NOWHERE, compare=False, repr=False)
+
+    def vars(self) -> Iterator[Var]:
+        yield from term_vars(self.left)
+        yield from term_vars(self.right)
+
+
+Literal = Union[Atom, Comparison]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``name (weight): head :- body.``; ``weight`` is the raw text the ranking monoid interprets."""
+
+    name: str
+    head: Atom
+    body: tuple[Literal, ...]
+    weight: str | None = None
+    named: bool = True  # False when the name was generated; the printer then omits it
+    loc: Location = field(default=NOWHERE, compare=False, repr=False)
+
+    @property
+    def positive_atoms(self) -> list[Atom]:
+        return [b for b in self.body if isinstance(b, Atom) and not b.negated]
+
+    @property
+    def negative_atoms(self) -> list[Atom]:
+        return [b for b in self.body if isinstance(b, Atom) and b.negated]
+
+    @property
+    def comparisons(self) -> list[Comparison]:
+        return [b for b in self.body if isinstance(b, Comparison)]
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A ground inline fact with an optional weight."""
+
+    atom: Atom
+    weight: str | None = None
+    loc: Location = field(default=NOWHERE, compare=False, repr=False)
+
+    @property
+    def values(self) -> tuple[Value, ...]:
+        return tuple(a.value for a in self.atom.args)  # type: ignore[union-attr]
+
+
+COLUMN_TYPES = ("str", "int")
+
+
+@dataclass(frozen=True)
+class Decl:
+    """``.decl R(col: type, ...)``: column names (used as file headers) and types."""
+
+    relation: str
+    columns: tuple[tuple[str, str], ...]
+    loc: Location = field(default=NOWHERE, compare=False, repr=False)
+
+    @property
+    def arity(self) -> int:
+        return len(self.columns)
+
+
+@dataclass(frozen=True)
+class Program:
+    """A datalog^sk program: declarations, rules and inline facts, in source order."""
+
+    decls: tuple[Decl, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    facts: tuple[Fact, ...] = ()
+    source: str | None = field(default=None, compare=False)
+
+    @property
+    def idb(self) -> set[str]:
+        """Relations defined by rules."""
+        return {r.head.relation for r in self.rules}
+
+    def relations(self) -> dict[str, int]:
+        """Every relation mentioned, with its arity (first occurrence wins; see validation)."""
+        out: dict[str, int] = {}
+        for d in self.decls:
+            out.setdefault(d.relation, d.arity)
+        for r in self.rules:
+            out.setdefault(r.head.relation, r.head.arity)
+            for b in r.body:
+                if isinstance(b, Atom):
+                    out.setdefault(b.relation, b.arity)
+        for f in self.facts:
+            out.setdefault(f.atom.relation, f.atom.arity)
+        return out
+
+    def rule(self, name: str) -> Rule:
+        for r in self.rules:
+            if r.name == name:
+                return r
+        raise KeyError(name)

@@ -1,0 +1,249 @@
+"""Parse datalog^sk text into a :class:`~selp.language.ast.Program` (lark, LALR).
+
+Syntax errors and structural mistakes found while building the tree (a misplaced weight, a float
+constant, ``_`` in a head) are raised as :class:`~selp.errors.ProgramError` with file:line:col.
+Semantic checks (safety, arities, stratification) live in :mod:`selp.language.validate`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from selp.errors import Location, ProgramError
+from selp.language.ast import ANON_PREFIX, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Term, Var
+
+# Human names for grammar terminals in "expected ..." messages.
+_TOKEN_NAMES = {
+    "NAME": "a name",
+    "STRING": "a string",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "COMMA": "','",
+    "DOT": "'.'",
+    "COLON": "':'",
+    "__ANON_0": "':-'",
+    "IF": "':-'",
+    "CMP": "a comparison operator",
+    "NOT": "'not'",
+    "_": "'_'",
+    "UNDERSCORE": "'_'",
+    "$END": "end of input",
+}
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    grammar = resources.files("selp.language").joinpath("datalog.lark").read_text()
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def _describe_expected(expected: set[str]) -> str:
+    names = sorted({_TOKEN_NAMES.get(e, repr(e.lower()) if e.isupper() else e) for e in expected})
+    return ", ".join(names)
+
+
+def _syntax_error(err: UnexpectedInput, text: str, file: str | None) -> ProgramError:
+    loc = Location(file, err.line, err.column)
+    if isinstance(err, UnexpectedCharacters):
+        char = text[err.pos_in_stream] if err.pos_in_stream < len(text) else "?"
+        return ProgramError(f"syntax error: unexpected character {char!r}", loc)
+    if isinstance(err, UnexpectedEOF):
+        return ProgramError(
+            f"syntax error: unexpected end of input, expected {_describe_expected(set(err.expected))}"
+            " (is a '.' missing?)",
+            Location(file, text.count("\n") + 1, None),
+        )
+    assert isinstance(err, UnexpectedToken)
+    tok = err.token
+    shown = "end of input" if tok.type == "$END" else repr(str(tok))
+    if tok.type == "$END":
+        loc = Location(file, text.count("\n") + 1, None)
+    return ProgramError(
+        f"syntax error: unexpected {shown}, expected {_describe_expected(set(err.accepts or err.expected))}",
+        loc,
+    )
+
+
+class _Builder:
+    """Turns the lark tree into AST nodes, naming unnamed rules ``r<n>`` in source order."""
+
+    def __init__(self, file: str | None) -> None:
+        self.file = file
+        self.anon = itertools.count(1)
+
+    def loc(self, node: Tree | Token) -> Location:
+        if isinstance(node, Token):
+            return Location(self.file, node.line, node.column)
+        return Location(self.file, node.meta.line, node.meta.column)
+
+    def error(self, msg: str, node: Tree | Token) -> ProgramError:
+        return ProgramError(msg, self.loc(node))
+
+    def build(self, tree: Tree) -> Program:
+        decls: list[Decl] = []
+        pending: list[tuple[str | None, str | None, Atom, list | None, Tree]] = []
+        facts: list[Fact] = []
+        for st in tree.children:
+            if st.data == "decl":
+                decls.append(self.decl(st))
+                continue
+            label, head_t, _if, body_t = st.children
+            name, weight = self.label(label) if label is not None else (None, None)
+            head = self.head(head_t)
+            if body_t is None:
+                if name is not None:
+                    raise self.error(
+                        f"a fact cannot be named ({name!r}); only rules have names", label
+                    )
+                facts.append(self.fact(head, weight, head_t))
+            else:
+                pending.append((name, weight, head, self.body(body_t), st))
+        taken = {p[0] for p in pending if p[0] is not None}
+        counter = itertools.count(1)
+        rules = []
+        for name, weight, head, body, st in pending:
+            named = name is not None
+            if name is None:
+                name = next(f"r{i}" for i in counter if f"r{i}" not in taken)
+            rules.append(Rule(name, head, tuple(body), weight, named, self.loc(st)))
+        return Program(tuple(decls), tuple(rules), tuple(facts), self.file)
+
+    def decl(self, st: Tree) -> Decl:
+        rel = st.children[0]
+        cols = []
+        for c in st.children[1:]:
+            if c is None:
+                continue
+            cname, ctype = c.children
+            if str(ctype) not in ("str", "int"):
+                raise self.error(f"unknown column type {str(ctype)!r}; use str or int", ctype)
+            cols.append((str(cname), str(ctype)))
+        return Decl(str(rel), tuple(cols), self.loc(st))
+
+    def label(self, lab: Tree) -> tuple[str | None, str | None]:
+        if lab.data == "label_name":
+            return str(lab.children[0]), None
+        if lab.data == "label_weight":
+            return None, str(lab.children[0].children[0])
+        call = lab.children[0]
+        name, args = call.children[0], [a for a in call.children[1:] if a is not None]
+        if len(args) != 1 or args[0].data not in ("var_or_word", "integer", "float"):
+            raise self.error(
+                f"rule label {name}(...) must hold exactly one weight, e.g. {name} (0.8):", call
+            )
+        return str(name), str(args[0].children[0])
+
+    def head(self, h: Tree) -> Atom:
+        if h.data == "nullary":
+            return Atom(str(h.children[0]), (), False, self.loc(h))
+        return self.call_atom(h.children[0], negated=False)
+
+    def call_atom(self, call: Tree, negated: bool) -> Atom:
+        name = call.children[0]
+        args = tuple(self.term(a) for a in call.children[1:] if a is not None)
+        return Atom(str(name), args, negated, self.loc(call))
+
+    def term(self, a: Tree) -> Term:
+        kind = a.data
+        if kind == "var_or_word":
+            name = str(a.children[0])
+            if "@" in name:
+                raise self.error(f"variable names cannot contain '@': {name}", a)
+            return Var(name)
+        if kind == "anon":
+            return Var(f"{ANON_PREFIX}{next(self.anon)}")
+        if kind == "string":
+            return Const(_unquote(str(a.children[0])))
+        if kind == "integer":
+            return Const(int(str(a.children[0])))
+        if kind == "float":
+            raise self.error(
+                f"float constant {a.children[0]} is not supported (constants are strings or integers)",
+                a,
+            )
+        if kind == "skolem":
+            call = a.children[0]
+            args = tuple(self.term(x) for x in call.children[1:] if x is not None)
+            return SkolemTerm(str(call.children[0]), args)
+        raise AssertionError(kind)
+
+    def body(self, b: Tree) -> list:
+        out = []
+        for lit in b.children:
+            if lit.data == "nullary":
+                out.append(Atom(str(lit.children[0]), (), False, self.loc(lit)))
+            elif lit.data == "body_call":
+                out.append(self.call_atom(lit.children[0], negated=False))
+            elif lit.data == "negation":
+                inner = lit.children[1]
+                if inner.data == "nullary":
+                    out.append(Atom(str(inner.children[0]), (), True, self.loc(lit)))
+                else:
+                    a = self.call_atom(inner.children[0], negated=True)
+                    out.append(Atom(a.relation, a.args, True, self.loc(lit)))
+            elif lit.data == "comparison":
+                left, op, right = lit.children
+                out.append(Comparison(str(op), self.term(left), self.term(right), self.loc(lit)))
+            else:
+                raise AssertionError(lit.data)
+        return out
+
+    def fact(self, head: Atom, weight: str | None, node: Tree) -> Fact:
+        for t in head.args:
+            if not isinstance(t, Const):
+                what = "variable " + t.name if isinstance(t, Var) and not t.anonymous else "a non-constant"
+                if isinstance(t, Var) and t.anonymous:
+                    what = "'_'"
+                raise self.error(
+                    f"fact {head.relation}(...) has {what}; facts must be ground"
+                    " (did you forget ':- body'?)",
+                    node,
+                )
+        return Fact(head, weight, self.loc(node))
+
+
+def _unquote(lit: str) -> str:
+    out = []
+    i = 1
+    end = len(lit) - 1
+    escapes = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
+    while i < end:
+        c = lit[i]
+        if c == "\\":
+            i += 1
+            out.append(escapes.get(lit[i], lit[i]))
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def parse_program(text: str, file: str | None = None) -> Program:
+    """Parse program text; raises :class:`ProgramError` located in ``file``."""
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as err:
+        raise _syntax_error(err, text, file) from None
+    return _Builder(file).build(tree)
+
+
+def parse_program_file(path: str | Path) -> Program:
+    """Read and parse a program file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProgramError(f"program file not found: {p}") from None
+    except UnicodeDecodeError as err:
+        raise ProgramError(f"program file is not UTF-8 text ({err.reason})", Location(str(p))) from None
+    except OSError as err:
+        raise ProgramError(f"cannot read program file {p}: {err.strerror}") from None
+    return parse_program(text, str(p))

@@ -1,0 +1,61 @@
+"""Pretty-print programs back to parseable datalog^sk text (``parse(print(p)) == p``)."""
+
+from __future__ import annotations
+
+from selp.language.ast import Atom, Comparison, Const, Decl, Fact, Literal, Program, Rule, SkolemTerm, Term, Var
+from selp.values import format_value
+
+
+def format_term(t: Term) -> str:
+    """``x``, ``_``, ``"Cuba"``, ``42`` or ``f(x, "a")``."""
+    if isinstance(t, Var):
+        return "_" if t.anonymous else t.name
+    if isinstance(t, Const):
+        return format_value(t.value)
+    assert isinstance(t, SkolemTerm)
+    return f"{t.fn}({', '.join(format_term(a) for a in t.args)})"
+
+
+def format_atom(a: Atom) -> str:
+    """``R(t1, ..., tn)``, prefixed with ``not`` when negated; nullary atoms print as ``R()``."""
+    text = f"{a.relation}({', '.join(format_term(t) for t in a.args)})"
+    return "not " + text if a.negated else text
+
+
+def format_literal(lit: Literal) -> str:
+    if isinstance(lit, Comparison):
+        return f"{format_term(lit.left)} {lit.op} {format_term(lit.right)}"
+    return format_atom(lit)
+
+
+def _label(name: str | None, weight: str | None) -> str:
+    if name is not None and weight is not None:
+        return f"{name} ({weight}): "
+    if name is not None:
+        return f"{name}: "
+    if weight is not None:
+        return f"({weight}): "
+    return ""
+
+
+def format_rule(r: Rule) -> str:
+    """One rule on one line, with its label when it was named or weighted."""
+    body = ", ".join(format_literal(b) for b in r.body)
+    return f"{_label(r.name if r.named else None, r.weight)}{format_atom(r.head)} :- {body}."
+
+
+def format_fact(f: Fact) -> str:
+    return f"{_label(None, f.weight)}{format_atom(f.atom)}."
+
+
+def format_decl(d: Decl) -> str:
+    cols = ", ".join(f"{n}: {t}" for n, t in d.columns)
+    return f".decl {d.relation}({cols})"
+
+
+def format_program(p: Program) -> str:
+    """Declarations, then rules, then facts, one per line."""
+    lines = [format_decl(d) for d in p.decls]
+    lines += [format_rule(r) for r in p.rules]
+    lines += [format_fact(f) for f in p.facts]
+    return "\n".join(lines) + ("\n" if lines else "")

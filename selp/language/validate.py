@@ -1,0 +1,269 @@
+"""Static checks of a program and its stratification.
+
+:func:`analyze` raises :class:`~selp.errors.ProgramError` (located) on the first problem: arity
+mismatches, unsafe variables, Skolem terms outside heads, duplicate rule names, a relation that has
+both rules and inline facts, or negation through recursion. It returns the program's evaluation
+plan: the IDB relations grouped into strongly connected components in dependency order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from selp.errors import Location, ProgramError
+from selp.language.ast import Atom, Comparison, Const, Program, Rule, SkolemTerm, Var, term_vars
+
+
+@dataclass(frozen=True)
+class Component:
+    """A strongly connected set of IDB relations, evaluated together (semi-naively if recursive)."""
+
+    relations: tuple[str, ...]
+    rules: tuple[Rule, ...]
+    recursive: bool
+    stratum: int
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A validated program with its relations and evaluation order."""
+
+    program: Program
+    arities: dict[str, int]
+    edb: frozenset[str]
+    idb: frozenset[str]
+    components: tuple[Component, ...]
+
+    @property
+    def strata(self) -> list[list[str]]:
+        """IDB relations per stratum (negation level), in evaluation order."""
+        out: dict[int, list[str]] = {}
+        for c in self.components:
+            out.setdefault(c.stratum, []).extend(c.relations)
+        return [sorted(out[s]) for s in sorted(out)]
+
+
+def analyze(program: Program) -> Analysis:
+    """Validate ``program`` and compute its components; raises :class:`ProgramError`."""
+    arities = _check_arities(program)
+    _check_names(program)
+    idb = frozenset(program.idb)
+    for f in program.facts:
+        if f.atom.relation in idb:
+            raise ProgramError(
+                f"relation {f.atom.relation} has both rules and input facts; put the facts in"
+                f" another relation (e.g. {f.atom.relation}_edb) and add a copy rule"
+                f" {_copy_rule(f.atom.relation, f.atom.arity)}",
+                f.loc,
+            )
+    for r in program.rules:
+        _check_rule(r)
+    components = _components(program, idb)
+    edb = frozenset(arities) - idb
+    return Analysis(program, arities, edb, idb, components)
+
+
+def _copy_rule(rel: str, arity: int) -> str:
+    vs = ", ".join(f"x{i}" for i in range(1, arity + 1))
+    return f"{rel}({vs}) :- {rel}_edb({vs})."
+
+
+def _check_arities(program: Program) -> dict[str, int]:
+    seen: dict[str, tuple[int, Location, str]] = {}
+
+    def use(rel: str, arity: int, loc: Location, what: str) -> None:
+        if rel in seen and seen[rel][0] != arity:
+            n, first, w = seen[rel]
+            raise ProgramError(
+                f"arity mismatch: {rel} has {arity} argument(s) here but {n} in its {w} at {first}",
+                loc,
+            )
+        seen.setdefault(rel, (arity, loc, what))
+
+    decl_locs: dict[str, Location] = {}
+    for d in program.decls:
+        if d.relation in decl_locs:
+            raise ProgramError(f"relation {d.relation} is declared twice (first at {decl_locs[d.relation]})", d.loc)
+        decl_locs[d.relation] = d.loc
+        names = [c for c, _ in d.columns]
+        dup = {c for c in names if names.count(c) > 1}
+        if dup:
+            raise ProgramError(f"column {sorted(dup)[0]} is declared twice in {d.relation}", d.loc)
+        use(d.relation, d.arity, d.loc, "declaration")
+    for r in program.rules:
+        use(r.head.relation, r.head.arity, r.head.loc, "use")
+        for b in r.body:
+            if isinstance(b, Atom):
+                use(b.relation, b.arity, b.loc, "use")
+    for f in program.facts:
+        use(f.atom.relation, f.atom.arity, f.loc, "use")
+    return {rel: v[0] for rel, v in seen.items()}
+
+
+def _check_names(program: Program) -> None:
+    names: dict[str, Location] = {}
+    skolems: dict[str, tuple[int, Location]] = {}
+    for r in program.rules:
+        if r.name in names:
+            raise ProgramError(f"rule name {r.name} is used twice (first at {names[r.name]})", r.loc)
+        names[r.name] = r.loc
+        stack = list(r.head.args)
+        while stack:
+            t = stack.pop()
+            if isinstance(t, SkolemTerm):
+                n = len(t.args)
+                if t.fn in skolems and skolems[t.fn][0] != n:
+                    raise ProgramError(
+                        f"Skolem function {t.fn} has {n} argument(s) here but {skolems[t.fn][0]}"
+                        f" at {skolems[t.fn][1]}",
+                        r.head.loc,
+                    )
+                skolems.setdefault(t.fn, (n, r.head.loc))
+                stack.extend(t.args)
+
+
+def _check_rule(r: Rule) -> None:
+    bound: set[Var] = set()
+    for a in r.positive_atoms:
+        for t in a.args:
+            if isinstance(t, SkolemTerm):
+                raise ProgramError(
+                    f"Skolem term {t.fn}(...) in a body atom; Skolem terms may appear only in heads",
+                    a.loc,
+                )
+        bound.update(v for v in a.vars())
+    for a in r.negative_atoms:
+        for t in a.args:
+            if isinstance(t, SkolemTerm):
+                raise ProgramError(f"Skolem term {t.fn}(...) in a negated atom", a.loc)
+            if isinstance(t, Var) and not t.anonymous and t not in bound:
+                raise ProgramError(
+                    f"unsafe variable {t.name} in rule {r.name}: a variable of a negated atom must"
+                    " occur in a positive body atom (use _ for 'any value')",
+                    a.loc,
+                )
+    for c in r.comparisons:
+        for t in (c.left, c.right):
+            if isinstance(t, Var) and (t.anonymous or t not in bound):
+                shown = "_" if t.anonymous else t.name
+                raise ProgramError(
+                    f"unsafe variable {shown} in rule {r.name}: a compared variable must occur in a"
+                    " positive body atom",
+                    c.loc,
+                )
+    for v in r.head.vars():
+        if v.anonymous:
+            raise ProgramError(f"'_' in the head of rule {r.name}; head arguments must be bound", r.head.loc)
+        if v not in bound:
+            raise ProgramError(
+                f"unsafe variable {v.name} in rule {r.name}: every head variable must occur in a"
+                " positive body atom",
+                r.head.loc,
+            )
+
+
+def _components(program: Program, idb: frozenset[str]) -> tuple[Component, ...]:
+    """Tarjan's SCCs over IDB dependencies, emitted dependencies-first, with negation checks."""
+    deps: dict[str, set[str]] = {rel: set() for rel in sorted(idb)}
+    neg: dict[tuple[str, str], Atom] = {}
+    for r in program.rules:
+        for a in r.positive_atoms + r.negative_atoms:
+            if a.relation in idb:
+                deps[r.head.relation].add(a.relation)
+                if a.negated:
+                    neg.setdefault((r.head.relation, a.relation), a)
+
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    sccs: list[list[str]] = []
+    counter = 0
+
+    def strongconnect(v: str) -> None:  # iterative Tarjan to survive deep dependency chains
+        nonlocal counter
+        work = [(v, iter(sorted(deps[v])))]
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(deps[w]))))
+                    advanced = True
+                    break
+                if w in on_stack:
+                    low[node] = min(low[node], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                sccs.append(sorted(comp))
+
+    for v in sorted(idb):
+        if v not in index:
+            strongconnect(v)
+
+    comp_of = {rel: i for i, comp in enumerate(sccs) for rel in comp}
+    for (head, body), atom in sorted(neg.items()):
+        if head == body:
+            raise ProgramError(
+                f"program is not stratifiable: {head} depends negatively on itself", atom.loc
+            )
+        if comp_of[head] == comp_of[body]:
+            cycle = _cycle(deps, body, head)
+            raise ProgramError(
+                f"program is not stratifiable: {head} depends negatively on {body}, which depends"
+                f" on {head} ({' -> '.join(cycle)}); negation through recursion is not allowed",
+                atom.loc,
+            )
+    stratum: dict[int, int] = {}
+    components = []
+    for i, comp in enumerate(sccs):  # Tarjan emits SCCs in reverse topological order: deps first
+        s = 0
+        for rel in comp:
+            for d in deps[rel]:
+                j = comp_of[d]
+                if j != i:
+                    s = max(s, stratum[j] + (1 if (rel, d) in neg else 0))
+        stratum[i] = s
+        members = set(comp)
+        rules = tuple(r for r in program.rules if r.head.relation in members)
+        recursive = any(a.relation in members for r in rules for a in r.positive_atoms)
+        components.append(Component(tuple(comp), rules, recursive, s))
+    return tuple(components)
+
+
+def _cycle(deps: dict[str, set[str]], start: str, goal: str) -> list[str]:
+    """A dependency path start -> ... -> goal (both in one SCC), for error messages."""
+    prev: dict[str, str | None] = {start: None}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        if v == goal:
+            break
+        for w in sorted(deps[v]):
+            if w not in prev:
+                prev[w] = v
+                queue.append(w)
+    path = [goal]
+    while prev[path[-1]] is not None:
+        path.append(prev[path[-1]])  # type: ignore[arg-type]
+    path.reverse()
+    return [goal + " -> not " + path[0]] + path[1:] if path[0] != goal else path
