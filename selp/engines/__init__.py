@@ -1,0 +1,3 @@
+"""Evaluation engines: ``local`` (in-process semi-naive) and ``spark`` (PySpark DataFrames)."""
+
+ENGINES = ("local", "spark")

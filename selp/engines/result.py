@@ -1,0 +1,91 @@
+"""What an evaluation returns, whichever engine ran it.
+
+Both engines answer through :class:`EvalResult`: relation names, counts, rows as Python values
+(:mod:`selp.values`), and writing to an output directory atomically. The Spark engine keeps its
+relations as DataFrames and only collects what is asked for.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from selp.database import Database, load_database, write_relations
+from selp.engines.local import EvalStats, Progress, evaluate
+from selp.language.validate import Analysis
+from selp.values import Value
+
+Row = tuple[Value, ...]
+
+
+class EvalResult(Protocol):
+    """The fixpoint of a program over a database (IDB relations only)."""
+
+    engine: str
+    iterations: int
+    seconds: float  # evaluation time, excluding loading
+    types: dict[str, tuple[str, ...]]
+    columns: dict[str, tuple[str, ...]]
+    warnings: list[str]
+
+    def relations(self) -> list[str]:
+        """IDB relation names, sorted."""
+        ...
+
+    def count(self, rel: str) -> int:
+        """Number of tuples of ``rel``."""
+        ...
+
+    def rows(self, rel: str) -> set[Row]:
+        """The tuples of ``rel`` as Python values (collected to the driver for Spark)."""
+        ...
+
+    def write(self, out_dir: str | Path, fmt: str = "csv") -> list[str]:
+        """Write every IDB relation to ``out_dir/REL.fmt`` atomically; returns the paths."""
+        ...
+
+
+@dataclass
+class LocalResult:
+    """Result of the local engine: plain Python sets."""
+
+    facts: dict[str, set[Row]]
+    types: dict[str, tuple[str, ...]]
+    columns: dict[str, tuple[str, ...]]
+    iterations: int = 0
+    seconds: float = 0.0
+    load_seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    engine: str = "local"
+
+    def relations(self) -> list[str]:
+        return sorted(self.facts)
+
+    def count(self, rel: str) -> int:
+        return len(self.facts[rel])
+
+    def rows(self, rel: str) -> set[Row]:
+        return self.facts[rel]
+
+    def write(self, out_dir: str | Path, fmt: str = "csv") -> list[str]:
+        return [str(p) for p in write_relations(out_dir, self.facts, self.types, self.columns, fmt)]
+
+
+def run_local(analysis: Analysis, db_dir: str | Path | None, progress: Progress | None = None) -> LocalResult:
+    """Load ``db_dir`` (plus inline facts) and evaluate with the local engine."""
+    t0 = time.perf_counter()
+    db: Database = load_database(analysis, db_dir)
+    load_seconds = time.perf_counter() - t0
+    stats = EvalStats()
+    facts = evaluate(analysis, db.facts, progress, stats)
+    return LocalResult(
+        facts,
+        db.types,
+        db.columns,
+        stats.iterations,
+        stats.seconds,
+        load_seconds,
+        db.warnings,
+    )
