@@ -1,0 +1,136 @@
+"""The `selp` command line as users run it: real processes, real files, exit codes and messages."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TRADE = ROOT / "examples" / "trade"
+
+
+def selp(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    # a developer's own SELP_ENGINE must not change what the tests see
+    full_env = {k: v for k, v in os.environ.items() if k != "SELP_ENGINE"}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "selp", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd or ROOT,
+        timeout=300,
+    )
+
+
+# dealsWith over Table 1, worked out by hand: imports/exports give (Cuba,France), (Mexico,France),
+# (Mexico,Cuba), (France,Cuba) via r2, (Mexico,France) via the copy; symmetry and transitivity
+# then connect all three countries, including each with itself.
+COUNTRIES = ["Cuba", "France", "Mexico"]
+EXPECTED_DEALS = {(a, b) for a in COUNTRIES for b in COUNTRIES}
+
+
+def test_check_lists_relations_and_strata() -> None:
+    r = selp("check", str(TRADE / "trade.dl"))
+    assert r.returncode == 0, r.stderr
+    assert "idb  dealsWith/2 (str, str)  rules: r0, r1, r2, r3" in r.stdout
+    assert "edb  exports/2" in r.stdout
+    assert "0: dealsWith  (recursive: dealsWith)" in r.stdout
+
+
+def test_check_json_is_machine_readable() -> None:
+    r = selp("check", str(TRADE / "trade.dl"), "--json")
+    doc = json.loads(r.stdout)
+    kinds = {x["relation"]: x["kind"] for x in doc["relations"]}
+    assert kinds == {"dealsWith": "idb", "dealsWith_edb": "edb", "exports": "edb", "imports": "edb"}
+    assert doc["strata"] == [["dealsWith"]]
+
+
+def test_eval_local_json_gives_the_hand_computed_answer() -> None:
+    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", "local", "--show", "dealsWith", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["engine"] == "local"
+    rows = {tuple(x) for x in doc["relations"]["dealsWith"]["rows"]}
+    assert rows == EXPECTED_DEALS
+    assert doc["relations"]["dealsWith"]["count"] == 9
+
+
+def test_eval_writes_csv_atomically(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", "local", "--out", str(out), "-q")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["dealsWith.csv"]
+    with open(out / "dealsWith.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["a", "b"]
+    assert {tuple(x) for x in rows[1:]} == EXPECTED_DEALS
+
+
+def test_engine_default_from_env_and_selp_toml(tmp_path: Path) -> None:
+    prog = tmp_path / "p.dl"
+    prog.write_text('e(1, 2).\ne(2, 3).\ntc(x, y) :- e(x, y).\ntc(x, y) :- tc(x, z), e(z, y).\n')
+    (tmp_path / "selp.toml").write_text('engine = "local"\n')
+    r = selp("eval", str(prog), "--json")
+    assert json.loads(r.stdout)["engine"] == "local"
+    (tmp_path / "selp.toml").write_text('engine = "turbo"\n')
+    r = selp("eval", str(prog))
+    assert r.returncode == 1
+    assert "selp.toml" in r.stderr and "'turbo' is not an engine" in r.stderr
+    r = selp("eval", str(prog), "--json", env={"SELP_ENGINE": "local"})
+    assert json.loads(r.stdout)["relations"]["tc"]["count"] == 3
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("p(x) :- q(x)", "p.dl:1: syntax error: unexpected end of input, expected ',', '.'"),
+        ("p(x) :- q(y).", "p.dl:1:1: unsafe variable x in rule r1"),
+        ("p(x) :- q(x).\np(x, y) :- q(x), q(y).", "p.dl:2:1: arity mismatch: p has 2 argument(s)"),
+        ("p(x) :- q(x), not p(x).", "not stratifiable"),
+    ],
+)
+def test_bad_programs_fail_with_one_located_line(tmp_path: Path, text: str, expected: str) -> None:
+    (tmp_path / "p.dl").write_text(text)
+    r = selp("eval", "p.dl", "--engine", "local", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert expected in lines[0]
+
+
+def test_bad_data_names_file_and_line(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    db.mkdir()
+    (db / "e.csv").write_text("src,dst\n1,2\n2,3,4\n")
+    (tmp_path / "p.dl").write_text("tc(x, y) :- e(x, y).\n")
+    r = selp("eval", "p.dl", "--db", "db", "--engine", "local", cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stderr.strip() == "error: db/e.csv:3: row has 3 field(s) but the header has 2"
+
+
+def test_usage_errors_exit_2() -> None:
+    r = selp("eval", "--no-such-flag")
+    assert r.returncode == 2
+    r = selp("eval", str(TRADE / "trade.dl"), "--engine", "turbo")
+    assert r.returncode == 2
+
+
+def test_show_unknown_relation_is_a_user_error() -> None:
+    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", "local", "--show", "exports")
+    assert r.returncode == 1
+    assert "--show exports: an EDB relation" in r.stderr
+
+
+def test_every_command_has_help_with_examples() -> None:
+    for cmd in (["--help"], ["eval", "--help"], ["check", "--help"]):
+        r = selp(*cmd)
+        assert r.returncode == 0
+        assert "Example" in r.stdout
