@@ -1,0 +1,769 @@
+"""Benchmarks: the synthetic transitive-closure (TC) dataset and a harness that times the engines.
+
+The TC dataset (program ``datasets/tc.dl``) is an undirected, weighted graph made of several
+disconnected random components. The closure of a connected undirected component of ``n`` nodes has
+exactly ``n * n`` tuples, so choosing the component sizes fixes the output size exactly:
+:func:`tc_size_for` turns a target output size into generator parameters and :func:`generate_tc`
+writes ``edge.csv`` and returns the exact expected closure size.
+
+:func:`bench_tc` generates (and caches) one dataset per target size and times each engine on it:
+
+* the **local** engine runs in a fresh subprocess per configuration, so its peak RSS is its own
+  (``ru_maxrss`` never goes down within a process) and a timeout really stops it (the child is
+  killed);
+* the **Spark** engine runs in this process on one session created once and reused; a timeout
+  cancels the running Spark jobs (``cancelAllJobs``) and aborts between iterations through the
+  progress callback. Only the evaluation is timed: session start is excluded, loading is reported
+  separately.
+
+Run ``python -m selp.bench --help`` for a command line.
+"""
+
+from __future__ import annotations
+
+import csv
+import gc
+import json
+import math
+import os
+import platform
+import queue
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from selp.database import write_csv
+
+# The canonical TC program lives with the dataset generator (the package is installed editable).
+TC_PROGRAM = Path(__file__).resolve().parents[1] / "datasets" / "tc.dl"
+TC_OUTPUT = "tc"
+STATS_FILE = "tc_stats.json"
+# Bump when the generator's output for given parameters changes, so cached datasets are redone.
+GENERATOR_VERSION = 1
+
+# ~200-node components: large enough that the closure (n^2 = 40k tuples each) dominates the input
+# and the recursion runs ~10 iterations; small enough that a 1M-tuple target still needs 25
+# components, so the work spreads over many independent keys (as it would in a partitioned engine).
+DEFAULT_COMPONENT_NODES = 200
+# Average degree 4 (edges = 2 * nodes): sparse like road or contact networks; every component gets
+# a random spanning tree first (so it is connected), the rest of the edges are random.
+DEFAULT_DEGREE = 4.0
+
+BenchProgress = Callable[[str], None]
+
+
+# --------------------------------------------------------------------------------------------
+# the dataset
+
+
+def closure_size(component_sizes: Iterable[int]) -> int:
+    """Tuples of ``tc`` for a graph whose connected components have these node counts.
+
+    Every ordered pair inside a component of two or more nodes is reachable (including ``(x, x)``:
+    to a neighbour and back); an isolated node has no edge and so no tuple.
+    """
+    return sum(n * n for n in component_sizes if n >= 2)
+
+
+def tc_size_for(
+    target_output: int,
+    component_nodes: int = DEFAULT_COMPONENT_NODES,
+    degree: float = DEFAULT_DEGREE,
+) -> tuple[int, int, int]:
+    """Generator parameters ``(nodes, edges, components)`` whose closure is close to ``target_output``.
+
+    Uses ``k = round(target / component_nodes**2)`` equal components of ``n = round(sqrt(target / k))``
+    nodes, so the closure ``k * n * n`` is within a fraction of a percent of the target for targets
+    of a few thousand and more. ``edges`` counts undirected edges (``edge.csv`` has twice as many
+    rows): ``nodes * degree / 2``, at least a spanning tree per component and at most a complete graph.
+    """
+    if target_output < 1:
+        raise ValueError("target_output must be positive")
+    k = max(1, round(target_output / component_nodes**2))
+    n = max(2, round(math.sqrt(target_output / k)))
+    nodes = k * n
+    edges = round(nodes * degree / 2)
+    edges = max(nodes - k, min(edges, k * (n * (n - 1) // 2)))
+    return nodes, edges, k
+
+
+def _split(total: int, parts: int) -> list[int]:
+    """``total`` as ``parts`` integers differing by at most one (largest first)."""
+    q, r = divmod(total, parts)
+    return [q + 1 if i < r else q for i in range(parts)]
+
+
+def _add_random_edges(rng: random.Random, nodes: list[int], count: int, edges: set[tuple[int, int]]) -> None:
+    """Add ``count`` new random undirected edges (as ``(min, max)``) between ``nodes``."""
+    if count <= 0:
+        return
+    n = len(nodes)
+    member = set(nodes)
+    existing = sum(1 for a, b in edges if a in member and b in member)
+    free = n * (n - 1) // 2 - existing
+    if count > free:
+        raise ValueError(f"cannot place {count} more edges among {n} nodes")
+    if count * 2 > free:
+        # dense request: enumerate the missing pairs and sample from them
+        missing = [
+            (min(a, b), max(a, b))
+            for i, a in enumerate(nodes)
+            for b in nodes[i + 1 :]
+            if (min(a, b), max(a, b)) not in edges
+        ]
+        edges.update(rng.sample(missing, count))
+        return
+    added = 0
+    while added < count:  # sparse: rejection sampling terminates quickly
+        a, b = rng.sample(nodes, 2)
+        e = (min(a, b), max(a, b))
+        if e not in edges:
+            edges.add(e)
+            added += 1
+
+
+def _components_of(n_nodes: int, edges: Iterable[tuple[int, int]]) -> list[int]:
+    """Sizes of the connected components (union-find), isolated nodes included as size 1."""
+    parent = list(range(n_nodes))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+    sizes: dict[int, int] = {}
+    for x in range(n_nodes):
+        r = find(x)
+        sizes[r] = sizes.get(r, 0) + 1
+    return sorted(sizes.values(), reverse=True)
+
+
+def generate_tc(
+    out_dir: str | Path,
+    nodes: int,
+    edges: int,
+    seed: int = 0,
+    components: int | None = None,
+) -> dict[str, Any]:
+    """Write a random undirected weighted graph to ``out_dir/edge.csv``; return its statistics.
+
+    With ``components=k`` the nodes are split into ``k`` near-equal groups, each made connected by
+    a random spanning tree, and the remaining edges are spread over the groups in proportion to
+    their size (never between groups), so the closure size is exactly ``sum(n_i ** 2)``. Without
+    it, ``edges`` distinct random pairs over all nodes are drawn (G(n, m)); the closure size is then
+    computed from the resulting components.
+
+    ``edges`` counts undirected edges; each is written in both directions with the same weight
+    (``edge.csv`` columns ``src,dst,_weight``; weights uniform in (0, 1], three decimals). Node ids
+    are a random permutation of ``1..nodes`` so that component membership is not visible in the
+    ids. The output depends only on the arguments (``random.Random(seed)``). The statistics are
+    also written to ``out_dir/tc_stats.json``.
+    """
+    if nodes < 2:
+        raise ValueError("need at least 2 nodes")
+    if edges < 1:
+        raise ValueError("need at least 1 edge")
+    rng = random.Random(seed)
+    edge_set: set[tuple[int, int]] = set()
+    if components is not None:
+        if not 1 <= components <= nodes:
+            raise ValueError(f"components must be between 1 and the number of nodes ({nodes})")
+        sizes = _split(nodes, components)
+        tree_edges = nodes - components
+        capacity = sum(s * (s - 1) // 2 for s in sizes)
+        if edges < tree_edges:
+            raise ValueError(f"{components} connected components of {nodes} nodes need at least {tree_edges} edges")
+        if edges > capacity:
+            raise ValueError(f"{components} components of {nodes} nodes hold at most {capacity} edges")
+        # extra (non-tree) edges per component, proportional to its capacity (largest remainder)
+        extra = edges - tree_edges
+        caps = [s * (s - 1) // 2 - (s - 1) for s in sizes]
+        room = sum(caps)
+        quotas = [extra * c // room if room else 0 for c in caps]
+        rest = extra - sum(quotas)
+        for i in sorted(range(len(caps)), key=lambda i: -(extra * caps[i] % room) if room else 0):
+            if rest == 0:
+                break
+            if quotas[i] < caps[i]:
+                quotas[i] += 1
+                rest -= 1
+        start = 0
+        for size, quota in zip(sizes, quotas):
+            members = list(range(start, start + size))
+            start += size
+            # random recursive tree over a shuffled order: connected, shallow (height ~ e*ln n)
+            order = members[:]
+            rng.shuffle(order)
+            for i in range(1, size):
+                a, b = order[i], order[rng.randrange(i)]
+                edge_set.add((min(a, b), max(a, b)))
+            _add_random_edges(rng, members, quota, edge_set)
+    else:
+        capacity = nodes * (nodes - 1) // 2
+        if edges > capacity:
+            raise ValueError(f"{nodes} nodes hold at most {capacity} edges")
+        _add_random_edges(rng, list(range(nodes)), edges, edge_set)
+    comp_sizes = _components_of(nodes, edge_set)
+    label = list(range(1, nodes + 1))
+    rng.shuffle(label)
+    rows: list[tuple[int, int, str]] = []
+    for a, b in sorted(edge_set):
+        w = f"{rng.randint(1, 1000) / 1000:.3f}"  # (0, 1]: 0.001 .. 1.000
+        rows.append((label[a], label[b], w))
+        rows.append((label[b], label[a], w))
+    rows.sort()
+    out = Path(out_dir)
+    write_csv(out / "edge.csv", ("src", "dst", "_weight"), rows)
+    nontrivial = [s for s in comp_sizes if s >= 2]
+    stats = {
+        "dataset": "tc",
+        "generator_version": GENERATOR_VERSION,
+        "nodes": nodes,
+        "edges": len(edge_set),
+        "edge_rows": len(rows),
+        "seed": seed,
+        "components": components,
+        "connected_components": len(nontrivial),
+        "isolated_nodes": len(comp_sizes) - len(nontrivial),
+        "largest_component": comp_sizes[0] if comp_sizes else 0,
+        "expected_tc": closure_size(comp_sizes),
+    }
+    tmp = out / f".{STATS_FILE}.tmp"
+    tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, out / STATS_FILE)  # written last: its presence marks a complete dataset
+    return stats
+
+
+def tc_dataset(workdir: str | Path, target: int, seed: int = 0) -> tuple[Path, dict[str, Any]]:
+    """The dataset for ``target`` output tuples under ``workdir``, generated once and then reused.
+
+    The directory name carries every generator parameter, and the cached statistics must match
+    them (including :data:`GENERATOR_VERSION`), so a stale or half-written directory is redone.
+    """
+    nodes, edges, k = tc_size_for(target)
+    d = Path(workdir) / f"tc_t{target}_n{nodes}_m{edges}_k{k}_s{seed}"
+    stats_path = d / STATS_FILE
+    if stats_path.is_file() and (d / "edge.csv").is_file():
+        try:
+            stats = json.loads(stats_path.read_text(encoding="utf-8"))
+        except ValueError:
+            stats = {}
+        if stats.get("generator_version") == GENERATOR_VERSION and (
+            stats.get("nodes"),
+            stats.get("edges"),
+            stats.get("components"),
+            stats.get("seed"),
+        ) == (nodes, edges, k, seed):
+            return d, stats
+    return d, generate_tc(d, nodes, edges, seed, components=k)
+
+
+# --------------------------------------------------------------------------------------------
+# measuring
+
+
+def _rss_mb() -> float:
+    """Peak RSS of this process in MiB (``ru_maxrss`` is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _reset_peak_rss(pid: int | str = "self") -> bool:
+    """Reset the kernel's peak-RSS mark of a process (Linux ``clear_refs`` 5); False if refused."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_rss_mb_of(pid: int | str) -> float | None:
+    """``VmHWM`` (peak RSS) of a process in MiB, or None where /proc is unavailable."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def machine_info() -> dict[str, Any]:
+    """Cores, memory and software versions, recorded with every result file."""
+    info: dict[str, Any] = {
+        "nproc": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+    try:
+        with open("/proc/meminfo") as fh:
+            kb = int(fh.readline().split()[1])
+        info["mem_total_gib"] = round(kb / 1024**2, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
+        info["java"] = (out.stderr or out.stdout).strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        info["java"] = None
+    try:
+        import pyspark
+
+        info["pyspark"] = pyspark.__version__
+    except ImportError:
+        info["pyspark"] = None
+    return info
+
+
+class _Timeout(Exception):
+    """Raised inside an evaluation (from its progress callback) when the time cap has passed."""
+
+
+def _local_worker(spec: dict[str, Any]) -> None:
+    """Body of the local-engine subprocess: JSON lines on stdout, one per event.
+
+    Events: ``progress`` (per iteration), ``run`` (after each evaluation, warm-up included, with the
+    peak RSS so far, so a killed child still leaves a memory figure), ``done``.
+    """
+    from selp.engines.result import run_local
+    from selp.language import parse_program_file
+    from selp.language.validate import analyze
+
+    def emit(obj: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    analysis = analyze(parse_program_file(spec["program"]))
+    runs = spec["warmup"] + spec["repeat"]
+    for i in range(runs):
+        t0 = time.perf_counter()
+
+        def progress(comp, iteration: int, delta: int, total: int, _i: int = i, _t0: float = t0) -> None:
+            emit({"event": "progress", "run": _i, "iteration": iteration, "delta": delta, "total": total,
+                  "elapsed": time.perf_counter() - _t0})
+
+        res = run_local(analysis, spec["db"], progress)
+        emit({
+            "event": "run",
+            "run": i,
+            "warmup": i < spec["warmup"],
+            "seconds": res.seconds,
+            "load_seconds": res.load_seconds,
+            "iterations": res.iterations,
+            "count": res.count(spec["output"]),
+            "peak_rss_mb": _rss_mb(),
+        })
+        del res  # free the previous fixpoint before the next run, so the peak is one run's
+        gc.collect()
+    emit({"event": "done", "peak_rss_mb": _rss_mb()})
+
+
+def _run_local_config(
+    db: Path, repeat: int, warmup: int, timeout_s: float | None, say: BenchProgress
+) -> dict[str, Any]:
+    """Time the local engine on ``db`` in a fresh subprocess; kill it at the time cap."""
+    spec = {"program": str(TC_PROGRAM), "db": str(db), "repeat": repeat, "warmup": warmup, "output": TC_OUTPUT}
+    env = dict(os.environ)
+    env["PYTHONHASHSEED"] = "0"  # same set layouts run to run
+    with tempfile.TemporaryFile(mode="w+") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "selp.bench", "_local_worker", json.dumps(spec)],
+            stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+        )
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def pump() -> None:  # a thread, so the parent can wait with a deadline
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        deadline = time.monotonic() + timeout_s if timeout_s else None
+        runs: list[dict[str, Any]] = []
+        done: dict[str, Any] | None = None
+        status = "ok"
+        last_report = 0.0
+        while True:
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                status = "did not finish"
+                break
+            try:
+                line = lines.get(timeout=wait)
+            except queue.Empty:
+                status = "did not finish"
+                break
+            if line is None:
+                break
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev["event"] == "run":
+                runs.append(ev)
+                tag = "warm-up" if ev["warmup"] else f"run {ev['run'] - warmup + 1}/{repeat}"
+                say(f"  local {tag}: {ev['seconds']:.2f}s, {ev['count']} tuples, {ev['iterations']} iterations")
+            elif ev["event"] == "progress" and time.monotonic() - last_report > 10:
+                last_report = time.monotonic()  # long runs only: at most one line per 10 s
+                say(f"  local iteration {ev['iteration']}: +{ev['delta']} new, {ev['total']} total ({ev['elapsed']:.0f}s)")
+            elif ev["event"] == "done":
+                done = ev
+        if status != "ok":
+            proc.kill()  # our own child, by handle: a timeout must actually stop the work
+        rc = proc.wait()
+        if status == "ok" and (rc != 0 or done is None):
+            err.seek(0)
+            tail = err.read().strip().splitlines()[-1:] or [f"exit code {rc}"]
+            status = f"error: {tail[0]}"
+    timed = [r for r in runs if not r["warmup"]]
+    row: dict[str, Any] = {"status": status, "repeats": len(timed)}
+    if runs:
+        row["peak_rss_mb"] = round((done or runs[-1])["peak_rss_mb"], 1)
+    if timed:
+        row.update(_summarise(timed))
+    elif runs:  # only the warm-up finished: keep its count and iterations for the record
+        row.update({"output_tuples": runs[0]["count"], "iterations": runs[0]["iterations"]})
+    return row
+
+
+def _summarise(timed: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median seconds (evaluation and load), all evaluation times, and the run's count/iterations."""
+    out = {
+        "seconds": round(statistics.median(r["seconds"] for r in timed), 3),
+        "seconds_all": [round(r["seconds"], 3) for r in timed],
+        "load_seconds": round(statistics.median(r["load_seconds"] for r in timed), 3),
+        "iterations": timed[-1]["iterations"],
+        "output_tuples": timed[-1]["count"],
+    }
+    if "wall_seconds" in timed[-1]:
+        out["wall_seconds"] = round(statistics.median(r["wall_seconds"] for r in timed), 3)
+    return out
+
+
+def _jvm_stats(spark) -> dict[str, Any]:
+    """Driver JVM memory: used heap now, and peak RSS of the JVM process since the last reset."""
+    out: dict[str, Any] = {}
+    try:
+        rt = spark._jvm.java.lang.Runtime.getRuntime()
+        out["jvm_heap_used_mb"] = round((rt.totalMemory() - rt.freeMemory()) / 2**20, 1)
+        out["jvm_heap_max_mb"] = round(rt.maxMemory() / 2**20, 1)
+        pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+        peak = _peak_rss_mb_of(pid)
+        if peak is not None:
+            out["jvm_peak_rss_mb"] = round(peak, 1)
+    except Exception:  # noqa: BLE001 - memory figures are best effort (e.g. a remote driver)
+        pass
+    return out
+
+
+def _jvm_pid(spark) -> int | None:
+    try:
+        return int(spark._jvm.java.lang.ProcessHandle.current().pid())
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _run_spark_config(
+    spark, db: Path, repeat: int, warmup: int, timeout_s: float | None, say: BenchProgress
+) -> dict[str, Any]:
+    """Time the Spark engine on ``db`` in this process, on the shared session.
+
+    At the time cap a timer thread cancels all running Spark jobs (the action in progress fails)
+    and the progress callback raises between iterations, so the work stops either way.
+    """
+    from selp.engines.spark import run_spark
+    from selp.language import parse_program_file
+    from selp.language.validate import analyze
+
+    analysis = analyze(parse_program_file(TC_PROGRAM))
+    expired = threading.Event()
+
+    def cancel() -> None:
+        expired.set()
+        try:
+            spark.sparkContext.cancelAllJobs()
+        except Exception:  # noqa: BLE001 - the session may be busy shutting down
+            pass
+
+    timer = threading.Timer(timeout_s, cancel) if timeout_s else None
+    jvm_pid = _jvm_pid(spark)
+    _reset_peak_rss()
+    if jvm_pid is not None:
+        _reset_peak_rss(jvm_pid)
+    runs: list[dict[str, Any]] = []
+    status = "ok"
+    last_report = [time.monotonic()]
+    if timer:
+        timer.daemon = True
+        timer.start()
+    try:
+        for i in range(warmup + repeat):
+            t0 = time.perf_counter()
+
+            def progress(comp, iteration: int, delta: int, total: int, _t0: float = t0) -> None:
+                if expired.is_set():
+                    raise _Timeout()
+                if time.monotonic() - last_report[0] > 10:
+                    last_report[0] = time.monotonic()
+                    say(f"  spark iteration {iteration}: +{delta} new, {total} total ({time.perf_counter() - _t0:.0f}s)")
+
+            res = run_spark(analysis, db, spark, progress=progress)
+            count = res.count(TC_OUTPUT)  # forces the result if the engine left it lazy
+            wall = time.perf_counter() - t0
+            load = getattr(res, "load_seconds", None)
+            run = {
+                "warmup": i < warmup,
+                "seconds": res.seconds,
+                # without an engine-reported load time: everything outside the evaluation
+                "load_seconds": load if load is not None else max(0.0, wall - res.seconds),
+                "wall_seconds": wall,
+                "iterations": res.iterations,
+                "count": count,
+            }
+            runs.append(run)
+            tag = "warm-up" if run["warmup"] else f"run {i - warmup + 1}/{repeat}"
+            say(f"  spark {tag}: {res.seconds:.2f}s (wall {wall:.2f}s), {count} tuples, {res.iterations} iterations")
+            for name in ("close", "unpersist"):  # release cached DataFrames, if the result holds any
+                fn = getattr(res, name, None)
+                if callable(fn):
+                    fn()
+                    break
+            del res
+            spark.catalog.clearCache()  # each run starts cold in the cache, as the first one did
+            if expired.is_set():
+                raise _Timeout()
+    except _Timeout:
+        status = "did not finish"
+    except Exception as err:  # noqa: BLE001 - a cancelled job surfaces as a Py4J/Spark error
+        status = "did not finish" if expired.is_set() else f"error: {str(err).strip().splitlines()[0][:200]}"
+    finally:
+        if timer:
+            timer.cancel()
+    if expired.is_set():
+        status = "did not finish"
+    timed = [r for r in runs if not r["warmup"]]
+    row: dict[str, Any] = {"status": status, "repeats": len(timed), "peak_rss_mb": round(_rss_mb(), 1)}
+    row.update(_jvm_stats(spark))
+    if timed:
+        row.update(_summarise(timed))
+    elif runs:
+        row.update({"output_tuples": runs[0]["count"], "iterations": runs[0]["iterations"]})
+    return row
+
+
+def bench_tc(
+    scales: list[int],
+    engines: list[str],
+    repeat: int = 3,
+    workdir: str | Path = "bench-work",
+    master: str | None = None,
+    progress: BenchProgress | None = None,
+    timeout_s: float | None = 600.0,
+    seed: int = 0,
+    warmup: int = 1,
+    spark=None,
+) -> list[dict[str, Any]]:
+    """Time ``engines`` on the TC dataset at each target output size; one row per (scale, engine).
+
+    For each target in ``scales`` the dataset is generated into ``workdir`` (or reused), then each
+    engine runs ``warmup`` untimed and ``repeat`` timed evaluations. ``seconds`` is the median
+    evaluation time (loading excluded, reported as ``load_seconds``; for Spark also ``wall_seconds``
+    around the whole call). ``timeout_s`` caps a whole configuration (warm-up and repeats): if it
+    passes before any timed run finished the row's status is ``did not finish``; if some finished,
+    their median is kept and ``repeats`` says how many.
+
+    ``peak_rss_mb`` is the peak RSS of the process that evaluated: the local engine's own subprocess;
+    for Spark, this Python driver process (reset per configuration where Linux allows) — the
+    JVM is separate: ``jvm_heap_used_mb`` after the runs and ``jvm_peak_rss_mb`` of the driver JVM.
+
+    The Spark session is ``spark`` if given, else ``get_spark(master)`` created once (its start is
+    not timed) and left running for the caller. ``status`` is ``wrong count`` when an engine's
+    output size differs from the generator's exact expectation.
+    """
+    say: BenchProgress = progress or (lambda msg: None)
+    unknown = [e for e in engines if e not in ("local", "spark")]
+    if unknown:
+        raise ValueError(f"unknown engine(s): {', '.join(unknown)}; use local and/or spark")
+    if repeat < 1:
+        raise ValueError("repeat must be at least 1")
+    work = Path(workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    if "spark" in engines and spark is None:
+        from selp.engines.spark_session import get_spark
+
+        say(f"starting Spark ({master or 'default master'}) ...")
+        t0 = time.perf_counter()
+        spark = get_spark(master)
+        say(f"Spark session ready in {time.perf_counter() - t0:.1f}s (not counted)")
+    rows: list[dict[str, Any]] = []
+    for target in scales:
+        t0 = time.perf_counter()
+        db, stats = tc_dataset(work, target, seed)
+        say(
+            f"tc target {target}: {stats['nodes']} nodes, {stats['edge_rows']} edge rows,"
+            f" {stats['connected_components']} components, expecting {stats['expected_tc']} tuples"
+            f" ({time.perf_counter() - t0:.1f}s to prepare)"
+        )
+        for engine in engines:
+            say(f"  {engine}: {warmup} warm-up + {repeat} timed run(s)")
+            if engine == "local":
+                res = _run_local_config(db, repeat, warmup, timeout_s, say)
+            else:
+                res = _run_spark_config(spark, db, repeat, warmup, timeout_s, say)
+            row: dict[str, Any] = {
+                "dataset": "tc",
+                "target": target,
+                "nodes": stats["nodes"],
+                "components": stats["connected_components"],
+                "edb_rows": stats["edge_rows"],
+                "expected_tuples": stats["expected_tc"],
+                "engine": engine,
+                "master": (master or _master_of(spark)) if engine == "spark" else None,
+                "timeout_s": timeout_s,
+            }
+            row.update(res)
+            if row["status"] == "ok" and row.get("output_tuples") != stats["expected_tc"]:
+                row["status"] = "wrong count"
+            rows.append(row)
+            say(f"  {engine}: {row['status']}" + (f", median {row['seconds']:.2f}s" if "seconds" in row else ""))
+    return rows
+
+
+def _master_of(spark) -> str | None:
+    try:
+        return spark.sparkContext.master
+    except Exception:  # noqa: BLE001
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# reporting
+
+_COLUMNS = [
+    ("dataset", "dataset"),
+    ("target", "target"),
+    ("edb_rows", "EDB rows"),
+    ("output_tuples", "output"),
+    ("engine", "engine"),
+    ("seconds", "eval s"),
+    ("load_seconds", "load s"),
+    ("iterations", "iters"),
+    ("peak_rss_mb", "RSS MiB"),
+    ("jvm_heap_used_mb", "JVM heap MiB"),
+    ("jvm_peak_rss_mb", "JVM RSS MiB"),
+    ("status", "status"),
+]
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
+    return str(v)
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """An aligned text table of :func:`bench_tc` rows, then the spark/local time ratio per scale."""
+    header = [title for _, title in _COLUMNS]
+    body = [[_cell(r.get(key)) for key, _ in _COLUMNS] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
+    numeric = {"target", "edb_rows", "output_tuples", "seconds", "load_seconds", "iterations",
+               "peak_rss_mb", "jvm_heap_used_mb", "jvm_peak_rss_mb"}
+
+    def fmt(cells: list[str]) -> str:
+        parts = [
+            c.rjust(w) if key in numeric else c.ljust(w)
+            for c, w, (key, _) in zip(cells, widths, _COLUMNS)
+        ]
+        return "  ".join(parts).rstrip()
+
+    lines = [fmt(header), "  ".join("-" * w for w in widths)]
+    lines += [fmt(b) for b in body]
+    ratios = []
+    for target in dict.fromkeys(r["target"] for r in rows):
+        by = {r["engine"]: r for r in rows if r["target"] == target}
+        loc, spk = by.get("local"), by.get("spark")
+        if not (loc and spk):
+            continue
+        if loc.get("status") == "ok" and spk.get("status") == "ok" and loc.get("seconds"):
+            ratios.append(f"  target {target}: spark/local = {spk['seconds'] / loc['seconds']:.2f}")
+        else:
+            ratios.append(f"  target {target}: spark/local = n/a (local {loc.get('status')}, spark {spk.get('status')})")
+    if ratios:
+        lines += ["", "eval time ratio:"] + ratios
+    return "\n".join(lines)
+
+
+def write_results(rows: list[dict[str, Any]], out_dir: str | Path, machine: dict[str, Any] | None = None) -> list[Path]:
+    """Write ``results.csv`` and ``results.json`` (rows plus machine info and date) to ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    csv_path, json_path = out / "results.csv", out / "results.json"
+    with open(csv_path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(keys)
+        for r in rows:
+            w.writerow([";".join(map(str, v)) if isinstance(v, list) else ("" if v is None else v) for v in (r.get(k) for k in keys)])
+    doc = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "machine": machine if machine is not None else machine_info(),
+        "rows": rows,
+    }
+    json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    return [csv_path, json_path]
+
+
+# --------------------------------------------------------------------------------------------
+# command line (also the local-engine worker's entry point)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m selp.bench``: run the TC benchmark and print the table."""
+    import argparse
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["_local_worker"]:
+        _local_worker(json.loads(argv[1]))
+        return 0
+    p = argparse.ArgumentParser(prog="python -m selp.bench", description="Time the engines on the TC dataset.")
+    p.add_argument("--scales", type=int, nargs="+", default=[100_000, 300_000, 1_000_000],
+                   help="target numbers of tc tuples")
+    p.add_argument("--engines", nargs="+", default=["local", "spark"], choices=["local", "spark"])
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--workdir", default="bench-work", help="where generated datasets are cached")
+    p.add_argument("--out", default=None, help="write results.csv and results.json here")
+    p.add_argument("--master", default=None, help="Spark master (default: get_spark's)")
+    p.add_argument("--timeout", type=float, default=600.0, help="cap per configuration, seconds (0: none)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    rows = bench_tc(args.scales, args.engines, args.repeat, args.workdir, args.master,
+                    progress=lambda m: print(m, file=sys.stderr, flush=True),
+                    timeout_s=args.timeout or None, seed=args.seed, warmup=args.warmup)
+    print(format_table(rows))
+    if args.out:
+        for path in write_results(rows, args.out):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
