@@ -396,7 +396,7 @@ def _run_local_config(
         runs: list[dict[str, Any]] = []
         done: dict[str, Any] | None = None
         status = "ok"
-        last_report = 0.0
+        last_report = time.monotonic()
         while True:
             wait = None if deadline is None else deadline - time.monotonic()
             if wait is not None and wait <= 0:
@@ -669,18 +669,20 @@ _COLUMNS = [
 ]
 
 
-def _cell(v: Any) -> str:
+def _cell(key: str, v: Any) -> str:
     if v is None:
         return "-"
+    if key.endswith("_mb"):
+        return f"{v:.0f}"
     if isinstance(v, float):
-        return f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
+        return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
     return str(v)
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     """An aligned text table of :func:`bench_tc` rows, then the spark/local time ratio per scale."""
     header = [title for _, title in _COLUMNS]
-    body = [[_cell(r.get(key)) for key, _ in _COLUMNS] for r in rows]
+    body = [[_cell(key, r.get(key)) for key, _ in _COLUMNS] for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
     numeric = {"target", "edb_rows", "output_tuples", "seconds", "load_seconds", "iterations",
                "peak_rss_mb", "jvm_heap_used_mb", "jvm_peak_rss_mb"}
