@@ -64,8 +64,8 @@ def _syntax_error(err: UnexpectedInput, text: str, file: str | None) -> ProgramE
     assert isinstance(err, UnexpectedToken)
     tok = err.token
     shown = "end of input" if tok.type == "$END" else repr(str(tok))
-    if tok.type == "$END":
-        loc = Location(file, text.count("\n") + 1, None)
+    if tok.type == "$END":  # lark places $END at the last token: point just after it
+        loc = Location(file, tok.end_line or text.count("\n") + 1, tok.end_column)
     return ProgramError(
         f"syntax error: unexpected {shown}, expected {_describe_expected(set(err.accepts or err.expected))}",
         loc,
