@@ -275,8 +275,15 @@ def tc_dataset(workdir: str | Path, target: int, seed: int = 0) -> tuple[Path, d
 
 
 def _rss_mb() -> float:
-    """Peak RSS of this process in MiB (``ru_maxrss`` is in KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak RSS of this process in MiB.
+
+    ``VmHWM`` first: ``ru_maxrss`` survives ``exec`` (Linux keeps the pre-exec peak), so in a
+    freshly spawned worker it reports the *parent's* size at fork time (100+ MiB under a Spark
+    driver) instead of the worker's own; ``VmHWM`` belongs to the new address space. Where /proc is
+    missing, ``ru_maxrss`` (KiB on Linux) is the fallback.
+    """
+    peak = _peak_rss_mb_of("self")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _reset_peak_rss(pid: int | str = "self") -> bool:
@@ -674,6 +681,8 @@ def _cell(key: str, v: Any) -> str:
         return "-"
     if key.endswith("_mb"):
         return f"{v:.0f}"
+    if key == "status" and len(str(v)) > 60:
+        return str(v)[:57] + "..."  # full text stays in the CSV/JSON
     if isinstance(v, float):
         return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
     return str(v)
@@ -705,7 +714,10 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         if loc.get("status") == "ok" and spk.get("status") == "ok" and loc.get("seconds"):
             ratios.append(f"  target {target}: spark/local = {spk['seconds'] / loc['seconds']:.2f}")
         else:
-            ratios.append(f"  target {target}: spark/local = n/a (local {loc.get('status')}, spark {spk.get('status')})")
+            ratios.append(
+                f"  target {target}: spark/local = n/a"
+                f" (local {_cell('status', loc.get('status'))}, spark {_cell('status', spk.get('status'))})"
+            )
     if ratios:
         lines += ["", "eval time ratio:"] + ratios
     return "\n".join(lines)
