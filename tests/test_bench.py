@@ -162,3 +162,21 @@ def test_write_results_writes_csv_and_json(tmp_path):
     assert "0.5;0.6" in table[1]
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["machine"] == {"nproc": 2} and len(doc["rows"]) == 3 and "date" in doc
+
+
+@pytest.mark.spark
+def test_bench_tc_spark_rows(tmp_path, request):
+    pytest.importorskip("selp.engines.spark")
+    try:
+        spark = request.getfixturevalue("spark")  # the shared session, when tests/conftest.py has one
+    except pytest.FixtureLookupError:
+        from selp.engines.spark_session import get_spark
+
+        spark = get_spark("local[2]")
+    rows = bench_tc([500], ["local", "spark"], repeat=1, workdir=tmp_path, spark=spark, timeout_s=300)
+    local, sp = rows
+    assert sp["engine"] == "spark" and sp["status"] == "ok", sp
+    assert sp["output_tuples"] == local["output_tuples"] == sp["expected_tuples"]
+    assert sp["iterations"] > 0 and sp["seconds"] > 0 and sp["wall_seconds"] >= sp["seconds"]
+    assert sp.get("jvm_heap_used_mb", 1) > 0
+    assert "spark/local" in format_table(rows)
