@@ -238,6 +238,83 @@ def eval_cmd(program: str, db_dir: str | None, engine: str | None, out_dir: str 
             click.echo(f"wrote {p}", err=True)
 
 
+@main.group()
+def gen() -> None:
+    """Generate benchmark datasets.
+
+    \b
+    Example:
+      selp gen tc --target-output 100000 --out /tmp/tc100k
+    """
+
+
+@gen.command(name="tc")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Database directory to write edge.csv into.")
+@click.option("--target-output", type=click.IntRange(min=4), help="Choose the graph size for about this many tc tuples.")
+@click.option("--nodes", type=click.IntRange(min=2), help="Number of nodes (with --edges).")
+@click.option("--edges", type=click.IntRange(min=1), help="Number of undirected edges (edge.csv gets both directions).")
+@click.option("--components", type=click.IntRange(min=1), default=None, help="Split the nodes into this many connected components.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def gen_tc(out_dir: str, target_output: int | None, nodes: int | None, edges: int | None, components: int | None, seed: int) -> None:
+    """A random undirected weighted graph for datasets/tc.dl; prints its statistics as JSON.
+
+    \b
+    Examples:
+      selp gen tc --target-output 1000000 --out /tmp/tc1m
+      selp gen tc --nodes 1000 --edges 2500 --components 4 --seed 7 --out /tmp/tc
+      selp eval datasets/tc.dl --db /tmp/tc1m
+    """
+    from selp.bench import generate_tc, tc_size_for
+
+    if target_output is not None:
+        if nodes is not None or edges is not None or components is not None:
+            raise click.UsageError("--target-output chooses --nodes/--edges/--components; give either it or them")
+        nodes, edges, components = tc_size_for(target_output)
+    elif nodes is None or edges is None:
+        raise click.UsageError("give --target-output, or --nodes and --edges")
+    try:
+        stats = generate_tc(out_dir, nodes, edges, seed, components)
+    except ValueError as err:
+        raise SelpError(str(err)) from None
+    click.echo(json.dumps(stats, indent=2))
+
+
+@main.command()
+@click.argument("dataset", type=click.Choice(["tc"]))
+@click.option("--scales", default="100000,300000,1000000", show_default=True, help="Comma-separated target output sizes.")
+@click.option("--engine", "engines", multiple=True, type=click.Choice(["local", "spark"]), help="Engines to run (repeatable) [default: both].")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs per configuration (after one warm-up); the median is reported.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=600, show_default=True, help="Seconds per configuration before it is reported as 'did not finish'.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out", show_default=True, help="Where results.csv/results.json and generated data go.")
+@click.option("--master", default=None, help="Spark master URL.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def bench(dataset: str, scales: str, engines: tuple[str, ...], repeat: int, timeout_s: float, out_dir: str, master: str | None, seed: int, quiet: bool) -> None:
+    """Time plain evaluation of DATASET on each engine and print a table.
+
+    \b
+    Examples:
+      selp bench tc --scales 100000,1000000 --repeat 3
+      selp bench tc --scales 20000 --engine local --repeat 1
+    """
+    from selp.bench import bench_tc, format_table, machine_info, write_results
+
+    try:
+        sizes = [int(x) for x in scales.split(",") if x.strip()]
+    except ValueError:
+        raise SelpError(f"--scales expects comma-separated integers, got {scales!r}") from None
+    if not sizes or any(n < 4 for n in sizes):
+        raise SelpError(f"--scales expects target sizes of at least 4, got {scales!r}")
+    chosen = list(engines) or ["local", "spark"]
+    say = (lambda msg: None) if quiet else (lambda msg: click.echo(msg, err=True))
+    spark = _start_spark(master, {}, quiet) if "spark" in chosen else None
+    rows = bench_tc(sizes, chosen, repeat, Path(out_dir) / "data", master, say, timeout_s, seed, spark=spark)
+    click.echo(format_table(rows))
+    machine = machine_info()
+    for p in write_results(rows, out_dir, machine):
+        click.echo(f"wrote {p}", err=True)
+
+
 def _json_value(v):
     from selp.values import Skolem, format_value
 
