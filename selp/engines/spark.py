@@ -1,0 +1,399 @@
+"""The Spark engine: stratified semi-naive evaluation with DataFrames.
+
+Relations are DataFrames in the uniform string encoding (:mod:`selp.values`), loaded by
+:mod:`selp.engines.spark_load` and joined by plans from :mod:`selp.engines.spark_compile`.
+Components are evaluated in dependency order: a non-recursive one once, a recursive one
+semi-naively -- every rule expanded into one variant per recursive body atom (that atom reads the
+last iteration's delta, the others the full relations), new facts deduplicated and anti-joined
+with what is known, and the delta materialised (lineage cut) every iteration. The delta's count,
+needed to stop, is the job that materialises it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from selp.engines.local import Progress
+from selp.engines.spark_compile import (
+    UNIT,
+    Sources,
+    compile_rule,
+    display_column,
+    empty_frame,
+    int_value,
+    is_skolem,
+    materialize_count,
+    rel_columns,
+    release,
+    union_all,
+)
+from selp.engines.spark_load import SparkDatabase, hadoop_fs, is_local_path, load_spark_database, local_path, to_uri
+from selp.language.ast import Atom
+from selp.language.validate import Analysis, Component
+from selp.values import Value, decode
+
+BROADCAST_ROWS_CONF = "spark.selp.broadcastRows"
+DEFAULT_BROADCAST_ROWS = 200_000
+# A recursive relation is the union of its deltas; past this many pieces it is compacted into one
+# frame, so query plans (and their analysis time) stay small however many iterations run.
+_MAX_PIECES = 10
+
+Row = tuple[Value, ...]
+
+
+class _Relation:
+    """A relation's facts so far: materialised pieces (deltas) and their total size."""
+
+    def __init__(self, spark: SparkSession, arity: int) -> None:
+        self.spark = spark
+        self.arity = arity
+        self.pieces: list[DataFrame] = []
+        self.size = 0
+
+    def frame(self) -> DataFrame:
+        if not self.pieces:
+            return empty_frame(self.spark, self.arity)
+        return union_all(self.pieces)
+
+    def add(self, df: DataFrame, n: int) -> None:
+        if n == 0:
+            return
+        self.pieces.append(df)
+        self.size += n
+        if len(self.pieces) > _MAX_PIECES:
+            old = self.pieces
+            self.pieces = [materialize_count(union_all(old))[0]]
+            # the newest piece is also the current delta, still read by the next round
+            for piece in old[:-1]:
+                release(piece)
+
+
+
+class _Evaluator:
+    def __init__(self, analysis: Analysis, db: SparkDatabase, spark: SparkSession, broadcast_rows: int) -> None:
+        self.analysis = analysis
+        self.db = db
+        self.spark = spark
+        self.broadcast_rows = broadcast_rows
+        self.idb: dict[str, _Relation] = {rel: _Relation(spark, analysis.arities[rel]) for rel in analysis.idb}
+        self.deltas: dict[str, tuple[DataFrame, int]] = {}
+        self.iterations = 0
+
+    # the Sources a compiled rule reads
+    def _frame(self, rel: str, source: str) -> DataFrame:
+        if source == "delta":
+            return self.deltas[rel][0]
+        if rel in self.idb:
+            return self.idb[rel].frame()
+        return self.db.frames[rel]
+
+    def _size(self, rel: str, source: str) -> int | None:
+        if source == "delta":
+            return self.deltas[rel][1]
+        if rel in self.idb:
+            return self.idb[rel].size
+        return self.db.sizes[rel]
+
+    def sources(self) -> Sources:
+        return Sources(self._frame, self._size, self.db.types, self.broadcast_rows)
+
+    def _new_facts(self, rel: str, plans: list[DataFrame]) -> tuple[DataFrame | None, int]:
+        """Materialise the facts of ``plans`` not yet in ``rel``; returns (delta, its size)."""
+        if not plans:
+            return None, 0
+        cols = rel_columns(self.analysis.arities[rel])
+        new = union_all(plans).distinct()
+        known = self.idb[rel]
+        if known.size:
+            old = known.frame()
+            if known.size <= self.broadcast_rows:
+                old = F.broadcast(old)
+            new = new.join(old, on=cols, how="left_anti")
+        return materialize_count(new)
+
+    def component(self, comp: Component, progress: Progress | None) -> None:
+        src = self.sources()
+        if not comp.recursive:
+            plans: dict[str, list[DataFrame]] = {rel: [] for rel in comp.relations}
+            for rule in comp.rules:
+                plan = compile_rule(self.spark, rule, None, src)
+                if plan is not None:
+                    plans[rule.head.relation].append(plan)
+            total = 0
+            for rel, ps in plans.items():
+                df, n = self._new_facts(rel, ps)
+                if df is not None:
+                    self.idb[rel].add(df, n)
+                total += n
+            self.iterations += 1
+            if progress:
+                progress(comp, 1, total, total)
+            return
+
+        members = set(comp.relations)
+        base: list = []
+        variants: list[tuple] = []  # (rule, index of the body atom that reads the delta)
+        for rule in comp.rules:
+            rec = [i for i, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and b.relation in members]
+            if not rec:
+                base.append(rule)
+            variants.extend((rule, i) for i in rec)
+        pending: dict[str, list[DataFrame]] = {rel: [] for rel in members}
+        for rule in base:
+            plan = compile_rule(self.spark, rule, None, src)
+            if plan is not None:
+                pending[rule.head.relation].append(plan)
+        iteration = 0
+        while True:
+            iteration += 1
+            # every plan of this round was built from the previous round's relations, so the
+            # new deltas are all computed before any relation grows
+            fresh = {rel: self._new_facts(rel, pending[rel]) for rel in sorted(members)}
+            delta_size = 0
+            for rel, (df, n) in fresh.items():
+                self.deltas[rel] = (df if df is not None else empty_frame(self.spark, self.analysis.arities[rel]), n)
+                if df is not None:
+                    self.idb[rel].add(df, n)
+                delta_size += n
+            self.iterations += 1
+            if progress:
+                progress(comp, iteration, delta_size, sum(self.idb[r].size for r in members))
+            if delta_size == 0:
+                break
+            pending = {rel: [] for rel in members}
+            src = self.sources()
+            for rule, i in variants:
+                plan = compile_rule(self.spark, rule, i, src)  # None when its delta is empty
+                if plan is not None:
+                    pending[rule.head.relation].append(plan)
+        for rel in members:
+            self.deltas.pop(rel, None)
+
+
+def _broadcast_rows(spark: SparkSession, given: int | None) -> int:
+    if given is not None:
+        return given
+    return int(spark.conf.get(BROADCAST_ROWS_CONF, str(DEFAULT_BROADCAST_ROWS)))
+
+
+def run_spark(
+    analysis: Analysis,
+    db_dir: str | Path | None,
+    spark: SparkSession,
+    progress: Progress | None = None,
+    broadcast_rows: int | None = None,
+) -> "SparkResult":
+    """Load ``db_dir`` (plus inline facts) with Spark and evaluate the program's fixpoint.
+
+    ``progress(component, iteration, delta size, total size)`` is called as in the local engine.
+    Inputs of at most ``broadcast_rows`` rows (default: the ``spark.selp.broadcastRows`` setting,
+    else 200000) are broadcast in joins.
+    """
+    t0 = time.perf_counter()
+    db = load_spark_database(analysis, db_dir, spark)
+    load_seconds = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    ev = _Evaluator(analysis, db, spark, _broadcast_rows(spark, broadcast_rows))
+    for comp in analysis.components:
+        ev.component(comp, progress)
+    frames = {rel: r.frame() for rel, r in ev.idb.items()}
+    counts = {rel: r.size for rel, r in ev.idb.items()}
+    return SparkResult(
+        spark=spark,
+        frames=frames,
+        edb_frames=db.frames,
+        weights=db.weights,
+        types=db.types,
+        columns=db.columns,
+        iterations=ev.iterations,
+        seconds=time.perf_counter() - t1,
+        load_seconds=load_seconds,
+        warnings=list(db.warnings),
+        _counts=counts,
+        _pieces={rel: list(r.pieces) for rel, r in ev.idb.items()},
+    )
+
+
+@dataclass
+class SparkResult:
+    """Result of the Spark engine: IDB relations as DataFrames (collected only on request)."""
+
+    spark: SparkSession
+    frames: dict[str, DataFrame]  # IDB relations, columns c0.. (or _unit), uniform encoding
+    edb_frames: dict[str, DataFrame]
+    weights: dict[str, DataFrame]  # weighted EDB facts: c0.. plus _weight
+    types: dict[str, tuple[str, ...]]
+    columns: dict[str, tuple[str, ...]]
+    iterations: int = 0
+    seconds: float = 0.0
+    load_seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    engine: str = "spark"
+    _counts: dict[str, int] = field(default_factory=dict, repr=False)
+    _pieces: dict[str, list[DataFrame]] = field(default_factory=dict, repr=False)
+
+    def relations(self) -> list[str]:
+        """IDB relation names, sorted."""
+        return sorted(self.frames)
+
+    def close(self) -> None:
+        """Free the materialised relations held by Spark (the result is unusable afterwards)."""
+        for rel in list(self._pieces):
+            for piece in self._pieces.pop(rel):
+                release(piece)
+        for df in self.edb_frames.values():
+            release(df)
+
+    def frame(self, rel: str) -> DataFrame:
+        """The DataFrame of an IDB or EDB relation (uniform string encoding)."""
+        if rel in self.frames:
+            return self.frames[rel]
+        return self.edb_frames[rel]
+
+    def count(self, rel: str) -> int:
+        """Number of tuples of ``rel`` (known from evaluation; counted once otherwise)."""
+        if rel not in self._counts:
+            self._counts[rel] = self.frame(rel).count()
+        return self._counts[rel]
+
+    def rows(self, rel: str) -> set[Row]:
+        """The tuples of ``rel`` as Python values (collected to the driver)."""
+        types = self.types[rel]
+        if not types:
+            return {()} if self.count(rel) else set()
+        return {tuple(decode(v, t) for v, t in zip(r, types)) for r in self.frame(rel).collect()}
+
+    def write(self, out_dir: str | Path, fmt: str = "csv") -> list[str]:
+        """Write every IDB relation to ``out_dir/REL.fmt`` atomically; returns the paths.
+
+        Each file is written by Spark as one partition into a temporary directory beside the
+        target and renamed into place with the Hadoop FileSystem API (so ``out_dir`` may be on
+        HDFS); rows are sorted like the local engine's output.
+        """
+        if fmt not in ("csv", "parquet"):
+            raise ValueError(f"unknown output format {fmt!r}")
+        base = to_uri(out_dir)
+        fs, hbase = hadoop_fs(self.spark, base)
+        fs.mkdirs(hbase)
+        written = []
+        for rel in self.relations():
+            name = f"{rel}.{fmt}"
+            target = base.rstrip("/") + "/" + name
+            if fmt == "csv":
+                _write_csv(self, rel, target)
+            else:
+                _write_parquet(self, rel, target)
+            written.append(str(local_path(out_dir) / name) if is_local_path(out_dir) else target)
+        return written
+
+
+def _sort_keys(df: DataFrame, types: tuple[str, ...]) -> list[Column]:
+    """The order of :func:`selp.database.sorted_rows`: per column ints (numerically) or strings
+    (by code point = UTF-8 bytes) before labeled nulls (by their text)."""
+    keys: list[Column] = []
+    for i, t in enumerate(types):
+        c = F.col(f"c{i}")
+        keys.append(is_skolem(c).asc())
+        if t == "int":
+            keys.append(int_value(c).asc_nulls_last())
+        keys.append(c.asc())
+    return keys
+
+
+def _single_file(
+    spark: SparkSession, target: str, write: Callable[[str], None], suffix: str
+) -> None:
+    """Run ``write(tmp_dir)`` (one part file) and move that part onto ``target`` atomically."""
+    fs, htarget = hadoop_fs(spark, target)
+    parent = htarget.getParent()
+    tmp = parent.toString().rstrip("/") + f"/.{htarget.getName()}.{uuid.uuid4().hex}.tmp"
+    _, htmp = hadoop_fs(spark, tmp)
+    # the raw local file system renames without dragging Hadoop's .crc side files along
+    rfs = fs.getRawFileSystem() if fs.getScheme() == "file" else fs
+    try:
+        write(tmp)
+        parts = [st.getPath() for st in fs.listStatus(htmp) if st.getPath().getName().startswith("part-")]
+        parts = [p for p in parts if p.getName().endswith(suffix)]
+        if len(parts) != 1:
+            raise RuntimeError(f"expected one part file in {tmp}, found {len(parts)}")
+        if not rfs.rename(parts[0], htarget):
+            # HDFS does not rename over an existing file: replace it
+            if rfs.exists(htarget):
+                rfs.delete(htarget, False)
+            if not rfs.rename(parts[0], htarget):
+                raise OSError(f"cannot move {parts[0].toString()} to {target}")
+    finally:
+        fs.delete(htmp, True)
+        crc = parent.toString().rstrip("/") + f"/.{htarget.getName()}.crc"
+        cfs, hcrc = hadoop_fs(spark, crc)
+        if cfs.getScheme() == "file" and cfs.exists(hcrc):
+            cfs.delete(hcrc, False)  # a stale checksum of an earlier file would fail reads
+
+
+def _write_csv(res: SparkResult, rel: str, target: str) -> None:
+    types = res.types[rel]
+    names = list(res.columns[rel])
+    spark = res.spark
+    if not types:
+        # Spark cannot write a CSV without columns; write what the local engine writes
+        n = 1 if res.count(rel) else 0
+        data = b"\r\n" * (1 + n)
+
+        def write_bytes(tmp: str) -> None:
+            fs, h = hadoop_fs(spark, tmp + "/part-00000.csv")
+            out = fs.create(h, True)
+            try:
+                out.write(bytearray(data))
+            finally:
+                out.close()
+
+        _single_file(spark, target, write_bytes, ".csv")
+        return
+    df = res.frame(rel)
+    ordered = df.coalesce(1).sortWithinPartitions(*_sort_keys(df, types))
+    out = ordered.select(*[display_column(F.col(f"c{i}")).alias(n) for i, n in enumerate(names)])
+
+    def write(tmp: str) -> None:
+        (
+            out.write.option("header", True)
+            .option("quote", '"')
+            .option("escape", '"')
+            .option("emptyValue", "")
+            # Spark trims cell text when writing CSV unless told not to
+            .option("ignoreLeadingWhiteSpace", False)
+            .option("ignoreTrailingWhiteSpace", False)
+            .csv(tmp)
+        )
+
+    _single_file(spark, target, write, ".csv")
+
+
+def _write_parquet(res: SparkResult, rel: str, target: str) -> None:
+    types = res.types[rel]
+    names = list(res.columns[rel])
+    df = res.frame(rel)
+    int_cols = [i for i, t in enumerate(types) if t == "int"]
+    with_nulls: set[int] = set()
+    if int_cols:
+        # an int column holding labeled nulls is written as text, as the local engine does
+        row = df.agg(*[F.max(is_skolem(F.col(f"c{i}")).cast("int")).alias(f"s{i}") for i in int_cols]).first()
+        with_nulls = {i for i in int_cols if row is not None and row[f"s{i}"]}
+    if not types:
+        out = df.select(F.col(UNIT))
+    else:
+        cols = []
+        for i, n in enumerate(names):
+            c = F.col(f"c{i}")
+            cols.append((c.try_cast("bigint") if i in int_cols and i not in with_nulls else display_column(c)).alias(n))
+        out = df.coalesce(1).sortWithinPartitions(*_sort_keys(df, types)).select(*cols)
+    # nullable fields, like the local engine's Parquet files: nullif with a text no value can be
+    # (values never start with two NULs) is a no-op the optimizer cannot prove non-null
+    out = out.select(*[F.nullif(F.col(f.name), F.lit("\x00\x00")).alias(f.name) if not f.nullable else F.col(f.name) for f in out.schema.fields])
+    _single_file(res.spark, target, lambda tmp: out.coalesce(1).write.parquet(tmp), ".parquet")

@@ -1,0 +1,173 @@
+"""Creating (or reusing) the Spark session the Spark engine runs in.
+
+:func:`get_spark` works with any ``--master`` URL. Without one it starts a quiet local session
+sized for a workstation; with one it only adds settings that are right on any cluster (adaptive
+query execution, UTC, shuffle partitions from the cluster's parallelism) and leaves the rest to
+the cluster's own configuration. User ``conf`` always wins over these defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+
+# Settings that are sensible whatever the master is.
+_GENERAL_DEFAULTS = {
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.log.level": "WARN",  # Spark >= 4: applied at startup, like sc.setLogLevel
+}
+# Settings for a session running inside this process's machine (master None or local[...]).
+_LOCAL_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    # Python workers must see the same interpreter (and installed packages) as the driver.
+    "spark.pyspark.python": sys.executable,
+    "spark.pyspark.driver.python": sys.executable,
+}
+_LOCAL_DRIVER_MEMORY = "4g"
+
+# Loggers that print harmless warnings on every start (loopback hostname, no native Hadoop).
+_QUIET_LOGGERS = (
+    "org.apache.spark.util.Utils",
+    "org.apache.hadoop.util.NativeCodeLoader",
+    "org.apache.spark.sql.catalyst.util.SparkStringUtils",
+    # selp names CSV columns itself (the header is checked by selp.database.map_header)
+    "org.apache.spark.sql.catalyst.csv.CSVHeaderChecker",
+)
+
+
+def _log4j_config() -> str:
+    """Path of a log4j2 configuration: WARN overall, known start-up noise at ERROR.
+
+    Passing it when the JVM starts replaces Spark's default profile, which is what prints the
+    "Using Spark's default log4j profile" / "Setting default log level" banner.
+    """
+    lines = [
+        "rootLogger.level = warn",
+        "rootLogger.appenderRef.stderr.ref = console",
+        "appender.console.type = Console",
+        "appender.console.name = console",
+        "appender.console.target = SYSTEM_ERR",
+        "appender.console.layout.type = PatternLayout",
+        "appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex",
+    ]
+    for i, name in enumerate(_QUIET_LOGGERS):
+        lines += [f"logger.q{i}.name = {name}", f"logger.q{i}.level = error"]
+    text = "\n".join(lines) + "\n"
+    path = Path(tempfile.gettempdir()) / f"selp-log4j2-{os.getuid() if hasattr(os, 'getuid') else 0}.properties"
+    if not path.exists() or path.read_text() != text:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)  # atomic: concurrent starts never read half a file
+    return str(path)
+
+
+def _quiet_loggers(spark: SparkSession) -> None:
+    """Raise the noisy loggers to ERROR in the running JVM too (it may predate our log config)."""
+    try:
+        jvm = spark._jvm  # type: ignore[attr-defined]
+        level = jvm.org.apache.logging.log4j.Level.ERROR
+        for name in _QUIET_LOGGERS:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+    except Exception:  # noqa: BLE001 - logging is cosmetic; never fail a session over it
+        pass
+
+
+def _is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[") or master.startswith("local-cluster[")
+
+
+def _jvm_running() -> bool:
+    """Whether this Python process already has a Spark JVM (then JVM options cannot change)."""
+    return SparkContext._gateway is not None  # type: ignore[attr-defined]
+
+
+def _driver_memory_preset(conf: dict[str, str]) -> bool:
+    """Whether the user chose the driver memory somewhere Spark would read it."""
+    if "spark.driver.memory" in conf or os.environ.get("SPARK_DRIVER_MEMORY"):
+        return True
+    if "--driver-memory" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") or "spark.driver.memory" in os.environ.get(
+        "PYSPARK_SUBMIT_ARGS", ""
+    ):
+        return True
+    conf_dirs = [os.environ.get("SPARK_CONF_DIR"), os.path.join(os.environ.get("SPARK_HOME", ""), "conf")]
+    for d in conf_dirs:
+        if d:
+            p = Path(d) / "spark-defaults.conf"
+            if p.is_file() and any(
+                line.split() and line.split()[0] == "spark.driver.memory" for line in p.read_text().splitlines()
+            ):
+                return True
+    return False
+
+
+def _compatible(session: SparkSession, master: str | None, conf: dict[str, str]) -> bool:
+    """Whether ``session`` can serve a request for ``master``/``conf`` without restarting."""
+    sc = session.sparkContext
+    if sc._jsc is None:  # type: ignore[attr-defined]  # stopped
+        return False
+    if master is not None and sc.master != master:
+        return False
+    current = dict(sc.getConf().getAll())
+    for key, value in conf.items():
+        if session.conf.isModifiable(key):
+            continue
+        if key.startswith("spark.sql.") and not key.startswith("spark.sql.catalog"):
+            continue  # SQL settings not marked modifiable are still read per session
+        if current.get(key) != value:
+            return False
+    return True
+
+
+def get_spark(
+    master: str | None = None, conf: dict[str, str] | None = None, app_name: str = "selp"
+) -> SparkSession:
+    """Return a Spark session for ``master`` (a local one when ``None``).
+
+    An active session is reused when it runs on the requested master and its static settings agree
+    with ``conf``; otherwise it is stopped and a new one is started. ``conf`` overrides every
+    default: local sessions get ``local[*]``, no UI, 4g of driver memory (only when a new JVM is
+    launched and nothing else set it) and a quiet log configuration; every session gets adaptive
+    query execution, UTC and ``spark.sql.shuffle.partitions`` = 2 x the default parallelism.
+    """
+    conf = dict(conf or {})
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        if _compatible(active, master, conf):
+            for key, value in conf.items():
+                if active.conf.isModifiable(key) or key.startswith("spark.sql."):
+                    active.conf.set(key, value)
+            return active
+        active.stop()
+
+    effective_master = master or "local[*]"
+    settings: dict[str, str] = dict(_GENERAL_DEFAULTS)
+    fresh_jvm = not _jvm_running()
+    if _is_local(effective_master):
+        settings.update(_LOCAL_DEFAULTS)
+        if fresh_jvm and not _driver_memory_preset(conf):
+            settings["spark.driver.memory"] = _LOCAL_DRIVER_MEMORY
+    if fresh_jvm and "spark.driver.extraJavaOptions" not in conf:
+        # JVM options only matter (and only reach the JVM) when spark-submit launches it now.
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_log4j_config()}"
+    settings.update(conf)
+
+    builder = SparkSession.builder.master(effective_master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    with warnings.catch_warnings():
+        # pyspark warns about pandas versions on start-up; it is noise for a CLI user
+        warnings.simplefilter("ignore", FutureWarning)
+        spark = builder.getOrCreate()
+    _quiet_loggers(spark)
+    if "spark.sql.shuffle.partitions" not in conf:
+        # defaultParallelism is the number of cores Spark can use (local[N] or executors)
+        spark.conf.set("spark.sql.shuffle.partitions", str(2 * max(1, spark.sparkContext.defaultParallelism)))
+    return spark
