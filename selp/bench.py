@@ -326,6 +326,15 @@ def machine_info() -> dict[str, Any]:
         info["java"] = (out.stderr or out.stdout).strip().splitlines()[0]
     except (OSError, subprocess.SubprocessError, IndexError):
         info["java"] = None
+    try:  # which code was measured: the commit, and whether the engines had uncommitted edits
+        repo = Path(__file__).resolve().parents[1]
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=30)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "selp"], cwd=repo, capture_output=True,
+                               text=True, timeout=30)
+        if head.returncode == 0:
+            info["commit"] = head.stdout.strip() + (" (selp/ has uncommitted changes)" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
     try:
         import pyspark
 
@@ -643,6 +652,8 @@ def bench_tc(
                 "timeout_s": timeout_s,
             }
             row.update(res)
+            # the machine may be shared: the 1-minute load average tells how noisy the timing was
+            row["loadavg_1m"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
             if row["status"] == "ok" and row.get("output_tuples") != stats["expected_tc"]:
                 row["status"] = "wrong count"
             rows.append(row)

@@ -173,7 +173,7 @@ def test_bench_tc_spark_rows(tmp_path, request):
         from selp.engines.spark_session import get_spark
 
         spark = get_spark("local[2]")
-    rows = bench_tc([500], ["local", "spark"], repeat=1, workdir=tmp_path, spark=spark, timeout_s=300)
+    rows = bench_tc([100], ["local", "spark"], repeat=1, warmup=0, workdir=tmp_path, spark=spark, timeout_s=300)
     local, sp = rows
     assert sp["engine"] == "spark" and sp["status"] == "ok", sp
     assert sp["output_tuples"] == local["output_tuples"] == sp["expected_tuples"]
