@@ -17,6 +17,7 @@ nothing changes. It deliberately shares no code with :mod:`selp.engines` (only t
 
 from __future__ import annotations
 
+import itertools
 import operator
 from dataclasses import dataclass, field
 
@@ -171,13 +172,19 @@ def syntax_programs(draw) -> Program:
 # Valid, terminating programs with databases (engine comparisons)
 # ---------------------------------------------------------------------------------------------
 
-INT_VALUES = [-2, 0, 1, 2, 3]
+INT_VALUES = [-2, 0, 1, 2, 3, 4, 5, 7, 9]
 # never integer-looking, so data written to CSV keeps its type; includes characters CSV quotes
 STR_VALUES = ["a", "b", "c", "Cuba", 'q"uote', "com,ma", "", "Zürich", "new\nline", "back\\slash"]
+GEN_SKOLEM_FNS = {"f": 1, "g": 2, "h": 0}
+MAX_EDB_FACTS = 14  # expected size cap per EDB relation: sparse graphs, long chains, fast oracle
+VARIABLES = ["x", "y", "z", "u", "v", "w", "t"]
+OPS = ["=", "!=", "<", "<=", ">", ">="]
 
 
 def quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A string literal; newlines and tabs escaped, so generated programs have one rule a line."""
+    body = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return '"' + body + '"'
 
 
 def _lit(v) -> str:
@@ -192,140 +199,212 @@ class _Rel:
 
 
 @dataclass
-class _RuleBuilder:
-    """Collects one rule's body while tracking which variables are bound and their types."""
+class _Body:
+    """One rule's body under construction: variables with their types, literals as text."""
 
     var_types: dict[str, str] = field(default_factory=dict)
-    body: list[str] = field(default_factory=list)
+    literals: list[str] = field(default_factory=list)
+    in_head: set[str] = field(default_factory=set)
 
     def bound(self, typ: str) -> list[str]:
-        return sorted(v for v, t in self.var_types.items() if t == typ)
+        return [v for v in self.var_types if self.var_types[v] == typ]
+
+    def fresh(self, typ: str) -> str | None:
+        for v in VARIABLES:
+            if v not in self.var_types:
+                self.var_types[v] = typ
+                return v
+        return None
 
 
-GEN_SKOLEM_FNS = {"f": 1, "g": 2, "h": 0}
+class _Gen:
+    """Draws the parts of one program; see :func:`programs_with_databases`."""
+
+    def __init__(self, draw, max_idb: int) -> None:
+        self.draw = draw
+        self.strs = draw(st.lists(st.sampled_from(STR_VALUES), min_size=2, max_size=5, unique=True))
+        self.ints = draw(st.lists(st.sampled_from(INT_VALUES), min_size=2, max_size=8, unique=True))
+        # one type per program (more joins) or both
+        self.types = st.sampled_from(draw(st.sampled_from([["int"], ["str"], ["int", "str"]])))
+        self.edb = [_Rel(f"e{i}", self.columns()) for i in range(draw(st.integers(1, 3)))]
+        self.idb = [
+            _Rel(f"p{i}", self.columns(), draw(st.integers(0, 2))) for i in range(draw(st.integers(1, max_idb)))
+        ]
+
+    def columns(self) -> tuple[str, ...]:
+        n = self.draw(st.sampled_from([2, 1, 2, 3, 2]))  # mostly binary: chains and closures
+        return tuple(self.draw(self.types) for _ in range(n))
+
+    def pick(self, options):
+        return self.draw(st.sampled_from(options))
+
+    def chance(self, k: int) -> bool:
+        """True with probability 1/k."""
+        return self.draw(st.integers(0, k - 1)) == 0
+
+    def const(self, typ: str) -> str:
+        return _lit(self.pick(self.ints if typ == "int" else self.strs))
+
+    # -- body atoms --
+
+    def atom(self, b: _Body, rel: _Rel, join: bool) -> list[str]:
+        """Arguments for ``rel``: with ``join``, mostly variables bound by earlier atoms or fresh
+        ones; otherwise fresh ones. Repeated variables, constants and ``_`` are rarer."""
+        earlier = dict(b.var_types)
+        args = []
+        for t in rel.types:
+            kind = self.pick(["join"] * (4 if join else 0) + ["new"] * 4 + ["repeat", "const", "anon"])
+            olds = [v for v in earlier if earlier[v] == t]
+            if kind == "join" and olds:
+                args.append(self.pick(olds))
+            elif kind == "repeat" and b.bound(t):
+                args.append(self.pick(b.bound(t)))
+            elif kind == "const":
+                args.append(self.const(t))
+            elif kind == "anon":
+                args.append("_")
+            else:
+                args.append(b.fresh(t) or "_")
+        b.literals.append(f"{rel.name}({', '.join(args)})")
+        return args
+
+    def extras(self, b: _Body, lower: list[_Rel]) -> None:
+        """Maybe a comparison and maybe a negated atom of a lower relation."""
+        if self.chance(3):
+            typ = self.draw(self.types)
+            olds = b.bound(typ)
+            if olds:
+                left = self.pick(olds)
+                right = self.pick([v for v in olds if v != left] + [self.const(typ)])
+                if self.chance(2):
+                    left, right = right, left
+                b.literals.append(f"{left} {self.pick(OPS)} {right}")
+        if self.chance(4):
+            used = {lit.split("(")[0] for lit in b.literals}
+            rel = self.pick([r for r in lower if r.name not in used] or lower)
+            args = []
+            for t in rel.types:
+                olds = b.bound(t)
+                kind = self.pick(["var", "var", "var", "const", "anon"])
+                if olds and (kind == "var" or all(a == "_" for a in args) and kind == "anon"):
+                    args.append(self.pick(olds))  # at least one bound variable when possible
+                elif kind == "anon":
+                    args.append("_")
+                else:
+                    args.append(self.const(t))
+            b.literals.append(f"not {rel.name}({', '.join(args)})")
+
+    # -- heads --
+
+    def skolem(self, b: _Body, depth: int = 0) -> str:
+        fn = self.pick(sorted(GEN_SKOLEM_FNS))
+        args = []
+        for _ in range(GEN_SKOLEM_FNS[fn]):
+            kind = self.pick(["var", "var", "const"] + (["skolem"] if depth == 0 else []))
+            if kind == "skolem":
+                args.append(self.skolem(b, depth + 1))
+            elif kind == "var" and b.var_types:
+                args.append(self.pick(list(b.var_types)))
+            else:
+                args.append(self.const(self.draw(self.types)))
+        return f"{fn}({', '.join(args)})"
+
+    def head(self, b: _Body, rel: _Rel, preferred: dict[int, str], skolem: bool) -> str:
+        n = len(rel.types)
+        sk = set(self.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=2))) if skolem else set()
+        args = []
+        for i, t in enumerate(rel.types):
+            if i in sk:
+                args.append(self.skolem(b))
+                continue
+            v = preferred.get(i)
+            if v is None or b.var_types.get(v) != t:
+                olds = b.bound(t)
+                unused = [x for x in olds if x not in b.in_head]
+                v = self.pick(unused or olds) if olds and not self.chance(8) else None
+            if v is None:
+                args.append(self.const(t))
+            else:
+                b.in_head.add(v)
+                args.append(v)
+        return f"{rel.name}({', '.join(args)})"
+
+    # -- rules --
+
+    def rule(self, head: _Rel, recursive: bool) -> str:
+        lower = [r for r in self.edb + self.idb if r.level < head.level]  # never empty: holds the EDB
+        same = [r for r in self.idb if r.level == head.level]
+        b = _Body()
+        preferred: dict[int, str] = {}
+        skolem = False
+        if not recursive and self.chance(2):
+            # a copy of a lower relation, maybe with a Skolem head
+            args = self.atom(b, self.pick(lower), join=False)
+            preferred = {i: a for i, a in enumerate(args)}
+            skolem = self.chance(3)
+        elif not recursive:
+            for _ in range(self.draw(st.integers(1, 3))):
+                self.atom(b, self.pick(lower), join=True)
+            skolem = self.chance(4)
+        elif self.chance(3):
+            # free-form recursion: up to three atoms, one of them (anywhere) of this level
+            n = self.draw(st.integers(1, 3))
+            k = self.draw(st.integers(0, n - 1))
+            for i in range(n):
+                self.atom(b, self.pick(same if i == k else lower + same), join=i > 0)
+        else:
+            # a chain, as in transitive closure: H(a.., y) :- R(a.., z), S(z, .., y)
+            r = self.pick([head] * len(same) + same)
+            r_vars = [b.fresh(t) or "_" for t in r.types]
+            b.literals.append(f"{r.name}({', '.join(r_vars)})")
+            steps = lower + same
+            step = self.pick([x for x in steps if len(x.types) > 1] or steps)
+            s_vars = []
+            for i, t in enumerate(step.types):
+                joinable = [v for v in r_vars if b.var_types.get(v) == t]
+                s_vars.append(joinable[-1] if i == 0 and joinable else b.fresh(t) or "_")
+            b.literals.append(f"{step.name}({', '.join(s_vars)})")
+            preferred = {i: v for i, v in enumerate(r_vars[: len(head.types) - 1])}
+            preferred[len(head.types) - 1] = s_vars[-1]
+        self.extras(b, lower)
+        label = f"({self.pick(['0.5', '1', 'S'])}): " if self.chance(4) else ""
+        return f"{label}{self.head(b, head, preferred, skolem)} :- {', '.join(b.literals)}."
+
+    def database(self) -> dict[str, set[tuple]]:
+        # each possible tuple of the small domain is in with a per-relation probability
+        db: dict[str, set[tuple]] = {}
+        for rel in self.edb:
+            candidates = list(itertools.product(*[self.ints if t == "int" else self.strs for t in rel.types]))
+            percent = min(self.pick([10, 25, 50, 80]), 100 * MAX_EDB_FACTS // len(candidates))
+            db[rel.name] = {row for row in candidates if self.draw(st.integers(0, 99)) < percent}
+        return db
 
 
 @st.composite
-def programs_with_databases(draw, max_idb: int = 4, max_facts: int = 8):
+def programs_with_databases(draw, max_idb: int = 4):
     """``(program_text, {edb relation: set of tuples})`` for a valid, stratified, finite program.
 
     Every IDB relation gets a level; a rule may read relations of lower levels positively or
     negatively and relations of its own level positively (recursion, mutual recursion). A rule
     with a Skolem head reads only lower levels, so labeled nulls never feed the recursion that
     creates them and the fixpoint is finite. Columns are typed and a variable keeps one type, so
-    comparisons never mix ints and strings (labeled nulls may sit in either kind of column).
+    comparisons never mix ints and strings (labeled nulls may sit in either kind of column). EDB
+    relations are declared (``.decl``), so the database also survives a trip through CSV files.
+    Each IDB relation has a non-recursive rule and up to two recursive ones (chains as in
+    transitive closure, or free-form); the program text has one statement per line.
     """
-    strs = draw(st.lists(st.sampled_from(STR_VALUES), min_size=2, max_size=3, unique=True))
-    ints = draw(st.lists(st.sampled_from(INT_VALUES), min_size=2, max_size=3, unique=True))
-    # a program-wide bias towards one type, so that variables join more often
-    types = st.sampled_from(draw(st.sampled_from([["int"], ["str"], ["int", "str"], ["int", "int", "str"]])))
-    edb = [
-        _Rel(f"e{i}", tuple(draw(st.lists(types, min_size=1, max_size=3))))
-        for i in range(draw(st.integers(1, 3)))
-    ]
-    n_idb = draw(st.integers(1, max_idb))
-    idb = [
-        _Rel(f"p{i}", tuple(draw(st.lists(types, min_size=1, max_size=3))), draw(st.integers(0, 2)))
-        for i in range(n_idb)
-    ]
-    rules: list[str] = []
-    var_pool = ["x", "y", "z", "u", "v", "w"]
-
-    def const(typ: str) -> str:
-        return _lit(draw(st.sampled_from(ints if typ == "int" else strs)))
-
-    def term_for(rb: _RuleBuilder, typ: str, allow_new: bool) -> str:
-        """A body (allow_new) or head argument of type ``typ``."""
-        kinds = ["old"] * 4 + ["new"] * 3 + ["const", "anon"] if allow_new else ["old"] * 4 + ["const"]
-        kind = draw(st.sampled_from(kinds))
-        olds = rb.bound(typ)
-        if kind == "old" and olds:
-            return draw(st.sampled_from(olds))
-        if kind in ("old", "new") and allow_new:
-            free = [v for v in var_pool if v not in rb.var_types]
-            if free:
-                rb.var_types[free[0]] = typ
-                return free[0]
-        if kind == "anon":
-            return "_"
-        return const(typ)
-
-    def skolem_term(rb: _RuleBuilder, depth: int = 0) -> str:
-        fn = draw(st.sampled_from(sorted(GEN_SKOLEM_FNS)))
-        args = []
-        for _ in range(GEN_SKOLEM_FNS[fn]):
-            kind = draw(st.sampled_from(["var", "var", "const", "skolem"] if depth == 0 else ["var", "const"]))
-            if kind == "skolem":
-                args.append(skolem_term(rb, depth + 1))
-            elif kind == "var" and rb.var_types:
-                args.append(draw(st.sampled_from(sorted(rb.var_types))))
-            else:
-                args.append(const(draw(types)))
-        return f"{fn}({', '.join(args)})"
-
-    def make_rule(head: _Rel, recursive: bool) -> str:
-        """A rule for ``head``; a ``recursive`` one reads a relation of the head's level first."""
-        skolem = not recursive and draw(st.integers(0, 3)) == 0
-        lower = [r for r in edb + idb if r.level < head.level]  # never empty: holds the EDB
-        same = [r for r in idb if r.level == head.level]
-        rb = _RuleBuilder()
-        for k in range(draw(st.integers(1, 3))):
-            rel = draw(st.sampled_from(same if recursive and k == 0 else lower + same if recursive else lower))
-            args = [term_for(rb, t, allow_new=True) for t in rel.types]
-            rb.body.append(f"{rel.name}({', '.join(args)})")
-        for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):
-            typ = draw(types)
-            olds = rb.bound(typ)
-            if not olds:
-                continue
-            op = draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="]))
-            left = draw(st.sampled_from(olds))
-            right = draw(st.sampled_from([v for v in olds if v != left] + [const(typ)]))
-            if draw(st.booleans()):
-                left, right = right, left
-            rb.body.append(f"{left} {op} {right}")
-        if draw(st.integers(0, 3)) == 0:
-            unused = [r for r in lower if not any(b.startswith(r.name + "(") for b in rb.body)]
-            rel = draw(st.sampled_from(unused or lower))
-            args = []
-            for t in rel.types:
-                kind = draw(st.sampled_from(["var", "var", "const", "anon"]))
-                olds = rb.bound(t)
-                if kind == "var" and olds:
-                    args.append(draw(st.sampled_from(olds)))
-                elif kind == "anon":
-                    args.append("_")
-                else:
-                    args.append(const(t))
-            rb.body.append(f"not {rel.name}({', '.join(args)})")
-        n = len(head.types)
-        sk_positions = draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=2)) if skolem else set()
-        head_args = [
-            skolem_term(rb) if i in sk_positions else term_for(rb, t, allow_new=False)
-            for i, t in enumerate(head.types)
-        ]
-        label = ""
-        if draw(st.integers(0, 3)) == 0:
-            label = f"({draw(st.sampled_from(['0.5', '1', 'S']))}): "
-        return f"{label}{head.name}({', '.join(head_args)}) :- {', '.join(rb.body)}."
-
-    for head in idb:  # a base rule, then possibly recursive ones
-        rules.append(make_rule(head, recursive=False))
+    g = _Gen(draw, max_idb)
+    rules = []
+    for head in g.idb:
+        rules.append(g.rule(head, recursive=False))
         for _ in range(draw(st.sampled_from([0, 1, 1, 2]))):
-            rules.append(make_rule(head, recursive=True))
+            rules.append(g.rule(head, recursive=True))
     rules = draw(st.permutations(rules))
     decls = []
-    for rel in edb + idb:
-        if rel.level < 0 or draw(st.booleans()):
-            cols = ", ".join(f"c{i + 1}: {t}" for i, t in enumerate(rel.types))
-            decls.append(f".decl {rel.name}({cols})")
-    text = "\n".join(decls + list(rules)) + "\n"
-
-    db: dict[str, set[tuple]] = {}
-    for rel in edb:
-        row = st.tuples(*[st.sampled_from(ints if t == "int" else strs) for t in rel.types])
-        db[rel.name] = set(draw(st.lists(row, min_size=1, max_size=max_facts)))
-    return text, db
+    for rel in g.edb + g.idb:
+        if rel.level < 0 or g.chance(2):
+            decls.append(f".decl {rel.name}({', '.join(f'c{i + 1}: {t}' for i, t in enumerate(rel.types))})")
+    return "\n".join(decls + list(rules)) + "\n", g.database()
 
 
 # ---------------------------------------------------------------------------------------------

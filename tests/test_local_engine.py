@@ -284,3 +284,16 @@ def test_same_generation_bigger_join(n):
     out = run(prog, {"par": edges, "node": nodes})
     depth = lambda i: i.bit_length()  # noqa: E731
     assert out["sg"] == {(a, b) for (a,) in nodes for (b,) in nodes if depth(a) == depth(b)}
+
+
+def test_semi_naive_uses_a_delta_for_every_recursive_atom():
+    # ab(x) needs a(x), known from the start, and b(x), which grows one step per round through
+    # ab itself: new ab facts come from a new b fact joined with an old a fact
+    prog = (
+        "a(x) :- all(x).\na(x) :- ab(x).\n"
+        "b(x) :- start(x).\nb(y) :- ab(x), e(x, y).\n"
+        "ab(x) :- a(x), b(x).\n"
+    )
+    nodes = {(i,) for i in range(1, 6)}
+    out = run(prog, {"all": nodes, "start": {(1,)}, "e": {(i, i + 1) for i in range(1, 5)}})
+    assert out["ab"] == nodes and out["b"] == nodes and out["a"] == nodes
