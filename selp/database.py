@@ -120,7 +120,7 @@ class RawTable:
 
 def _read_csv(analysis: Analysis, tf: TableFile) -> RawTable:
     try:
-        fh = open(tf.path, newline="", encoding="utf-8")
+        fh = open(tf.path, newline="", encoding="utf-8-sig")  # tolerate the BOM spreadsheet programs write
     except OSError as err:
         raise DataError(f"cannot read {tf.path}: {err.strerror}") from None
     rows: list[tuple[str, ...]] = []
