@@ -314,3 +314,10 @@ def test_write_creates_the_output_directory(tmp_path):
     out = tmp_path / "a" / "b"
     write_relations(out, {"p": set()}, {"p": ("str",)}, {"p": ("v",)})
     assert (out / "p.csv").read_bytes() == b"v\r\n"
+
+
+def test_csv_with_a_byte_order_mark(tmp_path):
+    # spreadsheet programs often save UTF-8 CSV with a BOM; it is not part of the first column name
+    (tmp_path / "e.csv").write_bytes("\ufeffcountry,product\nCuba,tobacco\n".encode("utf-8"))
+    db = load(tmp_path, ".decl e(country: str, product: str)\np(x) :- e(x, _).")
+    assert db.facts["e"] == {("Cuba", "tobacco")}
