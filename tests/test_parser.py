@@ -317,3 +317,26 @@ def test_print_then_parse_is_the_identity(program):
     text = format_program(program)
     assert parse_program(text) == program
     assert format_program(parse_program(text)) == text
+
+
+def test_round_trip_of_every_tricky_piece_at_once():
+    from randprog import TRICKY_STRINGS, WEIGHTS
+
+    facts = tuple(Fact(Atom("s", (c(text), c(-(i + 1)))), WEIGHTS[i % len(WEIGHTS)]) for i, text in enumerate(TRICKY_STRINGS))
+    rules = tuple(
+        Rule(
+            f"r{i + 1}",
+            Atom("dealsWith@v1t", (SkolemTerm("f", (v("x"), c('a"\\b\n'))), v("x"))),
+            (
+                Atom("dealsWith@!v0", (v("x"), Var("_#%d" % (i + 1)))),
+                Atom("notable", (v("x"),), negated=True),
+                Comparison("<=", v("x"), c(-7)),
+            ),
+            w,
+            False,
+        )
+        for i, w in enumerate(WEIGHTS)
+    )
+    decls = (Decl("s", (("text", "str"), ("n", "int"))), Decl("Unit", ()))
+    program = Program(decls, rules, facts)
+    assert parse_program(format_program(program)) == program
