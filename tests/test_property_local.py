@@ -66,3 +66,28 @@ def test_database_written_to_files_loads_back_to_the_same_answer(tmp_path_factor
     loaded = load_database(analysis, out)
     assert loaded.facts == db
     assert evaluate(analysis, loaded.facts) == naive_fixpoint(analysis, db)
+
+
+def test_the_oracle_itself_on_hand_computed_answers():
+    from pathlib import Path
+
+    from selp.database import load_database as load
+    from selp.language import parse_program_file
+    from selp.values import Skolem
+
+    trade = Path(__file__).resolve().parent.parent / "examples" / "trade"
+    analysis = analyze(parse_program_file(trade / "trade.dl"))
+    db = load(analysis, trade / "db")
+    countries = ["Cuba", "France", "Mexico"]
+    assert naive_fixpoint(analysis, db.facts) == {"dealsWith": {(a, b) for a in countries for b in countries}}
+
+    prog = (
+        "tc(x, y) :- e(x, y).\ntc(x, y) :- tc(x, z), e(z, y).\n"
+        "n(x) :- e(x, _).\nn(y) :- e(_, y).\nno(x, y) :- n(x), n(y), not tc(x, y), x < y.\n"
+        "id(f(x)) :- n(x), x >= 3.\n"
+        "e(3, 1).\n"  # inline facts count too
+    )
+    out = naive_fixpoint(analyze(parse_program(prog)), {"e": {(1, 2)}})
+    assert out["tc"] == {(1, 2), (3, 1), (3, 2)}
+    assert out["no"] == {(1, 3), (2, 3)}
+    assert out["id"] == {(Skolem("f", (3,)),)}
