@@ -90,7 +90,7 @@ def test_engine_default_from_env_and_selp_toml(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("p(x) :- q(x)", "p.dl:1: syntax error: unexpected end of input, expected ',', '.'"),
+        ("p(x) :- q(x)", "p.dl:1:13: syntax error: unexpected end of input, expected ',', '.'"),
         ("p(x) :- q(y).", "p.dl:1:1: unsafe variable x in rule r1"),
         ("p(x) :- q(x).\np(x, y) :- q(x), q(y).", "p.dl:2:1: arity mismatch: p has 2 argument(s)"),
         ("p(x) :- q(x), not p(x).", "not stratifiable"),

@@ -340,3 +340,21 @@ def test_round_trip_of_every_tricky_piece_at_once():
     decls = (Decl("s", (("text", "str"), ("n", "int"))), Decl("Unit", ()))
     program = Program(decls, rules, facts)
     assert parse_program(format_program(program)) == program
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("p(x) :- q(x), x < 9223372036854775808.", "integer 9223372036854775808 does not fit in 64 bits"),
+        ('p(x) :- q(x), x = "\\u0000".'.replace("\\u0000", "\x00"), "may not start with the NUL character"),
+        ("p(not) :- q(not).", "'not' is a keyword"),
+    ],
+)
+def test_constants_and_names_the_engines_cannot_hold_are_rejected(text: str, message: str) -> None:
+    with pytest.raises(ProgramError, match=message):
+        parse_program(text, "f.dl")
+
+
+def test_integer_before_the_final_dot_is_not_a_float() -> None:
+    rule = parse_program("p(x) :- q(x), x = 1.").rules[0]
+    assert rule.comparisons[0].right == Const(1)

@@ -16,6 +16,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from selp.errors import Location, ProgramError
+from selp.values import INT64_MAX, INT64_MIN, SKOLEM_MARK
 from selp.language.ast import ANON_PREFIX, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Term, Var
 
 # Human names for grammar terminals in "expected ..." messages.
@@ -155,15 +156,23 @@ class _Builder:
         kind = a.data
         if kind == "var_or_word":
             name = str(a.children[0])
+            if name == "not":
+                raise self.error("'not' is a keyword, not a variable name", a)
             if "@" in name:
                 raise self.error(f"variable names cannot contain '@': {name}", a)
             return Var(name)
         if kind == "anon":
             return Var(f"{ANON_PREFIX}{next(self.anon)}")
         if kind == "string":
-            return Const(_unquote(str(a.children[0])))
+            value = _unquote(str(a.children[0]))
+            if value.startswith(SKOLEM_MARK):
+                raise self.error("string constants may not start with the NUL character", a)
+            return Const(value)
         if kind == "integer":
-            return Const(int(str(a.children[0])))
+            number = int(str(a.children[0]))
+            if not INT64_MIN <= number <= INT64_MAX:
+                raise self.error(f"integer {number} does not fit in 64 bits", a)
+            return Const(number)
         if kind == "float":
             raise self.error(
                 f"float constant {a.children[0]} is not supported (constants are strings or integers)",
@@ -214,7 +223,7 @@ def _unquote(lit: str) -> str:
     out = []
     i = 1
     end = len(lit) - 1
-    escapes = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
+    escapes = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"'}
     while i < end:
         c = lit[i]
         if c == "\\":

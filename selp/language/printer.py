@@ -6,11 +6,22 @@ from selp.language.ast import Atom, Comparison, Const, Decl, Fact, Literal, Prog
 from selp.values import format_value
 
 
+_PROGRAM_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def quote_program_string(s: str) -> str:
+    """Quote a string for program text: also escapes newlines, tabs and carriage returns, which
+    a text file may not keep as they are (Skolem texts use :func:`selp.values.quote_string`)."""
+    return '"' + "".join(_PROGRAM_ESCAPES.get(c, c) for c in s) + '"'
+
+
 def format_term(t: Term) -> str:
     """``x``, ``_``, ``"Cuba"``, ``42`` or ``f(x, "a")``."""
     if isinstance(t, Var):
         return "_" if t.anonymous else t.name
     if isinstance(t, Const):
+        if isinstance(t.value, str):
+            return quote_program_string(t.value)
         return format_value(t.value)
     assert isinstance(t, SkolemTerm)
     return f"{t.fn}({', '.join(format_term(a) for a in t.args)})"
