@@ -111,12 +111,26 @@ class _Evaluator:
         cols = rel_columns(self.analysis.arities[rel])
         new = union_all(plans).distinct()
         known = self.idb[rel]
-        if known.size:
-            old = known.frame()
-            if known.size <= self.broadcast_rows:
-                old = F.broadcast(old)
-            new = new.join(old, on=cols, how="left_anti")
-        return materialize_count(new)
+        if not known.size:
+            return materialize_count(new)
+        old = known.frame()
+        if known.size <= self.broadcast_rows:
+            return materialize_count(new.join(F.broadcast(old), on=cols, how="left_anti"))
+        # A large relation: a plain anti-join would shuffle and sort all of it every iteration,
+        # even when only a few facts are new (the long tail of a fixpoint). Materialise the
+        # candidates first; when they are few, find those already known by streaming the
+        # relation past a broadcast of the candidates (no shuffle of the relation), then drop them.
+        new, n = materialize_count(new)
+        if n == 0:
+            return new, 0
+        if n <= self.broadcast_rows:
+            present = old.join(F.broadcast(new), on=cols, how="left_semi")
+            fresh = new.join(F.broadcast(present), on=cols, how="left_anti")
+        else:
+            fresh = new.join(old, on=cols, how="left_anti")
+        out = materialize_count(fresh)
+        release(new)
+        return out
 
     def component(self, comp: Component, progress: Progress | None) -> None:
         src = self.sources()

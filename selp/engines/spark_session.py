@@ -40,6 +40,8 @@ _QUIET_LOGGERS = (
     "org.apache.spark.sql.catalyst.util.SparkStringUtils",
     # selp names CSV columns itself (the header is checked by selp.database.map_header)
     "org.apache.spark.sql.catalyst.csv.CSVHeaderChecker",
+    # freeing a superseded local checkpoint warns that it cannot be recomputed: intended
+    "org.apache.spark.rdd.MapPartitionsRDD",
 )
 
 
