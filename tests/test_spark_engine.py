@@ -94,6 +94,19 @@ def test_recursion_on_a_cycle_and_mutual_recursion(spark, tmp_path):
     assert result.rows("both") == {(1,), (2,), (3,), (4,)}
 
 
+@pytest.mark.parametrize("broadcast_rows", [0, 3])
+def test_recursion_without_broadcasts_and_with_the_candidate_anti_join(spark, tmp_path, broadcast_rows):
+    """0: every join shuffles; 3: known facts outgrow the limit while the new ones stay under it,
+    so they are checked against the relation through a broadcast of the candidates."""
+    from selp.engines.spark import run_spark
+
+    write(tmp_path / "edge.csv", "a,b\n1,2\n2,3\n3,4\n4,5\n5,6\n")
+    analysis = analysis_of("tc(x, y) :- edge(x, y).\ntc(x, z) :- tc(x, y), edge(y, z).")
+    result = run_spark(analysis, tmp_path, spark, broadcast_rows=broadcast_rows)
+    assert result.rows("tc") == {(a, b) for a in range(1, 7) for b in range(a + 1, 7)}
+    assert result.iterations == run_local(analysis, tmp_path).iterations
+
+
 def test_strata_with_negation_constants_and_anonymous_positions(spark, tmp_path):
     write(tmp_path / "edge.csv", "a,b\na,b\nb,c\nd,d\n")
     write(tmp_path / "node.csv", "n\na\nb\nc\nd\ne\n")
@@ -215,6 +228,8 @@ def test_inline_facts_merged_with_files_and_deduplicated(spark, tmp_path):
     result, _ = run_both(spark, analysis, tmp_path)
     assert result.rows("p") == {("x", "y"), ("x", "z"), ("w", "x"), ("q", "r")}
     assert result.frame("e").count() == 4  # the EDB frame itself holds each fact once
+    result, _ = run_both(spark, analysis, None)  # no database directory at all
+    assert result.rows("p") == {("x", "y"), ("w", "x"), ("q", "r")}
 
 
 # --- reading files ---------------------------------------------------------------------------
@@ -311,6 +326,28 @@ def test_data_for_an_idb_relation_is_refused_and_unused_files_warned(spark, tmp_
         run_spark(analysis_of("p(x) :- e(x)."), tmp_path, spark)
 
 
+def test_cluster_file_system_path_is_listed_and_read_by_spark(spark, tmp_path, monkeypatch):
+    """Directories given as URIs are listed through Hadoop and read by Spark only (here a file:
+    URI forced down that path); errors then name the file without a line number."""
+    import selp.engines.spark_load as spark_load
+    from selp.engines.spark import run_spark
+
+    monkeypatch.setattr(spark_load, "is_local_path", lambda p: False)
+    write(tmp_path / "edge.csv", "a,b\n1,2\n2,3\n")
+    write(tmp_path / "_ignored.csv", "junk\n")
+    uri = "file://" + str(tmp_path)
+    analysis = analysis_of("tc(x, y) :- edge(x, y).\ntc(x, z) :- tc(x, y), edge(y, z).")
+    result = run_spark(analysis, uri, spark)
+    assert result.rows("tc") == run_local(analysis, tmp_path).rows("tc")
+    written = result.write(uri + "/out")
+    assert written == [str(tmp_path / "out" / "tc.csv")]  # a file: URI is reported as a path
+    assert os.listdir(tmp_path / "out") == ["tc.csv"]
+    write(tmp_path / "edge.csv", "a,b\n1,2\n2,3,4\n")
+    with pytest.raises(DataError) as err:
+        run_spark(analysis, uri, spark)
+    assert str(err.value) == f"file:{tmp_path}/edge.csv: row has 3 field(s) but the header has 2"
+
+
 # --- writing results -------------------------------------------------------------------------
 
 
@@ -363,22 +400,29 @@ def test_partitionwise_local_engine_in_spark_equals_run_local(spark, tmp_path):
 
     write(tmp_path / "edge.csv", "a,b\n1,2\n2,3\n3,1\n10,11\n")
     write(tmp_path / "name.csv", 'n,s\n1,"one ""1"""\n11,eleven\n')
+    write(tmp_path / "start.csv", "s\n1\n10\n11\n")
     analysis = analysis_of(
         """
         tc(x, y) :- edge(x, y).
         tc(x, z) :- tc(x, y), edge(y, z).
         named(x, f(s, y)) :- tc(x, y), name(x, s).
+        reach(s, y) :- start(s), edge(s, y).
+        reach(s, z) :- reach(s, y), edge(y, z).
         """
     )
     db = load_spark_database(analysis, tmp_path, spark)
     local = run_local(analysis, tmp_path)
+
+    def encoded(rel):
+        return {tuple(encode(v) for v in f) for f in local.rows(rel)}
+
     for rel in ("tc", "named"):
         out = evaluate_partitionwise(analysis, db.types, db.frames, rel, spark)
-        rows = {tuple(r) for r in out.collect()}
-        assert rows == {tuple(encode(v) for v in f) for f in local.rows(rel)}, rel
-    # two groups partitioned by the source node, name copied to both: still the same tc
-    out = evaluate_partitionwise(analysis, db.types, db.frames, "tc", spark, {"edge": 0}, 2)
-    assert {tuple(r) for r in out.collect()} <= {tuple(encode(v) for v in f) for f in local.rows("tc")}
+        assert {tuple(r) for r in out.collect()} == encoded(rel), rel
+    # reach decomposes by its start node: start split over 3 groups, edge copied to each
+    out = evaluate_partitionwise(analysis, db.types, db.frames, "reach", spark, {"start": 0}, 3)
+    assert out.rdd.getNumPartitions() == 3
+    assert {tuple(r) for r in out.collect()} == encoded("reach")
 
 
 # --- random programs -------------------------------------------------------------------------
@@ -406,5 +450,8 @@ def test_get_spark_reuses_the_active_session_and_applies_sql_conf(spark):
     assert get_spark("local[2]", {"spark.sql.shuffle.partitions": "3"}) is spark
     assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
     spark.conf.set("spark.sql.shuffle.partitions", "4")
+    assert get_spark(conf={"spark.selp.broadcastRows": "10"}) is spark  # selp settings apply live
+    assert spark.conf.get("spark.selp.broadcastRows") == "10"
+    spark.conf.unset("spark.selp.broadcastRows")
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"

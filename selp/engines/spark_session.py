@@ -119,13 +119,14 @@ def _compatible(session: SparkSession, master: str | None, conf: dict[str, str])
         return False
     current = dict(sc.getConf().getAll())
     for key, value in conf.items():
-        if session.conf.isModifiable(key):
-            continue
-        if key.startswith("spark.sql.") and not key.startswith("spark.sql.catalog"):
-            continue  # SQL settings not marked modifiable are still read per session
-        if current.get(key) != value:
+        if not _runtime_setting(session, key) and current.get(key) != value:
             return False
     return True
+
+
+def _runtime_setting(session: SparkSession, key: str) -> bool:
+    """Whether ``key`` can be changed on a running session (selp's own settings always can)."""
+    return key.startswith("spark.selp.") or session.conf.isModifiable(key)
 
 
 def get_spark(
@@ -144,7 +145,7 @@ def get_spark(
     if active is not None:
         if _compatible(active, master, conf):
             for key, value in conf.items():
-                if active.conf.isModifiable(key) or key.startswith("spark.sql."):
+                if _runtime_setting(active, key):
                     active.conf.set(key, value)
             return active
         active.stop()
