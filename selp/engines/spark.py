@@ -6,7 +6,9 @@ Components are evaluated in dependency order: a non-recursive one once, a recurs
 semi-naively -- every rule expanded into one variant per recursive body atom (that atom reads the
 last iteration's delta, the others the full relations), new facts deduplicated and anti-joined
 with what is known, and the delta materialised (lineage cut) every iteration. The delta's count,
-needed to stop, is the job that materialises it.
+needed to stop, is the job that materialises it. Inputs up to ``broadcast_rows`` rows are
+broadcast in joins; a relation larger than that is never shuffled just to drop known facts (see
+``_Evaluator._new_facts``).
 """
 
 from __future__ import annotations

@@ -138,7 +138,7 @@ class _RuleCompiler:
                         self.vtype[t] = src.types[b.relation][p]
 
     # -- atoms -------------------------------------------------------------------------------
-    def _atom(self, atom: Atom, source: str, keep_anonymous: bool = False) -> DataFrame:
+    def _atom(self, atom: Atom, source: str) -> DataFrame:
         """The atom's matches with one column per (named) variable: constants and repeated
         variables become filters on the relation frame."""
         df = self.src.frame(atom.relation, source)
