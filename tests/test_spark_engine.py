@@ -272,11 +272,9 @@ def test_parquet_input_with_weights(spark, tmp_path):
         p(x, f(y)) :- e(x, y), x > 1.
         """
     )
-    from selp.engines.spark import run_spark
-
     result, _ = run_both(spark, analysis, tmp_path)
     assert result.rows("p") == {(2, Skolem("f", ("c",))), (3, Skolem("f", ('d "q"',)))}
-    weights = {tuple(r) for r in run_spark(analysis, tmp_path, spark).weights["e"].collect()}
+    weights = {tuple(r) for r in result.weights["e"].collect()}
     assert weights == {("1", "b", "0.5"), ("3", 'd "q"', "0.9")}
 
 
