@@ -1,0 +1,318 @@
+"""Instrumentation of a program with a derivation-tree pattern (paper 001, Algorithm 1).
+
+For every relation ``R`` and pattern node ``v`` the instrumented program P_p has ``R@v<i>``
+(derivations whose root matches the sub-pattern at ``v``) and, when ``v`` hangs off its parent by
+a transitive edge, ``R@v<i>t`` (derivations containing a sub-tree that matches it). Nodes are
+numbered ``v0, v1, ...`` in preorder. P_p is the union of P and the new rules; the answers are
+the facts of the root relations ``R@v0``.
+
+Decisions where the paper is terse:
+
+* **Transitive nodes** get one copy rule ``R@vit(x) :- R@vi(x)`` per relation with neutral
+  weight (the issue's reading of lines 14-15) instead of a duplicate of every ``R@vi`` rule; the
+  copy step is marked in :attr:`Instrumented.rule_origin` (origin ``None``) and erased by
+  :func:`origin_tree`, as are HandleEDB's copy steps.
+* **tr-ex** (line 13) applies to every rule of P, whatever its head: a derivation contains a match
+  of ``v`` below its root when one of its children does.
+* **Expansions** map the children of ``v`` one-to-one onto the *positive* body atoms; negated atoms
+  and comparisons are never children of a derivation-tree node.
+* **Optimisations** (section 4.1), on unless ``optimize=False``: a non-transitive child ``v_j``
+  mapped to atom ``a`` requires ``a`` to locally match ``v_j`` and propagates ``v_j``'s constants
+  into the whole rule (bottom-up), dropping expansions that cannot match; a non-transitive leaf
+  mapped to an EDB atom uses the EDB relation itself (with the constants) instead of a copy.
+* **Cleanup** keeps the rules whose positive body relations are all derivable and whose head is
+  needed (transitively) by a root relation; comparisons between two constants after substitution
+  are decided statically.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from selp.language.ast import Atom, Comparison, Const, Literal, Program, Rule, SkolemTerm, Term, Var
+from selp.language.pattern import DESCENDANT, PatternNode, TreePattern
+from selp.language.validate import Analysis
+from selp.engines.joins import compare
+from selp.values import Value
+
+Subst = dict[Var, Value]
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A pattern node with its preorder name and how it hangs off its parent."""
+
+    name: str  # "v0", "v1", ...
+    node: PatternNode
+    transitive: bool  # reached from its parent by '//'
+    children: tuple["NodeInfo", ...]
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+
+def number_nodes(root: PatternNode, start: int = 0) -> NodeInfo:
+    """Name the nodes ``v<start>, ...`` in preorder."""
+    counter = itertools.count(start)
+
+    def walk(node: PatternNode, transitive: bool) -> NodeInfo:
+        name = f"v{next(counter)}"
+        kids = tuple(walk(c, edge == DESCENDANT) for edge, c in node.children)
+        return NodeInfo(name, node, transitive, kids)
+
+    return walk(root, False)
+
+
+def annotated(relation: str, node: str, transitive: bool = False) -> str:
+    """The instrumented relation name: ``dealsWith@v1`` or ``dealsWith@v1t``."""
+    return f"{relation}@{node}{'t' if transitive else ''}"
+
+
+@dataclass
+class Instrumented:
+    """An instrumented program with the maps back to the original program."""
+
+    program: Program
+    roots: tuple[str, ...]  # the root-annotated relations R@v0 that survived cleanup
+    relation_origin: dict[str, str]  # every relation of ``program`` -> its relation in P
+    rule_origin: dict[str, str | None]  # every rule -> its rule in P; None for a copy step
+    stats: dict[str, int | float] = field(default_factory=dict)
+
+
+def local_match(atom: Atom, node: PatternNode) -> Subst | None:
+    """The unique assignment under which ``atom`` carries ``node``'s label, or None.
+
+    Variables at constant positions map to those constants; variables at wildcard positions stay
+    themselves (absent from the result). A constant or Skolem term must agree with the label.
+    """
+    if not node.matches_relation(atom.relation):
+        return None
+    if node.args is None:
+        return {}
+    if len(node.args) != atom.arity:
+        return None
+    subst: Subst = {}
+    for want, term in zip(node.args, atom.args):
+        if want is None:
+            continue
+        if isinstance(term, Var):
+            if term in subst and subst[term] != want:
+                return None
+            subst[term] = want
+        elif isinstance(term, Const):
+            if term.value != want:
+                return None
+        else:  # a Skolem term builds a labeled null, which equals no constant
+            return None
+    return subst
+
+
+def _apply_term(t: Term, s: Subst) -> Term:
+    if isinstance(t, Var):
+        return Const(s[t]) if t in s else t
+    if isinstance(t, SkolemTerm):
+        return SkolemTerm(t.fn, tuple(_apply_term(a, s) for a in t.args))
+    return t
+
+
+def _apply_atom(a: Atom, s: Subst, relation: str | None = None) -> Atom:
+    return Atom(relation or a.relation, tuple(_apply_term(t, s) for t in a.args), a.negated, a.loc)
+
+
+def _apply_body(body: Iterable[Literal], s: Subst) -> list[Literal] | None:
+    """Substitute into a body; None when a comparison of two constants is false."""
+    out: list[Literal] = []
+    for b in body:
+        if isinstance(b, Atom):
+            out.append(_apply_atom(b, s))
+            continue
+        left, right = _apply_term(b.left, s), _apply_term(b.right, s)
+        if isinstance(left, Const) and isinstance(right, Const):
+            if not compare(b.op, left.value, right.value):
+                return None
+            continue  # statically true
+        out.append(Comparison(b.op, left, right, b.loc))
+    return out
+
+
+def _merge(a: Subst, b: Subst) -> Subst | None:
+    out = dict(a)
+    for k, v in b.items():
+        if k in out and out[k] != v:
+            return None
+        out[k] = v
+    return out
+
+
+class _Builder:
+    def __init__(self, analysis: Analysis, optimize: bool) -> None:
+        self.analysis = analysis
+        self.program = analysis.program
+        self.optimize = optimize
+        self.rules: list[Rule] = []
+        self.rule_origin: dict[str, str | None] = {}
+        self.relation_origin: dict[str, str] = {}
+        self.taken = {r.name for r in self.program.rules}
+        self.seen: set[tuple] = set()  # (head, body) of added rules, to avoid duplicates
+
+    def add(self, base: str, head: Atom, body: list[Literal], weight: str | None, origin: str | None, origin_rel: str) -> None:
+        key = (head, tuple(body))
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        name = base
+        n = 1
+        while name in self.taken:
+            n += 1
+            name = f"{base}@{n}"
+        self.taken.add(name)
+        self.rules.append(Rule(name, head, tuple(body), weight, True))
+        self.rule_origin[name] = origin
+        self.relation_origin[head.relation] = origin_rel
+
+    def node(self, info: NodeInfo) -> None:
+        """Lines 3-15 of Algorithm 1 for one pattern node."""
+        v = info.name
+        for rule in self.program.rules:
+            a = local_match(rule.head, info.node)
+            if a is None:
+                continue
+            body = _apply_body(rule.body, a)
+            if body is None:
+                continue
+            head = _apply_atom(rule.head, a, annotated(rule.head.relation, v))
+            if info.is_leaf:
+                self.add(f"{rule.name}@{v}", head, body, rule.weight, rule.name, rule.head.relation)
+            else:
+                for subst, new_body in self.expansions(body, info.children):
+                    full = _apply_body(new_body, subst)
+                    if full is None:
+                        continue
+                    self.add(f"{rule.name}@{v}", _apply_atom(head, subst), full, rule.weight, rule.name, rule.head.relation)
+        if info.transitive:
+            for rel in sorted(self.analysis.idb):
+                xs = tuple(Var(f"x{i}") for i in range(self.analysis.arities[rel]))
+                self.add(
+                    f"copy@{annotated(rel, v, True)}",
+                    Atom(annotated(rel, v, True), xs),
+                    [Atom(annotated(rel, v), xs)],
+                    None,
+                    None,
+                    rel,
+                )
+            for rule in self.program.rules:  # tr-ex: one positive atom carries the match
+                for i, b in enumerate(rule.body):
+                    if isinstance(b, Atom) and not b.negated:
+                        body = list(rule.body)
+                        body[i] = Atom(annotated(b.relation, v, True), b.args, False, b.loc)
+                        head = Atom(annotated(rule.head.relation, v, True), rule.head.args, False, rule.head.loc)
+                        self.add(f"{rule.name}@{v}t", head, body, rule.weight, rule.name, rule.head.relation)
+
+    def expansions(self, body: list[Literal], children: tuple[NodeInfo, ...]) -> Iterable[tuple[Subst, list[Literal]]]:
+        """ex(A(β), children): one-to-one maps of children onto positive body atoms."""
+        positions = [i for i, b in enumerate(body) if isinstance(b, Atom) and not b.negated]
+        for chosen in itertools.permutations(positions, len(children)):
+            subst: Subst | None = {}
+            new_body = list(body)
+            for child, i in zip(children, chosen):
+                atom: Atom = body[i]  # type: ignore[assignment]
+                relation = annotated(atom.relation, child.name, child.transitive)
+                if self.optimize and not child.transitive:
+                    b = local_match(atom, child.node)
+                    subst = None if b is None else _merge(subst, b)  # type: ignore[arg-type]
+                    if subst is None:
+                        break
+                    if child.is_leaf and atom.relation in self.analysis.edb:
+                        relation = atom.relation  # the EDB fact itself carries the label
+                new_body[i] = Atom(relation, atom.args, False, atom.loc)
+            if subst is not None:
+                yield subst, new_body
+
+    def handle_edb(self, info: NodeInfo) -> None:
+        """HandleEDB: EDB facts that locally match a leaf ``v`` are copied into T@v / T@vt."""
+        if not info.is_leaf:
+            return
+        for rel in sorted(self.analysis.edb):
+            xs = tuple(Var(f"x{i}") for i in range(self.analysis.arities[rel]))
+            a = local_match(Atom(rel, xs), info.node)
+            if a is None:
+                continue
+            src = _apply_atom(Atom(rel, xs), a)
+            targets = [annotated(rel, info.name)]
+            if info.transitive:
+                targets.append(annotated(rel, info.name, True))
+            for t in targets:
+                self.add(f"edb@{t}", _apply_atom(src, {}, t), [src], None, None, rel)
+
+
+def instrument(analysis: Analysis, pattern: TreePattern | PatternNode, optimize: bool = True) -> Instrumented:
+    """Algorithm 1: the program P_p whose ``R@v0`` facts carry exactly the matching derivations."""
+    t0 = time.perf_counter()
+    root = pattern.root if isinstance(pattern, TreePattern) else pattern
+    info = number_nodes(root)
+    b = _Builder(analysis, optimize)
+
+    def walk(n: NodeInfo) -> Iterable[NodeInfo]:
+        yield n
+        for c in n.children:
+            yield from walk(c)
+
+    nodes = list(walk(info))
+    for n in nodes:
+        b.node(n)
+    for n in nodes:
+        b.handle_edb(n)
+    generated = len(b.rules)
+    roots = sorted({r.head.relation for r in b.rules if r.head.relation.endswith(f"@{info.name}")})
+    kept = _cleanup(analysis, list(analysis.program.rules) + b.rules, roots)
+    relation_origin = {rel: rel for rel in analysis.arities}
+    relation_origin.update(b.relation_origin)
+    rule_origin: dict[str, str | None] = {r.name: r.name for r in analysis.program.rules}
+    rule_origin.update(b.rule_origin)
+    kept_names = {r.name for r in kept}
+    program = Program(analysis.program.decls, tuple(kept), analysis.program.facts, analysis.program.source)
+    live_roots = tuple(r for r in roots if any(k.head.relation == r for k in kept))
+    stats = {
+        "rules_before": len(analysis.program.rules),
+        "rules_generated": generated,
+        "rules_after": len(kept),
+        "pattern_nodes": len(nodes),
+        "seconds": time.perf_counter() - t0,
+    }
+    return Instrumented(
+        program,
+        live_roots,
+        {rel: relation_origin.get(rel, rel) for rel in program.relations()},
+        {n: o for n, o in rule_origin.items() if n in kept_names},
+        stats,
+    )
+
+
+def _cleanup(analysis: Analysis, rules: list[Rule], roots: list[str]) -> list[Rule]:
+    """Drop rules that can never fire or that no root relation needs."""
+    derivable = set(analysis.edb)
+    changed = True
+    while changed:
+        changed = False
+        for r in rules:
+            if r.head.relation not in derivable and all(a.relation in derivable for a in r.positive_atoms):
+                derivable.add(r.head.relation)
+                changed = True
+    live = [r for r in rules if all(a.relation in derivable for a in r.positive_atoms)]
+    needed = set(roots)
+    frontier = list(roots)
+    by_head: dict[str, list[Rule]] = {}
+    for r in live:
+        by_head.setdefault(r.head.relation, []).append(r)
+    while frontier:
+        rel = frontier.pop()
+        for r in by_head.get(rel, []):
+            for a in r.body:
+                if isinstance(a, Atom) and a.relation not in needed:
+                    needed.add(a.relation)
+                    frontier.append(a.relation)
+    return [r for r in live if r.head.relation in needed]
