@@ -149,10 +149,11 @@ def _merge(a: Subst, b: Subst) -> Subst | None:
 
 
 class _Builder:
-    def __init__(self, analysis: Analysis, optimize: bool) -> None:
+    def __init__(self, analysis: Analysis, propagate_constants: bool, edb_leaves: bool) -> None:
         self.analysis = analysis
         self.program = analysis.program
-        self.optimize = optimize
+        self.propagate_constants = propagate_constants
+        self.edb_leaves = edb_leaves
         self.rules: list[Rule] = []
         self.rule_origin: dict[str, str | None] = {}
         self.relation_origin: dict[str, str] = {}
@@ -221,12 +222,13 @@ class _Builder:
             for child, i in zip(children, chosen):
                 atom: Atom = body[i]  # type: ignore[assignment]
                 relation = annotated(atom.relation, child.name, child.transitive)
-                if self.optimize and not child.transitive:
+                edb_leaf = self.edb_leaves and child.is_leaf and atom.relation in self.analysis.edb
+                if not child.transitive and (self.propagate_constants or edb_leaf):
                     b = local_match(atom, child.node)
                     subst = None if b is None else _merge(subst, b)  # type: ignore[arg-type]
                     if subst is None:
                         break
-                    if child.is_leaf and atom.relation in self.analysis.edb:
+                    if edb_leaf:
                         relation = atom.relation  # the EDB fact itself carries the label
                 new_body[i] = Atom(relation, atom.args, False, atom.loc)
             if subst is not None:
@@ -249,12 +251,27 @@ class _Builder:
                 self.add(f"edb@{t}", _apply_atom(src, {}, t), [src], None, None, rel)
 
 
-def instrument(analysis: Analysis, pattern: TreePattern | PatternNode, optimize: bool = True) -> Instrumented:
-    """Algorithm 1: the program P_p whose ``R@v0`` facts carry exactly the matching derivations."""
+def instrument(
+    analysis: Analysis,
+    pattern: TreePattern | PatternNode,
+    optimize: bool = True,
+    *,
+    propagate_constants: bool | None = None,
+    edb_leaves: bool | None = None,
+) -> Instrumented:
+    """Algorithm 1: the program P_p whose ``R@v0`` facts carry exactly the matching derivations.
+
+    ``optimize`` switches both section-4.1 optimisations; ``propagate_constants`` and
+    ``edb_leaves`` override it one by one (used to report what each saves).
+    """
     t0 = time.perf_counter()
     root = pattern.root if isinstance(pattern, TreePattern) else pattern
     info = number_nodes(root)
-    b = _Builder(analysis, optimize)
+    b = _Builder(
+        analysis,
+        optimize if propagate_constants is None else propagate_constants,
+        optimize if edb_leaves is None else edb_leaves,
+    )
 
     def walk(n: NodeInfo) -> Iterable[NodeInfo]:
         yield n
