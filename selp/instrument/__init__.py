@@ -1,0 +1,1 @@
+"""Pattern instrumentation of datalog programs (paper 001, Section 4) and a reference matcher."""
