@@ -10,9 +10,10 @@ Surface syntax::
     arg     := '*' | constant                            # bare identifier, "string" or integer
     edge    := '/' | '//'
 
-Keywords are case-insensitive and reserved only where the grammar accepts them (a relation may be
-called ``and``; ``NOT`` can never be a relation name in a pattern). A bare identifier argument is a
-string constant: ``dealsWith(Cuba, *)`` means ``"Cuba"``.
+Keywords are case-insensitive and reserved everywhere (so that ``a AND OR b`` fails at ``OR``
+rather than reading a relation called ``OR``): a relation named ``and``/``or``/``not`` in any case
+cannot be written in a pattern, and such a string constant must be quoted. A bare identifier
+argument is a string constant: ``dealsWith(Cuba, *)`` means ``"Cuba"``.
 
 Syntax errors are :class:`PatternError` located as ``pattern:LINE:COL``. A parsed node remembers
 the column of its relation glob and of each argument (see :func:`node_column`), outside the
@@ -67,7 +68,8 @@ _TOKEN_NAMES = {
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     grammar = resources.files("selp.language").joinpath("pattern.lark").read_text()
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    # the basic (non-contextual) lexer: a keyword is a keyword wherever it appears
+    return Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=True)
 
 
 def _describe_expected(expected: set[str]) -> str:
@@ -236,8 +238,7 @@ def format_arg(v: Value | None) -> str:
 
 def format_node(node: PatternNode) -> str:
     """The label of one node: ``R``, ``R()``, ``R(Cuba, *)`` or ``*``."""
-    # where a node starts the grammar also accepts NOT, so only that keyword is unwritable
-    if not _GLOB.fullmatch(node.relation) or node.relation.lower() == "not":
+    if not _GLOB.fullmatch(node.relation) or node.relation.lower() in _KEYWORDS:
         raise ValueError(f"relation glob {node.relation!r} cannot be written in a pattern")
     if node.args is None:
         return node.relation
@@ -304,6 +305,11 @@ def _column_name(analysis: Analysis, rel: str, i: int) -> str:
     return f"{rel}#{i + 1}"
 
 
+def _show(v: Value) -> str:
+    # quoted even when the pattern wrote it bare: the point is that it is a string
+    return quote_program_string(v) if isinstance(v, str) else format_value(v)
+
+
 def _type_of(v: Value) -> str:
     return "int" if isinstance(v, int) else "str"
 
@@ -321,7 +327,7 @@ def _fits(node: PatternNode, rel: str, analysis: Analysis, types: dict[str, tupl
             continue
         if _type_of(a) != col_types[i]:
             return (
-                f"constant {format_arg(a)} has type {_type_of(a)} but column"
+                f"constant {_show(a)} has type {_type_of(a)} but column"
                 f" {_column_name(analysis, rel, i)} is {col_types[i]}"
             )
     return None
