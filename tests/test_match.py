@@ -224,16 +224,18 @@ def trade_trees():
 def test_example_3_11(trade_trees):
     p2 = parse_pattern("dealsWith(Cuba, *) // exports(Cuba, tobacco)")
     cf = trade_trees[("dealsWith", ("Cuba", "France"))]
-    tau1 = node("r2", "dealsWith", ("Cuba", "France"), leaf("imports", "Cuba", "wine"), leaf("exports", "France", "wine"))
-    tau2 = node(
-        "r1", "dealsWith", ("Cuba", "France"),
-        node("r2", "dealsWith", ("France", "Cuba"), leaf("imports", "France", "tobacco"), leaf("exports", "Cuba", "tobacco")),
-    )
-    tau3 = node(
-        "r3", "dealsWith", ("Cuba", "France"),
-        node("r1", "dealsWith", ("Cuba", "Mexico"),
-             node("r2", "dealsWith", ("Mexico", "Cuba"), leaf("imports", "Mexico", "tobacco"), leaf("exports", "Cuba", "tobacco"))),
-        node("r0", "dealsWith", ("Mexico", "France"), leaf("dealsWith_edb", "Mexico", "France")),
+    def dw(a, b, rule, *children):
+        return node(rule, "dealsWith", (a, b), *children)
+
+    def r2(a, b, product):
+        return dw(a, b, "r2", leaf("imports", a, product), leaf("exports", b, product))
+
+    tau1 = r2("Cuba", "France", "wine")
+    tau2 = dw("Cuba", "France", "r1", r2("France", "Cuba", "tobacco"))
+    tau3 = dw(
+        "Cuba", "France", "r3",
+        dw("Cuba", "Mexico", "r1", r2("Mexico", "Cuba", "tobacco")),
+        dw("Mexico", "France", "r0", leaf("dealsWith_edb", "Mexico", "France")),
     )
     assert {tau1, tau2, tau3} <= cf
     assert not matches(p2, tau1)
@@ -307,7 +309,9 @@ def _patterns():
 
     trees = st.recursive(
         label.map(make),
-        lambda kids: st.builds(make, label, st.lists(st.tuples(st.sampled_from(["/", "//"]), kids), min_size=1, max_size=3)),
+        lambda kids: st.builds(
+            make, label, st.lists(st.tuples(st.sampled_from(["/", "//"]), kids), min_size=1, max_size=3)
+        ),
         max_leaves=4,
     )
     # half the time a root that matches any root, so the edges below decide

@@ -306,7 +306,9 @@ def test_printer_rejects_unwritable_patterns():
         format_pattern(And(()))
 
 
-GLOBS = ["a", "b", "dealsWith", "*", "*_YAGO", "deals*", "dealsWith@v1t", "x@!y", "android", "ORDERS", "Not_", "_q", "R2"]
+GLOBS = [
+    "a", "b", "dealsWith", "*", "*_YAGO", "deals*", "dealsWith@v1t", "x@!y", "android", "ORDERS", "Not_", "_q", "R2",
+]
 STRINGS = ["Cuba", "coffee beans", "", "1", "-5", "*", "and", "NOT", 'say "hi"', "back\\slash", "a\nb", "tab\t", "x@y"]
 
 
