@@ -27,6 +27,7 @@ Decisions where the paper is terse:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -285,7 +286,10 @@ def instrument(
         b.handle_edb(n)
     generated = len(b.rules)
     roots = sorted({r.head.relation for r in b.rules if r.head.relation.endswith(f"@{info.name}")})
-    kept = _cleanup(analysis, list(analysis.program.rules) + b.rules, roots)
+    # original rules keep their (possibly generated) names explicitly: after cleanup the
+    # generated numbering would shift, and origin maps rely on the names
+    originals = [dataclasses.replace(r, named=True) for r in analysis.program.rules]
+    kept = _cleanup(analysis, originals + b.rules, roots)
     relation_origin = {rel: rel for rel in analysis.arities}
     relation_origin.update(b.relation_origin)
     rule_origin: dict[str, str | None] = {r.name: r.name for r in analysis.program.rules}

@@ -1,0 +1,142 @@
+"""Instrumentation (Algorithm 1) checked as Proposition 4.2 states it, against brute force.
+
+For random programs, databases and tree patterns: the trees of the root-annotated facts of P_p,
+mapped back with ``origin``, are exactly the trees of P that the reference matcher accepts (up to
+a size bound), and every such tree keeps its rule weights.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from randprog import programs_with_databases
+from selp.database import load_database
+from selp.derivations import DerivationTree, enumerate_trees
+from selp.instrument.instrument import instrument
+from selp.instrument.match import matches
+from selp.instrument.origin import origin_tree
+from selp.language import parse_program, parse_program_file
+from selp.language.pattern import PatternNode, TreePattern
+from selp.language.pattern_parser import parse_pattern
+from selp.language.printer import format_program
+from selp.language.validate import analyze
+
+TRADE = "examples/trade/trade.dl"
+TRADE_DB = "examples/trade/db"
+MAX_RULES = 3  # size bound (rule occurrences) of the trees of P that are compared
+
+
+def _weights(tree: DerivationTree, program_rules: dict) -> Counter:
+    """The multiset of rule weights used by a tree (copy steps have none)."""
+    return Counter(program_rules[n.rule].weight for n in tree.nodes() if n.rule is not None and program_rules[n.rule].weight is not None)
+
+
+def check_proposition_4_2(analysis, edb, pattern: TreePattern, optimize: bool = True) -> int:
+    """Assert parts (2) and (3) of Proposition 4.2 up to MAX_RULES; return the matching trees seen."""
+    inst = instrument(analysis, pattern, optimize=optimize)
+    inst_analysis = analyze(parse_program(format_program(inst.program)))  # it must print and reparse
+    n_nodes = sum(1 for _ in pattern.root.nodes())
+    p_trees = enumerate_trees(analysis, edb, MAX_RULES)
+    pp_trees = enumerate_trees(inst_analysis, edb, MAX_RULES + n_nodes)  # copy steps add <= 1 per node
+    expected: dict = {}
+    for fact, trees in p_trees.items():
+        hits = {t for t in trees if matches(pattern, t)}
+        if hits:
+            expected[fact] = hits
+    got: dict = {}
+    pp_rules = {r.name: r for r in inst.program.rules}
+    p_rules = {r.name: r for r in analysis.program.rules}
+    for (rel, values), trees in pp_trees.items():
+        if rel not in inst.roots:
+            continue
+        for t in trees:
+            o = origin_tree(t, inst)
+            assert _weights(t, pp_rules) == _weights(o, p_rules), "weights must be kept (part 3)"
+            if o.size() <= MAX_RULES:
+                got.setdefault(o.fact, set()).add(o)
+    # EDB facts matching a leaf pattern are their own (size 0) trees; compare IDB trees only
+    got = {f: ts for f, ts in got.items() if f[0] in analysis.idb}
+    assert got == expected, f"pattern {pattern}: P_p trees differ from the matching trees of P"
+    return sum(len(v) for v in expected.values())
+
+
+def _trade():
+    analysis = analyze(parse_program_file(TRADE))
+    return analysis, load_database(analysis, TRADE_DB).facts
+
+
+def test_figure_4_rules_appear_for_p2() -> None:
+    analysis, _ = _trade()
+    inst = instrument(analysis, parse_pattern("dealsWith(Cuba, *) // exports(Cuba, tobacco)"))
+    text = format_program(inst.program)
+    assert 'r1@v0 (0.8): dealsWith@v0("Cuba", b) :- dealsWith@v1t(b, "Cuba").' in text
+    assert 'exports@v1t("Cuba", "tobacco") :- exports("Cuba", "tobacco").' in text
+    assert inst.roots == ("dealsWith@v0",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "dealsWith(Cuba, *)",  # p1 of Figure 2
+        "dealsWith(Cuba, *) // exports(Cuba, tobacco)",  # p2
+        "dealsWith(*, France)[/ imports(*, *), / exports(France, *)]",
+        "dealsWith[// imports(Mexico, *), // exports]",
+        "* / dealsWith(*, Cuba)",
+        "dealsWith(Cuba, *) / dealsWith // dealsWith_edb",
+    ],
+)
+@pytest.mark.parametrize("optimize", [True, False])
+def test_trade_patterns_give_exactly_the_matching_trees(text: str, optimize: bool) -> None:
+    analysis, edb = _trade()
+    check_proposition_4_2(analysis, edb, parse_pattern(text), optimize)
+
+
+def test_example_3_11_trees_are_in_p2() -> None:
+    analysis, edb = _trade()
+    pattern = parse_pattern("dealsWith(Cuba, *) // exports(Cuba, tobacco)")
+    assert check_proposition_4_2(analysis, edb, pattern) > 0
+
+
+@st.composite
+def _patterns(draw, arities: dict[str, int], constants: list) -> TreePattern:
+    """Random tree patterns over a program's relations: depth <= 2, width <= 2, / and //,
+    wildcard or constant arguments, any-arity nodes and the any-fact node *."""
+    relations = sorted(arities)
+
+    def node(depth: int) -> PatternNode:
+        rel = draw(st.sampled_from(relations + ["*"]))
+        args = None
+        if rel != "*" and draw(st.booleans()):
+            arity = arities[rel]
+            args = tuple(draw(st.one_of(st.none(), st.sampled_from(constants))) if constants else None for _ in range(arity))
+        kids = ()
+        if depth < 2:
+            width = draw(st.integers(0, 2))
+            kids = tuple((draw(st.sampled_from(["/", "//"])), node(depth + 1)) for _ in range(width))
+        return PatternNode(rel, args, kids)
+
+    return TreePattern(node(0))
+
+
+SEEN = Counter()  # how much the random test really compared (printed by -s, asserted below)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(programs_with_databases(max_idb=3), st.data())
+def test_random_programs_and_patterns(case, data) -> None:
+    text, edb = case
+    analysis = analyze(parse_program(text))
+    constants = sorted({v for facts in edb.values() for f in facts for v in f}, key=repr)[:6]
+    pattern = data.draw(_patterns(analysis.arities, constants))
+    SEEN["cases"] += 1
+    SEEN["matching trees"] += check_proposition_4_2(analysis, edb, pattern, optimize=data.draw(st.booleans()))
+
+
+def test_random_cases_compared_real_trees() -> None:
+    """Guards the property test against vacuity: it must have compared matching trees."""
+    if SEEN["cases"]:
+        assert SEEN["matching trees"] > SEEN["cases"], SEEN
