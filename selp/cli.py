@@ -255,18 +255,16 @@ def instrument_cmd(program: str, pattern_text: str, db_dir: str | None, out_file
     Examples:
       selp instrument examples/trade/trade.dl --pattern 'dealsWith(Cuba, *) // exports(Cuba, tobacco)'
       selp instrument prog.dl --pattern 'tc(1, *)[/ edge, // tc]' --out prog.p.dl
+      selp instrument prog.dl --pattern 'tc(1, *) // edge(*, 5) OR tc(*, 1) / edge'
     """
     from selp.instrument.instrument import instrument
     from selp.instrument.summary import summarize
-    from selp.language.pattern import TreePattern
     from selp.language.pattern_parser import check_pattern, parse_pattern
     from selp.language.printer import format_program
     from selp.language.types import resolve_types
 
     analysis = _load(program)
     pattern = parse_pattern(pattern_text)
-    if not isinstance(pattern, TreePattern):
-        raise SelpError("selp instrument takes a single tree pattern (NOT/AND/OR are not supported yet)")
     if db_dir:
         from selp.database import load_database
 

@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from selp.language.ast import Atom, Comparison, Const, Literal, Program, Rule, SkolemTerm, Term, Var
-from selp.language.pattern import DESCENDANT, PatternNode, TreePattern
-from selp.language.validate import Analysis
+from selp.errors import SelpError
+from selp.language.pattern import DESCENDANT, And, Or, Pattern, PatternNode, TreePattern
+from selp.language.validate import Analysis, analyze
 from selp.engines.joins import compare
 from selp.values import Value
 
@@ -78,19 +79,22 @@ class Instrumented:
     """An instrumented program with the maps back to the original program."""
 
     program: Program
-    roots: tuple[str, ...]  # the root-annotated relations R@v0 that survived cleanup
+    roots: tuple[str, ...] | None  # the relations holding the answers; None: every relation (no pattern yet)
     relation_origin: dict[str, str]  # every relation of ``program`` -> its relation in P
     rule_origin: dict[str, str | None]  # every rule -> its rule in P; None for a copy step
     stats: dict[str, int | float] = field(default_factory=dict)
+    next_node: int = 0  # the next free pattern-node number (v<next_node>)
 
 
-def local_match(atom: Atom, node: PatternNode) -> Subst | None:
+def local_match(atom: Atom, node: PatternNode, relation: str | None = None) -> Subst | None:
     """The unique assignment under which ``atom`` carries ``node``'s label, or None.
 
     Variables at constant positions map to those constants; variables at wildcard positions stay
     themselves (absent from the result). A constant or Skolem term must agree with the label.
+    ``relation`` is the name to match the label's glob against (the atom's origin relation when
+    the program is itself instrumented); it defaults to the atom's own.
     """
-    if not node.matches_relation(atom.relation):
+    if not node.matches_relation(relation or atom.relation):
         return None
     if node.args is None:
         return {}
@@ -150,11 +154,14 @@ def _merge(a: Subst, b: Subst) -> Subst | None:
 
 
 class _Builder:
-    def __init__(self, analysis: Analysis, propagate_constants: bool, edb_leaves: bool) -> None:
-        self.analysis = analysis
-        self.program = analysis.program
+    def __init__(self, base: Instrumented, propagate_constants: bool, edb_leaves: bool) -> None:
+        self.base = base
+        self.analysis = analyze(base.program)
+        self.program = base.program
         self.propagate_constants = propagate_constants
         self.edb_leaves = edb_leaves
+        # copy steps of the base are transparent: they stand for their child's derivation
+        self.copy_steps = {n for n, o in base.rule_origin.items() if o is None}
         self.rules: list[Rule] = []
         self.rule_origin: dict[str, str | None] = {}
         self.relation_origin: dict[str, str] = {}
@@ -162,7 +169,9 @@ class _Builder:
         self.seen: set[tuple] = set()  # (head, body) of added rules, to avoid duplicates
 
     def add(self, base: str, head: Atom, body: list[Literal], weight: str | None, origin: str | None, origin_rel: str) -> None:
-        key = (head, tuple(body))
+        # two rules of P may be identical but are different rules (different trees): the origin
+        # is part of a new rule's identity
+        key = (head, tuple(body), origin)
         if key in self.seen:
             return
         self.seen.add(key)
@@ -173,14 +182,29 @@ class _Builder:
             name = f"{base}@{n}"
         self.taken.add(name)
         self.rules.append(Rule(name, head, tuple(body), weight, True))
-        self.rule_origin[name] = origin
-        self.relation_origin[head.relation] = origin_rel
+        self.rule_origin[name] = None if origin is None else self.base.rule_origin[origin]
+        self.relation_origin[head.relation] = self.base.relation_origin.get(origin_rel, origin_rel)
+
+    def origin(self, relation: str) -> str:
+        return self.base.relation_origin.get(relation, relation)
 
     def node(self, info: NodeInfo) -> None:
         """Lines 3-15 of Algorithm 1 for one pattern node."""
         v = info.name
         for rule in self.program.rules:
-            a = local_match(rule.head, info.node)
+            if rule.name in self.copy_steps:
+                (src,) = rule.body
+                assert isinstance(src, Atom)
+                self.add(
+                    f"{rule.name}@{v}",
+                    Atom(annotated(rule.head.relation, v), rule.head.args),
+                    [Atom(annotated(src.relation, v), src.args)],
+                    None,
+                    None,
+                    rule.head.relation,
+                )
+                continue
+            a = local_match(rule.head, info.node, self.origin(rule.head.relation))
             if a is None:
                 continue
             body = _apply_body(rule.body, a)
@@ -225,7 +249,7 @@ class _Builder:
                 relation = annotated(atom.relation, child.name, child.transitive)
                 edb_leaf = self.edb_leaves and child.is_leaf and atom.relation in self.analysis.edb
                 if not child.transitive and (self.propagate_constants or edb_leaf):
-                    b = local_match(atom, child.node)
+                    b = local_match(atom, child.node, self.origin(atom.relation))
                     subst = None if b is None else _merge(subst, b)  # type: ignore[arg-type]
                     if subst is None:
                         break
@@ -252,27 +276,72 @@ class _Builder:
                 self.add(f"edb@{t}", _apply_atom(src, {}, t), [src], None, None, rel)
 
 
+def identity(analysis: Analysis) -> Instrumented:
+    """P itself as an instrumentation with no pattern: every relation and rule is its own origin.
+
+    Rule names are made explicit so that they survive printing after rules are removed."""
+    rules = tuple(dataclasses.replace(r, named=True) for r in analysis.program.rules)
+    program = dataclasses.replace(analysis.program, rules=rules)
+    return Instrumented(
+        program,
+        None,
+        {rel: rel for rel in analysis.arities},
+        {r.name: r.name for r in rules},
+        {"rules_before": len(rules), "rules_generated": 0, "rules_after": len(rules), "pattern_nodes": 0},
+    )
+
+
 def instrument(
     analysis: Analysis,
-    pattern: TreePattern | PatternNode,
+    pattern: Pattern | PatternNode,
     optimize: bool = True,
     *,
     propagate_constants: bool | None = None,
     edb_leaves: bool | None = None,
 ) -> Instrumented:
-    """Algorithm 1: the program P_p whose ``R@v0`` facts carry exactly the matching derivations.
+    """The program P_p whose root relations carry exactly the derivations matching ``pattern``.
 
-    ``optimize`` switches both section-4.1 optimisations; ``propagate_constants`` and
-    ``edb_leaves`` override it one by one (used to report what each saves).
+    A tree pattern is Algorithm 1; a disjunction is the union of the instrumentations of its
+    operands; a conjunction instruments the output of the previous conjunct (pattern labels are
+    then matched against origin relations, and the previous copy steps are transparent).
+    Negation is not supported yet. ``optimize`` switches both section-4.1 optimisations;
+    ``propagate_constants`` and ``edb_leaves`` override it one by one.
     """
     t0 = time.perf_counter()
-    root = pattern.root if isinstance(pattern, TreePattern) else pattern
-    info = number_nodes(root)
-    b = _Builder(
-        analysis,
+    flags = (
         optimize if propagate_constants is None else propagate_constants,
         optimize if edb_leaves is None else edb_leaves,
     )
+    if isinstance(pattern, PatternNode):
+        pattern = TreePattern(pattern)
+    result = _apply(identity(analysis), pattern, flags)
+    result.stats["rules_before"] = len(analysis.program.rules)
+    result.stats["seconds"] = time.perf_counter() - t0
+    return result
+
+
+def _apply(base: Instrumented, pattern: Pattern, flags: tuple[bool, bool]) -> Instrumented:
+    if isinstance(pattern, TreePattern):
+        return _instrument_tree(base, pattern.root, flags)
+    if isinstance(pattern, And):
+        out = base
+        for op in pattern.operands:
+            out = _apply(out, op, flags)
+        return out
+    if isinstance(pattern, Or):
+        parts = []
+        for op in pattern.operands:
+            part = _apply(base, op, flags)
+            parts.append(part)
+            base = dataclasses.replace(base, next_node=part.next_node)  # fresh node names per part
+        return _union(base, parts)
+    raise SelpError("NOT in patterns is not supported yet; use a positive pattern (AND/OR of trees)")
+
+
+def _instrument_tree(base: Instrumented, root: PatternNode, flags: tuple[bool, bool]) -> Instrumented:
+    """Algorithm 1 over ``base`` (P itself, or a previous conjunct's output)."""
+    info = number_nodes(root, base.next_node)
+    b = _Builder(base, *flags)
 
     def walk(n: NodeInfo) -> Iterable[NodeInfo]:
         yield n
@@ -284,33 +353,54 @@ def instrument(
         b.node(n)
     for n in nodes:
         b.handle_edb(n)
-    generated = len(b.rules)
-    roots = sorted({r.head.relation for r in b.rules if r.head.relation.endswith(f"@{info.name}")})
-    # original rules keep their (possibly generated) names explicitly: after cleanup the
-    # generated numbering would shift, and origin maps rely on the names
-    originals = [dataclasses.replace(r, named=True) for r in analysis.program.rules]
-    kept = _cleanup(analysis, originals + b.rules, roots)
-    relation_origin = {rel: rel for rel in analysis.arities}
-    relation_origin.update(b.relation_origin)
-    rule_origin: dict[str, str | None] = {r.name: r.name for r in analysis.program.rules}
-    rule_origin.update(b.rule_origin)
-    kept_names = {r.name for r in kept}
-    program = Program(analysis.program.decls, tuple(kept), analysis.program.facts, analysis.program.source)
-    live_roots = tuple(r for r in roots if any(k.head.relation == r for k in kept))
-    stats = {
-        "rules_before": len(analysis.program.rules),
-        "rules_generated": generated,
-        "rules_after": len(kept),
-        "pattern_nodes": len(nodes),
-        "seconds": time.perf_counter() - t0,
-    }
+    heads = {r.head.relation for r in b.rules}
+    if base.roots is None:
+        roots = sorted(h for h in heads if h.endswith(f"@{info.name}"))
+    else:
+        roots = sorted(h for h in (annotated(r, info.name) for r in base.roots) if h in heads)
+    kept = _cleanup(b.analysis, list(base.program.rules) + b.rules, roots)
+    rule_origin = {**base.rule_origin, **b.rule_origin}
+    relation_origin = {**base.relation_origin, **b.relation_origin}
+    return _result(base, kept, roots, relation_origin, rule_origin, len(b.rules), len(nodes), base.next_node + len(nodes))
+
+
+def _result(base: Instrumented, kept: list[Rule], roots: list[str], relation_origin: dict, rule_origin: dict,
+            generated: int, nodes: int, next_node: int) -> Instrumented:
+    program = dataclasses.replace(base.program, rules=tuple(kept))
+    relations = program.relations()
+    live = {r.head.relation for r in kept}
     return Instrumented(
         program,
-        live_roots,
-        {rel: relation_origin.get(rel, rel) for rel in program.relations()},
-        {n: o for n, o in rule_origin.items() if n in kept_names},
-        stats,
+        tuple(r for r in roots if r in live),
+        {rel: relation_origin.get(rel, rel) for rel in relations},
+        {r.name: rule_origin[r.name] for r in kept},
+        {
+            "rules_before": base.stats.get("rules_before", 0),
+            "rules_generated": base.stats.get("rules_generated", 0) + generated,
+            "rules_after": len(kept),
+            "pattern_nodes": base.stats.get("pattern_nodes", 0) + nodes,
+        },
+        next_node,
     )
+
+
+def _union(base: Instrumented, parts: list[Instrumented]) -> Instrumented:
+    """A disjunction: every part's rules (each part names its own nodes), all parts' roots."""
+    rules: dict[str, Rule] = {}
+    relation_origin = dict(base.relation_origin)
+    rule_origin = dict(base.rule_origin)
+    roots: set[str] = set()
+    for part in parts:
+        for r in part.program.rules:
+            rules.setdefault(r.name, r)
+        relation_origin.update(part.relation_origin)
+        rule_origin.update(part.rule_origin)
+        roots.update(part.roots or ())
+    kept = _cleanup(analyze(base.program), list(rules.values()), sorted(roots))
+    generated = sum(p.stats.get("rules_generated", 0) for p in parts) - base.stats.get("rules_generated", 0) * len(parts)
+    nodes = sum(p.stats.get("pattern_nodes", 0) for p in parts) - base.stats.get("pattern_nodes", 0) * len(parts)
+    next_node = parts[-1].next_node if parts else base.next_node
+    return _result(base, kept, sorted(roots), relation_origin, rule_origin, generated, nodes, next_node)
 
 
 def _cleanup(analysis: Analysis, rules: list[Rule], roots: list[str]) -> list[Rule]:

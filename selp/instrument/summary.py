@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from selp.instrument.instrument import Instrumented, instrument, number_nodes
-from selp.language.pattern import TreePattern
+from selp.language.pattern import Pattern
+from selp.language.pattern_parser import tree_patterns
 from selp.language.validate import Analysis
 
 
-def summarize(analysis: Analysis, pattern: TreePattern, result: Instrumented, optimize: bool) -> dict:
+def summarize(analysis: Analysis, pattern: Pattern, result: Instrumented, optimize: bool) -> dict:
     """Rules before/after, rules per pattern node, time, and the rules each optimisation saved.
 
     The savings are measured by instrumenting again with that optimisation off (instrumentation
@@ -45,11 +46,13 @@ def summarize(analysis: Analysis, pattern: TreePattern, result: Instrumented, op
     }
 
 
-def _node_names(pattern: TreePattern) -> list[str]:
-    out = []
-    stack = [number_nodes(pattern.root)]
-    while stack:
-        n = stack.pop()
-        out.append(n.name)
-        stack.extend(reversed(n.children))
+def _node_names(pattern: Pattern) -> list[str]:
+    """v0, v1, ... over the pattern's trees, numbered in the order instrumentation uses."""
+    out: list[str] = []
+    for tree in tree_patterns(pattern):
+        stack = [number_nodes(tree.root, len(out))]
+        while stack:
+            n = stack.pop()
+            out.append(n.name)
+            stack.extend(reversed(n.children))
     return out
