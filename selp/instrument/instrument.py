@@ -137,7 +137,12 @@ def _apply_body(body: Iterable[Literal], s: Subst) -> list[Literal] | None:
             continue
         left, right = _apply_term(b.left, s), _apply_term(b.right, s)
         if isinstance(left, Const) and isinstance(right, Const):
-            if not compare(b.op, left.value, right.value):
+            if isinstance(left.value, int) != isinstance(right.value, int):
+                # a pattern constant of the other type (check_pattern reports it): never equal
+                holds = b.op == "!="
+            else:
+                holds = compare(b.op, left.value, right.value)
+            if not holds:
                 return None
             continue  # statically true
         out.append(Comparison(b.op, left, right, b.loc))
