@@ -134,3 +134,31 @@ def test_every_command_has_help_with_examples() -> None:
         r = selp(*cmd)
         assert r.returncode == 0
         assert "Example" in r.stdout
+
+
+def test_instrument_prints_a_program_that_evaluates_to_the_matching_facts(tmp_path: Path) -> None:
+    out = tmp_path / "p2.dl"
+    r = selp("instrument", str(TRADE / "trade.dl"), "--pattern", "dealsWith(Cuba, *) // exports(Cuba, tobacco)", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "root relations: dealsWith@v0" in r.stderr
+    assert 'dealsWith@v0("Cuba", b) :- dealsWith@v1t(b, "Cuba").' in out.read_text()
+    r = selp("eval", str(out), "--db", str(TRADE / "db"), "--engine", "local", "--show", "dealsWith@v0", "--json")
+    rows = {tuple(x) for x in json.loads(r.stdout)["relations"]["dealsWith@v0"]["rows"]}
+    # every Cuba fact derives through exports(Cuba, tobacco): r2 gives dealsWith(France, Cuba)
+    # from imports(France, tobacco), and symmetry/transitivity carry it to all three partners
+    assert rows == {("Cuba", c) for c in COUNTRIES}
+
+
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        ("dealsWith(Cuba, *) // exports(Cuba, tobacco", "error: pattern:1:44: syntax error"),
+        ("dealsWth(Cuba, *)", "error: pattern:1:1: unknown relation dealsWth"),
+        ("NOT dealsWith(Cuba, *)", "error: NOT in patterns is not supported yet"),
+    ],
+)
+def test_instrument_rejects_bad_patterns_in_one_line(pattern: str, expected: str) -> None:
+    r = selp("instrument", str(TRADE / "trade.dl"), "--pattern", pattern)
+    assert r.returncode == 1
+    assert r.stderr.strip().startswith(expected)
+    assert "Traceback" not in r.stderr
