@@ -453,3 +453,15 @@ def test_get_spark_reuses_the_active_session_and_applies_sql_conf(spark):
     spark.conf.unset("spark.selp.broadcastRows")
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+
+
+def test_csv_with_a_byte_order_mark_reads_like_the_local_engine(spark, tmp_path):
+    """Spreadsheets save CSV with a UTF-8 BOM; it is not part of the first column's name."""
+    db = tmp_path / "db"
+    db.mkdir()
+    (db / "e.csv").write_bytes("\ufeffsrc,dst\n1,2\n2,3\n".encode("utf-8"))
+    from selp.engines.spark import run_spark
+
+    analysis = analyze(parse_program(".decl e(src: int, dst: int)\ntc(x, y) :- e(x, y).\ntc(x, y) :- tc(x, z), e(z, y).\n"))
+    result = run_spark(analysis, db, spark)
+    assert result.rows("tc") == run_local(analysis, db).rows("tc") == {(1, 2), (2, 3), (1, 3)}

@@ -162,7 +162,7 @@ def _csv_header(spark: SparkSession, tf: TableFile) -> list[str]:
     """
     if _is_local(tf):
         try:
-            with open(tf.path, newline="", encoding="utf-8") as fh:
+            with open(tf.path, newline="", encoding="utf-8-sig") as fh:  # as selp.database: a BOM is no part of the header
                 first: str | None = fh.readline() or None
         except OSError as err:
             raise DataError(f"cannot read {tf.path}: {err.strerror}") from None
@@ -170,7 +170,7 @@ def _csv_header(spark: SparkSession, tf: TableFile) -> list[str]:
             raise DataError(f"file is not UTF-8 text ({err.reason})", Location(str(tf.path))) from None
     else:
         row = spark.read.text(_file_uri(tf)).first()
-        first = None if row is None else row[0]
+        first = None if row is None else row[0].removeprefix("\ufeff")
     if first is None:
         raise DataError("empty file: a header row is required", Location(str(tf.path), 1))
     fields = next(csv.reader([first]), [])
