@@ -277,7 +277,9 @@ def instrument_cmd(program: str, pattern_text: str, db_dir: str | None, out_file
     summary = summarize(analysis, pattern, result, optimize=not no_optimize)
     text = format_program(result.program)
     if out_file:
-        _write_text_atomically(Path(out_file), text)
+        from selp.database import write_text
+
+        write_text(Path(out_file), text)
     elif not as_json:
         click.echo(text, nl=False)
     if as_json:
@@ -285,21 +287,6 @@ def instrument_cmd(program: str, pattern_text: str, db_dir: str | None, out_file
     else:
         for line in summary["lines"]:
             click.echo(line, err=True)
-
-
-def _write_text_atomically(path: Path, text: str) -> None:
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @main.group()

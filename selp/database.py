@@ -265,6 +265,18 @@ def _atomic_target(path: Path) -> tuple[int, str]:
     return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
 
 
+def write_text(path: Path, text: str) -> None:
+    """Write a text file atomically (temp file + rename)."""
+    fd, tmp = _atomic_target(path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def write_csv(path: Path, columns: tuple[str, ...], rows: Iterable[tuple[Value, ...]]) -> None:
     """Write a relation as CSV atomically (temp file + rename): a crash never leaves half a file."""
     fd, tmp = _atomic_target(path)
