@@ -53,9 +53,10 @@ def _parse_conf(values: tuple[str, ...]) -> dict[str, str]:
 
 def _start_spark(master: str | None, conf: dict[str, str], quiet: bool):
     """A Spark session, or a one-line explanation of why none could start."""
+    import os
     import shutil
 
-    if not master and shutil.which("java") is None and not _java_home():
+    if not master and shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise SelpError(
             "the spark engine needs Java 17 (apt-get install openjdk-17-jre-headless);"
             " or run with --engine local"
@@ -71,12 +72,6 @@ def _start_spark(master: str | None, conf: dict[str, str], quiet: bool):
     except Exception as err:  # Py4J/PySpark errors: report the first line, not a JVM stack
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise SelpError(f"could not start Spark: {first}") from None
-
-
-def _java_home() -> str | None:
-    import os
-
-    return os.environ.get("JAVA_HOME")
 
 
 def _progress_printer(quiet: bool, engine: str) -> Callable:

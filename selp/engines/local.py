@@ -91,7 +91,8 @@ def evaluate(
                 store.add_all(new - store.facts)
             total_iterations += 1
             if progress:
-                progress(comp, 1, sum(len(stores[r].facts) for r in comp.relations), sum(len(stores[r].facts) for r in comp.relations))
+                size = sum(len(stores[r].facts) for r in comp.relations)
+                progress(comp, 1, size, size)
             continue
         members = set(comp.relations)
         # semi-naive variants: one per recursive body atom, driven by that atom's delta

@@ -30,7 +30,6 @@ _TOKEN_NAMES = {
     "COMMA": "','",
     "DOT": "'.'",
     "COLON": "':'",
-    "__ANON_0": "':-'",
     "IF": "':-'",
     "CMP": "a comparison operator",
     "NOT": "'not'",
