@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from selp.database import load_database
+from selp.language import parse_program_file
+from selp.language.validate import analyze
+
 ROOT = Path(__file__).resolve().parent.parent
 TRADE = ROOT / "examples" / "trade"
 
@@ -149,12 +153,30 @@ def test_instrument_prints_a_program_that_evaluates_to_the_matching_facts(tmp_pa
     assert rows == {("Cuba", c) for c in COUNTRIES}
 
 
+def test_instrumented_negation_runs_and_keeps_the_other_facts(tmp_path: Path) -> None:
+    """``NOT dealsWith(Cuba, *)`` over all relations: every fact except dealsWith(Cuba, _)."""
+    out = tmp_path / "not.dl"
+    r = selp("instrument", str(TRADE / "trade.dl"), "--pattern", "NOT dealsWith(Cuba, *)", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    roots = [x.strip() for x in r.stderr.split("root relations:")[1].splitlines()[0].split(",")]
+    r = selp("eval", str(out), "--db", str(TRADE / "db"), "--engine", "local", "--json", "--show", "*")
+    relations = json.loads(r.stdout)["relations"]
+    got = {(rel.split("@")[0], tuple(row)) for rel in roots for row in relations[rel]["rows"]}
+    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", "local", "--json", "--show", "*")
+    plain = json.loads(r.stdout)["relations"]
+    every = {(rel, tuple(row)) for rel, v in plain.items() for row in v["rows"]}
+    analysis = analyze(parse_program_file(str(TRADE / "trade.dl")))
+    every |= {(rel, row) for rel, rows in load_database(analysis, TRADE / "db").facts.items() for row in rows}
+    assert got == {(rel, row) for rel, row in every if not (rel == "dealsWith" and row[0] == "Cuba")}
+    assert ("dealsWith", ("France", "Cuba")) in got
+
+
 @pytest.mark.parametrize(
     "pattern, expected",
     [
         ("dealsWith(Cuba, *) // exports(Cuba, tobacco", "error: pattern:1:44: syntax error"),
         ("dealsWth(Cuba, *)", "error: pattern:1:1: unknown relation dealsWth"),
-        ("NOT dealsWith(Cuba, *)", "error: NOT in patterns is not supported yet"),
+        ("NOT dealsWith(1, *)", "error: pattern:1:15: constant 1 has type int but column dealsWith.a is str"),
     ],
 )
 def test_instrument_rejects_bad_patterns_in_one_line(pattern: str, expected: str) -> None:

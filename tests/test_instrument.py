@@ -22,8 +22,7 @@ from selp.instrument.instrument import instrument
 from selp.instrument.match import matches
 from selp.instrument.origin import origin_tree
 from selp.language import parse_program, parse_program_file
-from selp.errors import SelpError
-from selp.language.pattern import And, Or, Pattern, PatternNode, TreePattern
+from selp.language.pattern import And, Not, Or, Pattern, PatternNode, TreePattern
 from selp.language.pattern_parser import parse_pattern, tree_patterns
 from selp.language.printer import format_program
 from selp.language.validate import analyze
@@ -98,6 +97,14 @@ def test_figure_4_rules_appear_for_p2() -> None:
         "dealsWith(Cuba, *) // exports(Cuba, tobacco) OR dealsWith(*, Cuba) / imports(Mexico, *)",
         "dealsWith(Cuba, *) // exports(Cuba, tobacco) AND dealsWith // imports(France, *)",
         "dealsWith // imports(Mexico, *) AND (dealsWith / dealsWith_edb OR dealsWith(Mexico, *) / dealsWith)",
+        "NOT dealsWith(Cuba, *)",
+        "NOT dealsWith(Cuba, *) // exports(Cuba, tobacco)",
+        "dealsWith(*, France) AND NOT dealsWith // imports(Mexico, *)",
+        "NOT dealsWith[/ dealsWith, / dealsWith]",  # the two children must be different atoms
+        "NOT dealsWith[// exports(Cuba, *), // exports(*, tobacco)]",
+        "NOT (dealsWith // imports(Mexico, *) OR dealsWith(Cuba, *) / dealsWith_edb)",
+        "NOT NOT dealsWith(Cuba, *) // exports(Cuba, tobacco)",
+        "dealsWith(Cuba, *) // exports(Cuba, tobacco) OR NOT * // dealsWith_edb",
     ],
 )
 @pytest.mark.parametrize("optimize", [True, False])
@@ -135,18 +142,23 @@ def _patterns(draw, arities: dict[str, int], constants: list, idb: list[str]) ->
                 kids.append((draw(st.sampled_from(["/", "//"])), node(depth + 1)))
         return PatternNode(rel, args, tuple(kids))
 
-    trees = [TreePattern(node(0))]
+    def maybe_not(p: Pattern) -> Pattern:
+        return Not(p) if draw(st.integers(0, 2)) == 0 else p
+
+    trees: list[Pattern] = [maybe_not(TreePattern(node(0)))]
     if budget[0] > 0 and draw(st.booleans()):
-        trees.append(TreePattern(node(0)))
+        trees.append(maybe_not(TreePattern(node(0))))
     if len(trees) == 1:
         return trees[0]
-    return draw(st.sampled_from([And(tuple(trees)), Or(tuple(trees))]))
+    return maybe_not(draw(st.sampled_from([And(tuple(trees)), Or(tuple(trees))])))
 
 
-def test_negation_is_refused_clearly() -> None:
+def test_negation_splits_on_the_label_with_disjoint_conditions() -> None:
+    """``NOT dealsWith(Cuba, *)``: a fact of r2 carries the label or has ``a != "Cuba"``, never both."""
     analysis, _ = _trade()
-    with pytest.raises(SelpError, match="NOT in patterns is not supported yet"):
-        instrument(analysis, parse_pattern("NOT dealsWith(Cuba, *)"))
+    text = format_program(instrument(analysis, parse_pattern("NOT dealsWith(Cuba, *)")).program)
+    assert 'dealsWith@!v0s1(a, b) :- imports(a, c), exports(b, c), a != "Cuba".' in text
+    assert 'dealsWith@!v0s0("Cuba", b) :- imports("Cuba", c), exports(b, c).' in text
 
 
 class _TooSlow(Exception):
@@ -158,6 +170,8 @@ def _time_limit(seconds: float):
     """Abort brute-force enumeration that would take minutes (a few random cases explode)."""
 
     def on_alarm(signum, frame):
+        # raised inside a gc callback the exception is swallowed: fire again until it lands
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
         raise _TooSlow()
 
     old = signal.signal(signal.SIGALRM, on_alarm)

@@ -34,8 +34,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from selp.language.ast import Atom, Comparison, Const, Literal, Program, Rule, SkolemTerm, Term, Var
-from selp.errors import SelpError
-from selp.language.pattern import DESCENDANT, And, Or, Pattern, PatternNode, TreePattern
+from selp.language.pattern import DESCENDANT, And, Not, Or, Pattern, PatternNode, TreePattern
 from selp.language.validate import Analysis, analyze
 from selp.engines.joins import compare
 from selp.values import Value
@@ -198,12 +197,11 @@ class _Builder:
         v = info.name
         for rule in self.program.rules:
             if rule.name in self.copy_steps:
-                (src,) = rule.body
-                assert isinstance(src, Atom)
+                (src,) = rule.positive_atoms  # plus, after a NOT, label conditions
                 self.add(
                     f"{rule.name}@{v}",
                     Atom(annotated(rule.head.relation, v), rule.head.args),
-                    [Atom(annotated(src.relation, v), src.args)],
+                    [Atom(annotated(src.relation, v), src.args)] + [b for b in rule.body if b is not src],
                     None,
                     None,
                     rule.head.relation,
@@ -309,7 +307,8 @@ def instrument(
     A tree pattern is Algorithm 1; a disjunction is the union of the instrumentations of its
     operands; a conjunction instruments the output of the previous conjunct (pattern labels are
     then matched against origin relations, and the previous copy steps are transparent).
-    Negation is not supported yet. ``optimize`` switches both section-4.1 optimisations;
+    A negation is pushed down to tree patterns (De Morgan) and compiled by
+    :mod:`selp.instrument.negation`. ``optimize`` switches both section-4.1 optimisations;
     ``propagate_constants`` and ``edb_leaves`` override it one by one.
     """
     t0 = time.perf_counter()
@@ -340,7 +339,18 @@ def _apply(base: Instrumented, pattern: Pattern, flags: tuple[bool, bool]) -> In
             parts.append(part)
             base = dataclasses.replace(base, next_node=part.next_node)  # fresh node names per part
         return _union(base, parts)
-    raise SelpError("NOT in patterns is not supported yet; use a positive pattern (AND/OR of trees)")
+    if isinstance(pattern, Not):
+        inner = pattern.operand
+        if isinstance(inner, Not):
+            return _apply(base, inner.operand, flags)
+        if isinstance(inner, And):  # De Morgan: push NOT down to tree patterns
+            return _apply(base, Or(tuple(Not(p) for p in inner.operands)), flags)
+        if isinstance(inner, Or):
+            return _apply(base, And(tuple(Not(p) for p in inner.operands)), flags)
+        from selp.instrument.negation import instrument_not  # it builds on this module
+
+        return instrument_not(base, inner.root, flags)
+    raise TypeError(f"not a pattern: {pattern!r}")
 
 
 def _instrument_tree(base: Instrumented, root: PatternNode, flags: tuple[bool, bool]) -> Instrumented:

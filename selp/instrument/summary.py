@@ -17,7 +17,12 @@ def summarize(analysis: Analysis, pattern: Pattern, result: Instrumented, optimi
     per_node: dict[str, int] = {}
     for info_name in _node_names(pattern):
         per_node[info_name] = sum(
-            1 for r in result.program.rules if any(part in (info_name, info_name + "t") for part in r.head.relation.split("@")[1:])
+            1
+            for r in result.program.rules
+            if any(
+                part in (info_name, info_name + "t") or part.startswith(f"!{info_name}s")  # R@!v0s3: NOT's types
+                for part in r.head.relation.split("@")[1:]
+            )
         )
     saved: dict[str, int] = {}
     if optimize:
