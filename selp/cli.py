@@ -326,7 +326,7 @@ def gen_tc(out_dir: str, target_output: int | None, nodes: int | None, edges: in
 
 
 @main.command()
-@click.argument("dataset", type=click.Choice(["tc"]))
+@click.argument("dataset", type=click.Choice(["tc", "instrument"]))
 @click.option("--scales", default="100000,300000,1000000", show_default=True, help="Comma-separated target output sizes.")
 @click.option("--engine", "engines", multiple=True, type=click.Choice(["local", "spark"]), help="Engines to run (repeatable) [default: both].")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs per configuration (after one warm-up); the median is reported.")
@@ -338,12 +338,26 @@ def gen_tc(out_dir: str, target_output: int | None, nodes: int | None, edges: in
 def bench(dataset: str, scales: str, engines: tuple[str, ...], repeat: int, timeout_s: float, out_dir: str, master: str | None, seed: int, quiet: bool) -> None:
     """Time plain evaluation of DATASET on each engine and print a table.
 
+    `selp bench instrument` instead times instrumentation alone (no data) for the named patterns
+    of the bundled programs (datasets/*.patterns) and prints the instrumented program sizes.
+
     \b
     Examples:
       selp bench tc --scales 100000,1000000 --repeat 3
       selp bench tc --scales 20000 --engine local --repeat 1
+      selp bench instrument --repeat 5
     """
     from selp.bench import bench_tc, format_table, machine_info, write_results
+
+    say = (lambda msg: None) if quiet else (lambda msg: click.echo(msg, err=True))
+    if dataset == "instrument":
+        from selp.bench_instrument import bench_instrument, format_instrument_table
+
+        rows = bench_instrument(repeat=repeat, say=say)
+        click.echo(format_instrument_table(rows))
+        for p in write_results(rows, out_dir, machine_info()):
+            click.echo(f"wrote {p}", err=True)
+        return
 
     try:
         sizes = [int(x) for x in scales.split(",") if x.strip()]
@@ -352,7 +366,6 @@ def bench(dataset: str, scales: str, engines: tuple[str, ...], repeat: int, time
     if not sizes or any(n < 4 for n in sizes):
         raise SelpError(f"--scales expects target sizes of at least 4, got {scales!r}")
     chosen = list(engines) or ["local", "spark"]
-    say = (lambda msg: None) if quiet else (lambda msg: click.echo(msg, err=True))
     spark = _start_spark(master, {}, quiet) if "spark" in chosen else None
     rows = bench_tc(sizes, chosen, repeat, Path(out_dir) / "data", master, say, timeout_s, seed, spark=spark)
     click.echo(format_table(rows))
