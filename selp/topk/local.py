@@ -1,0 +1,309 @@
+"""The DTable on one machine (paper 001, section 5): Top-1, iterative Top-k, heuristic Top-k.
+
+All three are generalisations of Knuth's algorithm for grammar problems (Dijkstra on
+hypergraphs): derivations are finalised in order of the total order of :mod:`selp.topk.order`,
+which is monotone (adding a step never gives a better tree, and a non-copy step makes it strictly
+larger), so a fact's i-th entry is final when it is the best candidate left. Components of P_p are
+processed in dependency order, so negated atoms see complete lower strata.
+
+* ``top1`` -- Algorithm 2: a priority queue of facts keyed by their best candidate, with
+  decrease-key (heapdict). Each rule instantiation is formed once, when its last body fact is
+  finalised (a semi-naive delta join), so nothing like the full provenance is materialised.
+* ``iterative`` -- section 5.2: k rounds; round i runs Algorithm 2 again to give every fact its
+  i-th entry, over candidates that combine any entries found so far. It materialises the rule
+  instantiations of P_p (like full provenance) and considers every combination of child ranks,
+  which is why it is the slow baseline.
+* ``heuristic`` -- section 5.3, in the k-shortest-paths style: one pass in which the i-th best
+  tree of a fact is a *modification* of an earlier one -- the same instantiation with one child
+  replaced by that child's next entry. A candidate (instantiation, child ranks) is pushed when its
+  predecessor is popped and the child's next entry exists (otherwise it waits for that entry), so
+  only O(k * m) candidates per instantiation are ever formed instead of k^m.
+
+Identical trees of P reached through different derivations of P_p ("same origin", section 5.2)
+are counted once: a fact keeps only entries with distinct origin hashes; a duplicate still
+expands its successors, which may be new.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import defaultdict
+from typing import Any, Callable, Iterable, Iterator
+
+from heapdict import heapdict
+
+from selp.database import Database
+from selp.engines.joins import BodyPlan
+from selp.engines.local import _Store
+from selp.errors import SelpError
+from selp.language.ast import Atom, Rule
+from selp.language.validate import Component
+from selp.topk.dtable import DTable, Entry, FactKey, leaf_origin, node_origin
+from selp.topk.task import Task
+
+ALGORITHMS = ("heuristic", "iterative")
+# progress(entries so far): called every PROGRESS_EVERY entries and at the end
+Progress = Callable[[int], None]
+PROGRESS_EVERY = 100_000
+
+
+def run_topk_local(task: Task, db: Database, algorithm: str = "heuristic", progress: Progress | None = None) -> DTable:
+    """Fill a DTable with the k best distinct-origin derivations of every fact of P_p."""
+    if algorithm not in ALGORITHMS:
+        raise SelpError(f"unknown top-k algorithm {algorithm!r} (choose {' or '.join(ALGORITHMS)})")
+    run = _Run(task, db, progress)
+    for comp in task.inst_analysis.components:
+        if task.k == 1:
+            run.top1(comp)
+        elif algorithm == "heuristic":
+            run.heuristic(comp)
+        else:
+            run.top1(comp)
+            for i in range(2, task.k + 1):
+                run.iterative_round(comp, i)
+    if progress:
+        progress(run.count)
+    return run.table
+
+
+Combo = tuple[str, FactKey, tuple[FactKey, ...], tuple[int, ...]]  # rule, head, children, ranks
+
+
+class _Run:
+    def __init__(self, task: Task, db: Database, progress: Progress | None) -> None:
+        self.task = task
+        self.k = task.k
+        self.monoid = task.monoid
+        self.key = task.monoid.key
+        self.combine = task.monoid.combine
+        self.table = task.empty_dtable()
+        self.ent: dict[FactKey, list[Entry]] = self.table.entries
+        self.origins: dict[FactKey, set[int]] = defaultdict(set)
+        self.rule_origin = task.inst.rule_origin
+        self.progress = progress
+        self.count = 0
+        analysis = task.inst_analysis
+        self.stores: dict[str, _Store] = {}
+        self.order: dict[FactKey, int] = {}  # when a fact got its first entry
+        self.clock = itertools.count()
+        for rel in analysis.edb:
+            facts = db.facts.get(rel, set())
+            self.stores[rel] = _Store(facts)
+            origin_rel = task.inst.relation_origin.get(rel, rel)
+            for f in facts:
+                key = (rel, f)
+                e = Entry(task.fact_weight(db, rel, f), 0, leaf_origin(origin_rel, f), None)
+                self.ent[key] = [e]
+                self.origins[key].add(e.origin)
+                self.order[key] = -1  # before everything
+        for rel in analysis.idb:
+            self.stores[rel] = _Store()
+
+    # --- shared pieces -------------------------------------------------------------------------
+
+    def negated(self, rel: str, pattern: tuple) -> bool:
+        return self.stores[rel].matches(pattern)
+
+    def evaluate(self, rule: str, children: tuple[FactKey, ...], ranks: tuple[int, ...]) -> tuple[tuple, Entry]:
+        """The entry (and its sort key) of applying ``rule`` to these children's entries."""
+        w = self.task.rule_weight[rule]
+        size = self.task.rule_size[rule]
+        origins = []
+        for ck, r in zip(children, ranks):
+            e = self.ent[ck][r - 1]
+            w = self.combine(w, e.weight)
+            size += e.size
+            origins.append(e.origin)
+        if self.rule_origin[rule] is None:  # a copy step stands for its only child
+            origin = origins[0]
+        else:
+            origin = node_origin(self.rule_origin[rule], origins)
+        pointers = tuple((ck[0], ck[1], r) for ck, r in zip(children, ranks))
+        return (self.key(w), size, origin), Entry(w, size, origin, rule, pointers)
+
+    def add(self, head: FactKey, entry: Entry) -> bool:
+        """Append ``entry`` to ``head``'s list unless its origin is there; whether it was added."""
+        if entry.origin in self.origins[head]:
+            return False
+        lst = self.ent.setdefault(head, [])
+        lst.append(entry)
+        self.origins[head].add(entry.origin)
+        if len(lst) == 1:
+            self.order[head] = next(self.clock)
+            self.stores[head[0]].add_all([head[1]])
+        self.count += 1
+        if self.progress and self.count % PROGRESS_EVERY == 0:
+            self.progress(self.count)
+        return True
+
+    def full(self, head: FactKey) -> bool:
+        return len(self.ent.get(head, ())) >= self.k
+
+    def _instances(self, rule: Rule, plan: BodyPlan, lookup) -> Iterator[tuple[FactKey, tuple[FactKey, ...]]]:
+        head = plan.head_builder()
+        positives = [i for i, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated]
+        for env in plan.bindings(lookup, self.negated):
+            yield (rule.head.relation, head(env)), tuple((rule.body[i].relation, plan.atom_fact(i, env)) for i in positives)  # type: ignore[union-attr]
+
+    def base_instances(self, comp: Component) -> Iterator[tuple[str, FactKey, tuple[FactKey, ...]]]:
+        """Instantiations of the component's rules whose body has no atom of the component."""
+        members = set(comp.relations)
+        for rule in comp.rules:
+            if any(a.relation in members for a in rule.positive_atoms):
+                continue
+            plan = BodyPlan(rule, None, {r: len(s.facts) for r, s in self.stores.items()})
+            for head, children in self._instances(rule, plan, lambda s, r, p, key: self.stores[r].lookup(p, key)):
+                yield rule.name, head, children
+
+    def delta_plans(self, comp: Component) -> dict[str, list[tuple[Rule, int, BodyPlan]]]:
+        """Per relation of the component: the (rule, body position, plan driven by it) to join a
+        newly finalised fact with."""
+        members = set(comp.relations)
+        out: dict[str, list[tuple[Rule, int, BodyPlan]]] = defaultdict(list)
+        for rule in comp.rules:
+            for i, b in enumerate(rule.body):
+                if isinstance(b, Atom) and not b.negated and b.relation in members:
+                    out[b.relation].append((rule, i, BodyPlan(rule, i)))
+        return out
+
+    def new_instances(self, fact: FactKey, plans: list[tuple[Rule, int, BodyPlan]]) -> Iterator[tuple[str, FactKey, tuple[FactKey, ...]]]:
+        """Instantiations whose last body fact (by finalisation order) is ``fact``: body atoms
+        before the driving one must be strictly older, those after may be ``fact`` itself, so
+        each instantiation is formed exactly once."""
+        rel, values = fact
+        mine = self.order[fact]
+        for rule, i, plan in plans:
+
+            def lookup(src: str, r: str, positions: tuple[int, ...], key: tuple) -> Iterable[tuple]:
+                if src == "delta":
+                    return [values] if all(values[p] == k for p, k in zip(positions, key)) else []
+                return self.stores[r].lookup(positions, key)
+
+            positives = [j for j, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated]
+            for head, children in self._instances(rule, plan, lookup):
+                ok = True
+                for j, child in zip(positives, children):
+                    o = self.order[child]
+                    if (j < i and o >= mine) or (j > i and o > mine):
+                        ok = False
+                        break
+                if ok:
+                    yield rule.name, head, children
+
+    # --- Algorithm 2 (Top-1) -------------------------------------------------------------------
+
+    def top1(self, comp: Component) -> None:
+        queue: heapdict = heapdict()  # head -> (sort key, tiebreak); best candidate in best[head]
+        best: dict[FactKey, Entry] = {}
+
+        def offer(rule: str, head: FactKey, children: tuple[FactKey, ...]) -> None:
+            if head in self.ent:
+                return  # already final
+            key, entry = self.evaluate(rule, children, (1,) * len(children))
+            if head not in best or key < queue[head]:
+                best[head] = entry
+                queue[head] = key
+
+        for rule, head, children in self.base_instances(comp):
+            offer(rule, head, children)
+        plans = self.delta_plans(comp)
+        while queue:
+            head, _ = queue.popitem()
+            self.add(head, best.pop(head))
+            for rule, h, children in self.new_instances(head, plans.get(head[0], [])):
+                offer(rule, h, children)
+
+    # --- section 5.2: rounds -------------------------------------------------------------------
+
+    def iterative_round(self, comp: Component, i: int) -> None:
+        """Give every fact of ``comp`` that has i-1 entries its i-th, over all combinations."""
+        members = set(comp.relations)
+        if not hasattr(self, "_inst") or self._inst_comp is not comp:
+            self._inst_comp = comp
+            self._inst: dict[FactKey, list[tuple[str, tuple[FactKey, ...]]]] = defaultdict(list)
+            self._uses: dict[FactKey, list[tuple[str, FactKey, tuple[FactKey, ...]]]] = defaultdict(list)
+            for rule in comp.rules:
+                plan = BodyPlan(rule, None, {r: len(s.facts) for r, s in self.stores.items()})
+                for head, children in self._instances(rule, plan, lambda s, r, p, key: self.stores[r].lookup(p, key)):
+                    self._inst[head].append((rule.name, children))
+                    for c in set(children):
+                        if c[0] in members:
+                            self._uses[c].append((rule.name, head, children))
+        queue: heapdict = heapdict()
+        best: dict[FactKey, Entry] = {}
+
+        def consider(head: FactKey, rule: str, children: tuple[FactKey, ...], fixed: tuple[int, FactKey] | None) -> None:
+            """Offer every rank combination (with ``fixed`` = (rank, fact): that fact's new entry
+            in at least one of its positions)."""
+            ranges = []
+            for c in children:
+                n = len(self.ent.get(c, ()))
+                ranges.append(range(1, n + 1))
+            for ranks in itertools.product(*ranges):
+                if fixed is not None and not any(c == fixed[1] and r == fixed[0] for c, r in zip(children, ranks)):
+                    continue
+                key, entry = self.evaluate(rule, children, ranks)
+                if entry.origin in self.origins[head]:
+                    continue
+                if head not in best or key < queue[head]:
+                    best[head] = entry
+                    queue[head] = key
+
+        for head, insts in self._inst.items():
+            if len(self.ent.get(head, ())) == i - 1:
+                for rule, children in insts:
+                    consider(head, rule, children, None)
+        while queue:
+            head, _ = queue.popitem()
+            self.add(head, best.pop(head))
+            for rule, h, children in self._uses.get(head, ()):
+                if len(self.ent.get(h, ())) == i - 1:
+                    consider(h, rule, children, (i, head))
+
+    # --- section 5.3: modifications ------------------------------------------------------------
+
+    def heuristic(self, comp: Component) -> None:
+        heap: list = []
+        tie = itertools.count()
+        seen: set[Combo] = set()
+        waiting: dict[tuple[FactKey, int], list[Combo]] = defaultdict(list)
+
+        def try_push(c: Combo) -> None:
+            rule, head, children, ranks = c
+            if self.full(head):
+                return
+            for ck, r in zip(children, ranks):
+                if len(self.ent.get(ck, ())) < r:
+                    waiting[(ck, r)].append(c)  # formed when that entry exists
+                    return
+            key, entry = self.evaluate(rule, children, ranks)
+            heapq.heappush(heap, (key, next(tie), head, entry, c))
+
+        def push(c: Combo) -> None:
+            if c not in seen:
+                seen.add(c)
+                try_push(c)
+
+        for rule, head, children in self.base_instances(comp):
+            push((rule, head, children, (1,) * len(children)))
+        plans = self.delta_plans(comp)
+        while heap:
+            _, _, head, entry, combo = heapq.heappop(heap)
+            if self.full(head):
+                continue
+            if self.add(head, entry):
+                rank = len(self.ent[head])
+                for c in waiting.pop((head, rank), ()):
+                    try_push(c)
+                if rank == 1:
+                    for rule, h, children in self.new_instances(head, plans.get(head[0], [])):
+                        push((rule, h, children, (1,) * len(children)))
+            rule, _, children, ranks = combo
+            for j in range(len(ranks)):  # modifications: one child's next entry
+                push((rule, head, children, ranks[:j] + (ranks[j] + 1,) + ranks[j + 1:]))
+
+
+def weights_of(table: DTable, fact: FactKey) -> list[Any]:
+    """The weights of a P fact's answers, best first (for tests and quick checks)."""
+    return [e.weight for e in table.answers().get(fact, [])]

@@ -1,0 +1,174 @@
+"""Ordered monoids that rank derivation trees (paper 001, Definition 3.5 and Example 3.7).
+
+A monoid (M, +, 0, <) has + commutative and associative with x + y <= min(x, y): adding a rule or
+a fact never makes a tree better. The weight of a tree is the sum of its rule and leaf weights.
+
+selp orders weights through a *sort key* (smaller key = better tree) so that "best" means the
+same everywhere: confidence sorts by ``-w``, cost by ``w``. Ties are broken by the smaller tree
+(fewer rule occurrences) and then by a structural hash of the tree, so rankings are
+reproducible and top-k is well defined even when infinitely many trees share a weight.
+
+Weights are kept in an internal numeric form (floats, or ints for ``size`` and ``access``) so
+that the Spark engine can combine them with native column expressions; :meth:`Monoid.display`
+turns them back into what users wrote (``access`` levels are letters).
+
+A user monoid is any object with this interface, named ``module:attr`` or registered under the
+entry point group ``selp.monoids``. Without ``spark_combine``/``spark_key`` it works with the local
+engine only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, Callable
+
+from selp.errors import SelpError
+
+Weight = Any  # float or int, the monoid's internal form
+
+
+@dataclass(frozen=True)
+class Monoid:
+    """An ordered monoid with the operations both engines need."""
+
+    name: str
+    one: Weight  # the neutral element: weight of copy steps, unweighted rules and facts
+    combine: Callable[[Weight, Weight], Weight]
+    key: Callable[[Weight], float]  # smaller is better
+    parse: Callable[[str], Weight]  # a weight as written in a program or a _weight column
+    rule_weight_override: Weight | None = None  # size: every rule weighs -1 whatever is written
+    fact_weight_override: Weight | None = None  # size: facts weigh 0
+    show: Callable[[Weight], Any] = lambda w: w
+    spark_type: str | None = "double"  # Spark SQL type of the weight column
+    spark_combine: Callable[[Any, Any], Any] | None = None  # (Column, Column) -> Column
+    spark_key: Callable[[Any], Any] | None = None  # Column -> Column, ascending = better
+    description: str = ""
+
+    def rule_weight(self, raw: str | None, where: str = "") -> Weight:
+        """The weight of a rule of the original program (``raw`` as written, or None)."""
+        if self.rule_weight_override is not None:
+            return self.rule_weight_override
+        return self.one if raw is None else self._parse(raw, where)
+
+    def fact_weight(self, raw: str | None, where: str = "") -> Weight:
+        """The weight of an EDB fact (its ``_weight`` cell, or None)."""
+        if self.fact_weight_override is not None:
+            return self.fact_weight_override
+        return self.one if raw is None or raw == "" else self._parse(raw, where)
+
+    def _parse(self, raw: str, where: str) -> Weight:
+        try:
+            return self.parse(raw)
+        except (ValueError, TypeError) as err:
+            detail = str(err) or "not a weight"
+            raise SelpError(f"{where}{': ' if where else ''}weight {raw!r} is not valid for monoid {self.name}: {detail}") from None
+
+    def display(self, w: Weight) -> Any:
+        """The weight as users write it (JSON-friendly)."""
+        return self.show(w)
+
+    @property
+    def on_spark(self) -> bool:
+        return self.spark_combine is not None and self.spark_key is not None and self.spark_type is not None
+
+
+def _unit_interval(raw: str) -> float:
+    x = float(raw)
+    if not 0.0 <= x <= 1.0 or math.isnan(x):
+        raise ValueError("expected a number in [0, 1]")
+    return x
+
+
+def _non_negative(raw: str) -> float:
+    x = float(raw)
+    if not x >= 0.0 or math.isinf(x):
+        raise ValueError("expected a finite number >= 0")
+    return x
+
+
+ACCESS_LEVELS = "TSCU"  # top secret < secret < confidential < unclassified (public)
+
+
+def _access(raw: str) -> int:
+    level = raw.strip().upper()
+    if len(level) != 1 or level not in ACCESS_LEVELS:
+        raise ValueError("expected one of T, S, C, U")
+    return ACCESS_LEVELS.index(level)
+
+
+def _spark_functions():
+    from pyspark.sql import functions as F
+
+    return F
+
+
+def _builtins() -> dict[str, Monoid]:
+    def least(a, b):
+        return _spark_functions().least(a, b)
+
+    return {
+        "confidence": Monoid(
+            "confidence", 1.0, lambda a, b: a * b, lambda w: -w, _unit_interval,
+            spark_combine=lambda a, b: a * b, spark_key=lambda c: -c,
+            description="([0,1], ·, 1, <): the product of confidences; higher is better",
+        ),
+        "min-confidence": Monoid(
+            "min-confidence", 1.0, min, lambda w: -w, _unit_interval,
+            spark_combine=least, spark_key=lambda c: -c,
+            description="([0,1], min, 1, <): a tree is as credible as its weakest step",
+        ),
+        "size": Monoid(
+            "size", 0, lambda a, b: a + b, lambda w: -w, int,
+            rule_weight_override=-1, fact_weight_override=0, spark_type="bigint",
+            spark_combine=lambda a, b: a + b, spark_key=lambda c: -c,
+            description="minus the number of rule occurrences: smaller trees first",
+        ),
+        "access": Monoid(
+            "access", len(ACCESS_LEVELS) - 1, min, lambda w: -w, _access, show=lambda w: ACCESS_LEVELS[w],
+            spark_type="int", spark_combine=least, spark_key=lambda c: -c,
+            description="levels T < S < C < U, min: a tree is as public as its most secret part",
+        ),
+        "cost": Monoid(
+            "cost", 0.0, lambda a, b: a + b, lambda w: w, _non_negative,
+            spark_combine=lambda a, b: a + b, spark_key=lambda c: c,
+            description="(non-negative reals, +, 0): total trust cost; smaller is better",
+        ),
+    }
+
+
+BUILTIN = _builtins()
+
+
+def get_monoid(name: str) -> Monoid:
+    """A built-in monoid by name, ``module:attr``, or an entry point of group ``selp.monoids``."""
+    if name in BUILTIN:
+        return BUILTIN[name]
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as err:
+            raise SelpError(f"cannot load monoid {name!r}: {err}") from None
+        return _check(obj, name)
+    for ep in entry_points(group="selp.monoids"):
+        if ep.name == name:
+            return _check(ep.load(), name)
+    known = ", ".join(sorted(BUILTIN))
+    raise SelpError(f"unknown monoid {name!r} (built in: {known}; or give module:attr)")
+
+
+def _check(obj: Any, name: str) -> Monoid:
+    if isinstance(obj, Monoid):
+        return obj
+    missing = [a for a in ("name", "one", "combine", "key", "parse") if not hasattr(obj, a)]
+    if missing:
+        raise SelpError(f"monoid {name!r} lacks {', '.join(missing)} (see selp.topk.monoid.Monoid)")
+    return Monoid(
+        obj.name, obj.one, obj.combine, obj.key, obj.parse,
+        getattr(obj, "rule_weight_override", None), getattr(obj, "fact_weight_override", None),
+        getattr(obj, "show", lambda w: w), getattr(obj, "spark_type", None),
+        getattr(obj, "spark_combine", None), getattr(obj, "spark_key", None), getattr(obj, "description", ""),
+    )
