@@ -284,6 +284,153 @@ def instrument_cmd(program: str, pattern_text: str, db_dir: str | None, out_file
             click.echo(line, err=True)
 
 
+def _topk_options(f: Callable) -> Callable:
+    """Options shared by topk, explain and query."""
+    opts = [
+        click.option("--db", "db_dir", type=click.Path(file_okay=False), help="Directory of REL.csv / REL.parquet files."),
+        click.option("--engine", type=click.Choice(["local", "spark"]), default=None, help="Engine [default: SELP_ENGINE, else selp.toml, else spark]."),
+        click.option("--algorithm", type=click.Choice(["heuristic", "iterative"]), default="heuristic", show_default=True, help="Local top-k algorithm (paper sections 5.3 / 5.2)."),
+        click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default="text", show_default=True, help="Tree drawings, the JSON contract, or Graphviz."),
+        click.option("--fact", "fact_text", default=None, help="Only answers carrying this label, e.g. 'dealsWith(Cuba, *)'."),
+        click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the output to this file (atomically) instead of stdout."),
+        click.option("--save-dtable", "save_dir", type=click.Path(file_okay=False), help="Save the DTable here (Parquet) for `selp trees`."),
+        click.option("--master", default=None, help="Spark master URL."),
+        click.option("--conf", multiple=True, metavar="KEY=VALUE", help="Extra Spark configuration; repeatable."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress on stderr."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _run_topk(program: str, pattern, pattern_text: str | None, k: int, monoid: str, opts: dict) -> None:
+    """Compute, then print or write the answers in the chosen format."""
+    from selp.config import choose_engine
+    from selp.topk.api import parse_fact_filter, topk
+
+    analysis = _load(program)
+    engine = choose_engine(opts["engine"], program)
+    if engine == "local" and (opts["master"] or opts["conf"]):
+        raise SelpError("--master/--conf apply to the spark engine; add --engine spark")
+    fact_filter = parse_fact_filter(opts["fact_text"]) if opts["fact_text"] else None
+    quiet = opts["quiet"]
+    spark = _start_spark(opts["master"], _parse_conf(opts["conf"]), quiet) if engine == "spark" else None
+    t0 = time.perf_counter()
+
+    def progress(*args) -> None:
+        if not quiet and time.perf_counter() - t0 > 1.0:
+            click.echo(f"  ... {' '.join(map(str, args))} ({time.perf_counter() - t0:.1f}s)", err=True)
+
+    warn = (lambda msg: None) if quiet else (lambda msg: click.echo(f"warning: {msg}", err=True))
+    table = topk(analysis, opts["db_dir"], pattern, k, monoid, engine, opts["algorithm"], spark, progress, warn)
+    if pattern_text is not None:
+        table.pattern = pattern_text
+    if opts["save_dir"]:
+        from selp.topk.dtable import save_dtable
+
+        save_dtable(table, opts["save_dir"])
+    n = _emit(table, fact_filter, opts["fmt"], opts["out_file"])
+    if not quiet:
+        click.echo(f"({engine} engine, {n} fact(s), k={k}, monoid {table.monoid}, {time.perf_counter() - t0:.2f}s)", err=True)
+
+
+def _emit(table, fact_filter, fmt: str, out_file: str | None) -> int:
+    from selp.topk.trees import answers, render_dot, render_text, to_json
+
+    results = answers(table, fact_filter)
+    if fmt == "json":
+        text = json.dumps(to_json(table, results), indent=2, ensure_ascii=False) + "\n"
+    elif fmt == "dot":
+        text = render_dot(results)
+    else:
+        text = render_text(results) if results else "no derivation matches\n"
+    if out_file:
+        from selp.database import write_text
+
+        write_text(Path(out_file), text)
+    else:
+        click.echo(text, nl=False)
+    return len(results)
+
+
+@main.command(name="topk")
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.option("--pattern", "pattern_text", required=True, help="A selPQL pattern, e.g. 'dealsWith(Cuba, *) // exports(Cuba, tobacco)'.")
+@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Trees per fact.")
+@click.option("--monoid", default="confidence", show_default=True, help="confidence, min-confidence, size, access, cost, or module:attr.")
+@_topk_options
+def topk_cmd(program: str, pattern_text: str, k: int, monoid: str, **opts) -> None:
+    """The k best derivation trees matching --pattern, for every fact at the pattern's root.
+
+    \b
+    Examples:
+      selp topk examples/trade/trade.dl --db examples/trade/db -k 2 --pattern 'dealsWith(Cuba, *) // exports(Cuba, tobacco)'
+      selp topk prog.dl --db data/ --pattern 'tc(1, *)' -k 5 --monoid cost --format json --out top.json
+    """
+    _run_topk(program, pattern_text, pattern_text, k, monoid, opts)
+
+
+@main.command(name="explain")
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.argument("fact")
+@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Trees per fact.")
+@click.option("--monoid", default="confidence", show_default=True, help="confidence, min-confidence, size, access, cost, or module:attr.")
+@_topk_options
+def explain_cmd(program: str, fact: str, k: int, monoid: str, **opts) -> None:
+    """Why does FACT hold? Its k best derivation trees, whatever they contain.
+
+    FACT is an atom such as 'dealsWith(Cuba, France)'; '*' arguments explain every matching fact.
+
+    \b
+    Examples:
+      selp explain examples/trade/trade.dl --db examples/trade/db 'dealsWith(Cuba, France)' -k 2
+    """
+    from selp.topk.api import parse_fact_filter
+
+    node = parse_fact_filter(fact)
+    from selp.language.pattern import TreePattern
+
+    _run_topk(program, TreePattern(node), fact, k, monoid, opts)
+
+
+@main.command(name="query")
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.argument("query")
+@_topk_options
+def query_cmd(program: str, query: str, **opts) -> None:
+    """Run a selPQL query: TOP k PATTERN RANK BY MONOID.
+
+    \b
+    Examples:
+      selp query examples/trade/trade.dl --db examples/trade/db 'TOP 2 dealsWith(Cuba, *) // exports(Cuba, tobacco) RANK BY confidence'
+    """
+    from selp.topk.api import parse_query, parse_query_pattern
+
+    q = parse_query(query)
+    if q.k < 1:
+        raise SelpError(f"query: k must be at least 1, got {q.k}")
+    _run_topk(program, parse_query_pattern(q), q.pattern_text, q.k, q.monoid, opts)
+
+
+@main.command(name="trees")
+@click.argument("dtable_dir", type=click.Path(file_okay=False))
+@click.option("--fact", "fact_text", default=None, help="Only answers carrying this label, e.g. 'dealsWith(Cuba, *)'.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default="text", show_default=True)
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+def trees_cmd(dtable_dir: str, fact_text: str | None, fmt: str, out_file: str | None) -> None:
+    """List trees from a DTable saved with --save-dtable, without recomputing.
+
+    \b
+    Examples:
+      selp trees dtable/ --fact 'dealsWith(Cuba, France)'
+    """
+    from selp.topk.api import parse_fact_filter
+    from selp.topk.dtable import load_dtable
+
+    table = load_dtable(dtable_dir)
+    _emit(table, parse_fact_filter(fact_text) if fact_text else None, fmt, out_file)
+
+
 @main.group()
 def gen() -> None:
     """Generate benchmark datasets.

@@ -1,0 +1,118 @@
+"""The Python API of top-k selective provenance, and the selPQL query form.
+
+>>> from selp.topk.api import topk
+>>> table = topk("examples/trade/trade.dl", "examples/trade/db",
+...              "dealsWith(Cuba, *) // exports(Cuba, tobacco)", k=2, engine="local")
+>>> [round(e.weight, 2) for e in table.answers()[("dealsWith", ("Cuba", "France"))]]
+[0.4, 0.28]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from selp.errors import Location, SelpError
+from selp.language import parse_program_file
+from selp.language.pattern import Pattern, PatternNode, TreePattern
+from selp.language.pattern_parser import PatternError, check_pattern, parse_pattern
+from selp.language.validate import Analysis, analyze
+from selp.topk.dtable import DTable
+from selp.topk.monoid import get_monoid
+from selp.topk.task import make_task
+
+_QUERY = re.compile(r"\s*TOP\s+(\d+)\s+(.*?)\s+RANK\s+BY\s+(\S+)\s*$", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Query:
+    """``TOP k PATTERN RANK BY MONOID``."""
+
+    k: int
+    pattern_text: str
+    monoid: str
+    pattern_offset: int  # where the pattern starts in the query text (for error columns)
+
+
+def parse_query(text: str) -> Query:
+    """Split a selPQL query; the pattern itself is parsed by :func:`parse_query_pattern`."""
+    m = _QUERY.match(text)
+    if m is None:
+        raise SelpError(f"query: expected 'TOP <k> <pattern> RANK BY <monoid>', got {text!r}")
+    return Query(int(m.group(1)), m.group(2), m.group(3), m.start(2))
+
+
+def parse_query_pattern(q: Query) -> Pattern:
+    """The query's pattern, with errors located in the query text."""
+    try:
+        return parse_pattern(q.pattern_text)
+    except PatternError as err:
+        loc = err.location
+        if loc is not None and loc.line == 1:
+            raise PatternError(err.message, Location("query", 1, (loc.column or 1) + q.pattern_offset)) from None
+        raise
+
+
+def parse_fact_filter(text: str) -> PatternNode:
+    """``dealsWith(Cuba, France)`` or ``dealsWith(Cuba, *)``: a single pattern node."""
+    try:
+        p = parse_pattern(text)
+    except PatternError as err:
+        loc = err.location or Location()
+        raise PatternError(err.message, Location("fact", loc.line, loc.column)) from None
+    if not isinstance(p, TreePattern) or p.root.children:
+        raise SelpError(f"fact: expected one atom like dealsWith(Cuba, France), got {text!r}")
+    return p.root
+
+
+def topk(
+    program: str | Analysis,
+    db_dir: str | None,
+    pattern: str | Pattern | None,
+    k: int = 3,
+    monoid: str = "confidence",
+    engine: str = "local",
+    algorithm: str = "heuristic",
+    spark: Any = None,
+    progress: Callable | None = None,
+    warn: Callable[[str], None] = lambda msg: None,
+) -> DTable:
+    """The DTable of the k best derivations matching ``pattern`` (None: every derivation).
+
+    ``engine`` is ``local`` or ``spark`` (then ``spark`` is a SparkSession). With the spark
+    engine the whole DTable is collected to the driver; use :func:`selp.topk.spark.run_topk_spark`
+    directly to keep it distributed.
+    """
+    analysis = analyze(parse_program_file(program)) if isinstance(program, str) else program
+    m = get_monoid(monoid)
+    text = pattern if isinstance(pattern, str) else None
+    parsed = parse_pattern(pattern) if isinstance(pattern, str) else pattern
+    if engine == "spark":
+        if not m.on_spark:
+            raise SelpError(f"monoid {m.name} has no Spark column expressions; use --engine local")
+        from selp.engines.spark_load import load_spark_database
+
+        types = load_spark_database(analysis, db_dir, spark).types
+    else:
+        from selp.database import load_database
+
+        db = load_database(analysis, db_dir)
+        types = db.types
+        for w in db.warnings:
+            warn(w)
+    if parsed is not None:
+        for w in check_pattern(parsed, analysis, types):
+            warn(w)
+    task = make_task(analysis, types, m, k, parsed, text)
+    if engine == "spark":
+        from selp.topk.spark import run_topk_spark
+
+        result = run_topk_spark(task, db_dir, spark, progress)
+        try:
+            return result.to_dtable()
+        finally:
+            result.close()
+    from selp.topk.local import run_topk_local
+
+    return run_topk_local(task, db, algorithm, progress)

@@ -1,0 +1,150 @@
+"""Trees of the original program from a DTable, and their text, JSON and Graphviz renderings.
+
+Pointer chasing starts at the answers asked for only. Annotated relations are shown under their
+origin relation, copy steps (transitive copies, HandleEDB, NOT's EDB copies) are skipped: the
+trees are derivations of P, as Proposition 4.2 promises.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from selp.language.pattern import PatternNode
+from selp.topk.dtable import DTable, Entry, FactKey
+from selp.topk.monoid import get_monoid
+from selp.values import Value, display_value, format_value
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node of a derivation tree of P with the weight of its rule (or of its fact, at a leaf)."""
+
+    relation: str
+    args: tuple[Value, ...]
+    rule: str | None
+    weight: Any  # as users write it
+    children: tuple["Node", ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "relation": self.relation,
+            "args": [_json_value(v) for v in self.args],
+            "rule": self.rule,
+            "weight": self.weight,
+            "children": [c.to_json() for c in self.children],
+        }
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A fact of P with its ranked trees."""
+
+    relation: str
+    args: tuple[Value, ...]
+    trees: tuple[tuple[Any, Node], ...]  # (displayed tree weight, tree), best first
+
+
+def _json_value(v: Value) -> Any:
+    return v if isinstance(v, (int, str)) else format_value(v)
+
+
+def materialise(table: DTable, relation: str, values: tuple[Value, ...], entry: Entry) -> Node:
+    """The tree of P that a DTable entry of P_p fact ``relation(values)`` stands for."""
+    monoid = get_monoid(table.monoid)
+    while entry.rule is not None and table.rule_origin.get(entry.rule) is None:  # copy steps
+        ((relation, values, rank),) = entry.children
+        entry = table.entries[(relation, values)][rank - 1]
+    origin_rel = table.relation_origin.get(relation, relation)
+    if entry.rule is None:
+        return Node(origin_rel, values, None, monoid.display(entry.weight))
+    rule = table.rule_origin[entry.rule]
+    children = tuple(materialise(table, r, vs, table.entries[(r, vs)][k - 1]) for r, vs, k in entry.children)
+    return Node(origin_rel, values, rule, table.rule_weights.get(rule), children)
+
+
+def answers(table: DTable, fact_filter: PatternNode | None = None) -> list[Answer]:
+    """Every answer (optionally only facts carrying ``fact_filter``'s label), sorted by fact."""
+    from selp.values import sort_key
+
+    monoid = get_monoid(table.monoid)
+    out = []
+    for (rel, values), ranked in table.answer_pointers().items():
+        if fact_filter is not None and not fact_filter.matches_fact(rel, values):
+            continue
+        trees = tuple((monoid.display(e.weight), materialise(table, r, vs, e)) for r, vs, e in ranked)
+        out.append(Answer(rel, values, trees))
+    out.sort(key=lambda a: (a.relation, tuple(sort_key(v) for v in a.args)))
+    return out
+
+
+def to_json(table: DTable, results: Iterable[Answer]) -> dict[str, Any]:
+    """The output contract of ``selp topk --format json``."""
+    return {
+        "k": table.k,
+        "monoid": table.monoid,
+        "pattern": table.pattern,
+        "results": [
+            {
+                "fact": {"relation": a.relation, "args": [_json_value(v) for v in a.args]},
+                "trees": [{"weight": w, "tree": t.to_json()} for w, t in a.trees],
+            }
+            for a in results
+        ],
+    }
+
+
+def fact_text(relation: str, args: tuple[Value, ...]) -> str:
+    return f"{relation}({', '.join(display_value(v) for v in args)})"
+
+
+def render_text(results: Iterable[Answer]) -> str:
+    """Box-drawing trees: every node with its rule and the rule's weight (leaves: the fact's)."""
+    lines: list[str] = []
+    for a in results:
+        lines.append(fact_text(a.relation, a.args))
+        for i, (w, tree) in enumerate(a.trees, 1):
+            lines.append(f"  #{i}  weight {_num(w)}")
+            _draw(tree, "    ", "    ", lines)
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _num(w: Any) -> str:
+    return f"{w:.6g}" if isinstance(w, float) else str(w)
+
+
+def _label(n: Node) -> str:
+    step = f"[{n.rule} {_num(n.weight)}]" if n.rule is not None else f"(fact {_num(n.weight)})"
+    return f"{fact_text(n.relation, n.args)}  {step}"
+
+
+def _draw(n: Node, first: str, rest: str, lines: list[str]) -> None:
+    lines.append(first + _label(n))
+    for j, c in enumerate(n.children):
+        last = j == len(n.children) - 1
+        _draw(c, rest + ("└─ " if last else "├─ "), rest + ("   " if last else "│  "), lines)
+
+
+def render_dot(results: Iterable[Answer]) -> str:
+    """Graphviz: one cluster per answer tree, rule steps as edge-labelled boxes."""
+    out = ["digraph topk {", "  node [shape=box, fontname=\"Helvetica\"];"]
+    counter = 0
+    for a in results:
+        for i, (w, tree) in enumerate(a.trees, 1):
+            out.append(f"  subgraph cluster_{counter} {{")
+            out.append(f"    label={json.dumps(f'{fact_text(a.relation, a.args)} #{i} weight {_num(w)}')};")
+            stack: list[tuple[Node, str | None]] = [(tree, None)]
+            while stack:
+                n, parent = stack.pop()
+                me = f"n{counter}_{len(out)}"
+                shape = "" if n.rule is not None else ", style=rounded"
+                out.append(f"    {me} [label={json.dumps(_label(n))}{shape}];")
+                if parent is not None:
+                    out.append(f"    {parent} -> {me};")
+                stack.extend((c, me) for c in reversed(n.children))
+            out.append("  }")
+            counter += 1
+    out.append("}")
+    return "\n".join(out) + "\n"
