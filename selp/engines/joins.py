@@ -219,6 +219,14 @@ class BodyPlan:
             for kind, v in parts
         )
 
+    def atom_builder(self, atom_index: int) -> Callable[[Sequence[Value]], Fact]:
+        """A fast function from a binding to the fact body atom ``atom_index`` matched."""
+        a: Atom = self.rule.body[atom_index]  # type: ignore[assignment]
+        if all(isinstance(t, Var) for t in a.args):
+            slots = [self.slots[t] for t in a.args]  # type: ignore[index]
+            return lambda env: tuple(env[s] for s in slots)  # type: ignore[misc]
+        return lambda env: self.atom_fact(atom_index, env)
+
     def atom_fact(self, atom_index: int, env: Sequence[Value]) -> Fact:
         """The body fact that atom ``atom_index`` matched under ``env`` (for provenance)."""
         a: Atom = self.rule.body[atom_index]  # type: ignore[assignment]

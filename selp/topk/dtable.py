@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -50,10 +51,16 @@ def leaf_origin(relation: str, values: tuple[Value, ...]) -> int:
     return _h64("L", relation, tuple(encode(v) for v in values))
 
 
+@lru_cache(maxsize=None)
+def _rule_hash(origin_rule: str) -> int:
+    return _h64("N", origin_rule)
+
+
 def node_origin(origin_rule: str, child_origins: Iterable[int]) -> int:
     """The origin hash of a rule step of P over children with these origin hashes. The head fact
-    is determined by the rule and the children, so it need not be hashed."""
-    return _h64("N", origin_rule, tuple(child_origins))
+    is determined by the rule and the children, so it need not be hashed. Python's tuple hash
+    of ints is fast and, unlike string hashing, the same in every process."""
+    return hash((_rule_hash(origin_rule), *child_origins))
 
 
 @dataclass
