@@ -1,0 +1,81 @@
+"""selp topk / explain / query / trees through real processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from test_cli import TRADE, selp
+
+P2 = "dealsWith(Cuba, *) // exports(Cuba, tobacco)"
+BASE = [str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", "local"]
+
+
+def _weights(doc: dict, args: list[str]) -> list:
+    for r in doc["results"]:
+        if r["fact"]["args"] == args:
+            return [t["weight"] for t in r["trees"]]
+    raise AssertionError(f"no answer {args}")
+
+
+def test_topk_json_follows_the_output_contract_and_example_3_11() -> None:
+    r = selp("topk", *BASE, "--pattern", P2, "-k", "2", "--format", "json", "-q")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert set(doc) == {"k", "monoid", "pattern", "results"}
+    assert (doc["k"], doc["monoid"], doc["pattern"]) == (2, "confidence", P2)
+    facts = [(x["fact"]["relation"], x["fact"]["args"]) for x in doc["results"]]
+    assert facts == sorted(facts) and all(rel == "dealsWith" and args[0] == "Cuba" for rel, args in facts)
+    assert _weights(doc, ["Cuba", "France"]) == pytest.approx([0.4, 0.28])
+    best = doc["results"][[a for _, a in facts].index(["Cuba", "France"])]["trees"][0]["tree"]
+    assert (best["rule"], best["weight"]) == ("r1", 0.8)
+
+    def leaves(n: dict) -> list:
+        return [n] if n["rule"] is None else [x for c in n["children"] for x in leaves(c)]
+
+    assert {"relation": "exports", "args": ["Cuba", "tobacco"], "rule": None, "weight": 1.0, "children": []} in leaves(best)
+
+
+def test_query_form_text_output_and_saved_dtable(tmp_path: Path) -> None:
+    saved = tmp_path / "dt"
+    r = selp("query", *BASE, f"TOP 2 {P2} RANK BY confidence", "--save-dtable", str(saved), "--fact", "dealsWith(Cuba, France)")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("dealsWith(Cuba, France)\n  #1  weight 0.4\n    dealsWith(Cuba, France)  [r1 0.8]\n    └─ ")
+    again = selp("trees", str(saved), "--fact", "dealsWith(Cuba, France)")
+    assert again.returncode == 0 and again.stdout == r.stdout
+    dot = selp("trees", str(saved), "--format", "dot")
+    assert dot.stdout.startswith("digraph topk {") and "dealsWith(Cuba, Mexico) #2 weight 0.28" in dot.stdout
+
+
+def test_explain_ranks_any_derivation_and_monoids_change_the_order() -> None:
+    r = selp("explain", *BASE, "dealsWith(Cuba, France)", "-k", "2", "--format", "json", "-q")
+    assert _weights(json.loads(r.stdout), ["Cuba", "France"]) == pytest.approx([0.5, 0.4])
+    r = selp("explain", *BASE, "dealsWith(Cuba, France)", "-k", "2", "--monoid", "size", "--format", "json", "-q")
+    assert _weights(json.loads(r.stdout), ["Cuba", "France"]) == [-1, -2]
+
+
+def test_out_file_is_written_and_stdout_is_empty(tmp_path: Path) -> None:
+    out = tmp_path / "top.json"
+    r = selp("topk", *BASE, "--pattern", P2, "--format", "json", "--out", str(out), "-q")
+    assert r.returncode == 0 and r.stdout == ""
+    assert json.loads(out.read_text())["k"] == 3
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["topk", *BASE, "--pattern", P2, "--monoid", "nope"], "error: unknown monoid 'nope'"),
+        (["query", *BASE, "TOP 2 dealsWith(Cuba RANK BY size"], "error: query:1:21: syntax error"),
+        (["query", *BASE, "dealsWith RANK BY size"], "error: query: expected 'TOP <k> <pattern> RANK BY <monoid>'"),
+        (["explain", *BASE, "dealsWith(Cuba, France) / imports"], "error: fact: expected one atom"),
+        (["trees", "/nonexistent/dt"], "error: /nonexistent/dt: not a saved DTable"),
+        (["topk", *BASE, "--pattern", P2, "--monoid", "access"], "error: rule r1: weight '0.8' is not valid for monoid access"),
+    ],
+)
+def test_user_errors_are_one_line(args: list[str], expected: str) -> None:
+    r = selp(*args)
+    assert r.returncode == 1, r.stdout
+    assert r.stderr.strip().startswith(expected), r.stderr
+    assert "Traceback" not in r.stderr
