@@ -473,7 +473,7 @@ def gen_tc(out_dir: str, target_output: int | None, nodes: int | None, edges: in
 
 
 @main.command()
-@click.argument("dataset", type=click.Choice(["tc", "instrument"]))
+@click.argument("dataset", type=click.Choice(["tc", "instrument", "topk"]))
 @click.option("--scales", default="100000,300000,1000000", show_default=True, help="Comma-separated target output sizes.")
 @click.option("--engine", "engines", multiple=True, type=click.Choice(["local", "spark"]), help="Engines to run (repeatable) [default: both].")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs per configuration (after one warm-up); the median is reported.")
@@ -481,9 +481,13 @@ def gen_tc(out_dir: str, target_output: int | None, nodes: int | None, edges: in
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out", show_default=True, help="Where results.csv/results.json and generated data go.")
 @click.option("--master", default=None, help="Spark master URL.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-k", "ks", default="1,3,7", show_default=True, help="For topk: comma-separated k values.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def bench(dataset: str, scales: str, engines: tuple[str, ...], repeat: int, timeout_s: float, out_dir: str, master: str | None, seed: int, quiet: bool) -> None:
+def bench(dataset: str, scales: str, engines: tuple[str, ...], repeat: int, timeout_s: float, out_dir: str, master: str | None, seed: int, ks: str, quiet: bool) -> None:
     """Time plain evaluation of DATASET on each engine and print a table.
+
+    `selp bench topk` compares semi-naive evaluation with top-k (pattern p10, every tc fact, for
+    each -k) on the TC dataset at the first --scales size, per engine, with ratios.
 
     `selp bench instrument` instead times instrumentation alone (no data) for the named patterns
     of the bundled programs (datasets/*.patterns) and prints the instrumented program sizes.
@@ -493,6 +497,7 @@ def bench(dataset: str, scales: str, engines: tuple[str, ...], repeat: int, time
       selp bench tc --scales 100000,1000000 --repeat 3
       selp bench tc --scales 20000 --engine local --repeat 1
       selp bench instrument --repeat 5
+      selp bench topk --scales 1000000 -k 1,3,7 --repeat 3
     """
     from selp.bench import bench_tc, format_table, machine_info, write_results
 
@@ -513,6 +518,21 @@ def bench(dataset: str, scales: str, engines: tuple[str, ...], repeat: int, time
     if not sizes or any(n < 4 for n in sizes):
         raise SelpError(f"--scales expects target sizes of at least 4, got {scales!r}")
     chosen = list(engines) or ["local", "spark"]
+    if dataset == "topk":
+        from selp.bench_topk import bench_topk, format_topk_table
+
+        try:
+            k_values = [int(x) for x in ks.split(",") if x.strip()]
+        except ValueError:
+            raise SelpError(f"-k expects comma-separated integers, got {ks!r}") from None
+        if not k_values or min(k_values) < 1:
+            raise SelpError(f"-k expects integers >= 1, got {ks!r}")
+        spark = _start_spark(master, {}, quiet) if "spark" in chosen else None
+        rows = bench_topk(sizes[0], chosen, k_values, repeat, Path(out_dir) / "data", spark, say, timeout_s, seed)
+        click.echo(format_topk_table(rows))
+        for p in write_results(rows, out_dir, machine_info()):
+            click.echo(f"wrote {p}", err=True)
+        return
     spark = _start_spark(master, {}, quiet) if "spark" in chosen else None
     rows = bench_tc(sizes, chosen, repeat, Path(out_dir) / "data", master, say, timeout_s, seed, spark=spark)
     click.echo(format_table(rows))
