@@ -2,8 +2,8 @@
 
 Brute force enumerates the trees of P up to a size bound B, filters them with the reference
 matcher and weighs them with the monoid. Only a *certain prefix* of that list is compared: the
-trees better than any tree larger than B can be (confidence: rule weights <= 0.9 so a larger tree
-weighs < 0.9^(B+1); cost: rules cost >= 0.5 so it costs > 0.5(B+1); size: it is larger), which is
+trees better than any tree larger than B can be (confidence: rule weights <= 0.6 so a larger tree
+weighs <= 0.6^(B+1); cost: rules cost >= 1 so it costs >= B+1; size: it is larger), which is
 exactly the beginning of the true ranking.
 """
 
@@ -92,17 +92,17 @@ def test_returned_trees_are_distinct_matching_derivations_of_p_with_their_weight
 def _certain_prefix(weights: list, monoid: str, bound: int) -> list:
     """The leading weights no tree larger than ``bound`` can beat (see module docstring)."""
     if monoid == "confidence":
-        limit = 0.9 ** (bound + 1)
+        limit = 0.6 ** (bound + 1)
         return [w for w in weights if w > limit + 1e-12]
     if monoid == "cost":
-        return [w for w in weights if w < 0.5 * (bound + 1) - 1e-12]
+        return [w for w in weights if w < 1.0 * (bound + 1) - 1e-12]
     assert monoid == "size"
     return list(weights)
 
 
-RULE_WEIGHTS = {"confidence": ["0.5", "0.7", "0.9"], "cost": ["0.5", "1", "2"], "size": [None],
+RULE_WEIGHTS = {"confidence": ["0.5", "0.6"], "cost": ["1", "2"], "size": [None],
                 "min-confidence": ["0.5", "0.7", "0.9", "1"], "access": ["T", "S", "C", "U"]}
-FACT_WEIGHTS = {"confidence": ["0.5", "0.8", "1"], "cost": ["0", "1", "3"], "size": [None],
+FACT_WEIGHTS = {"confidence": ["0.8", "1"], "cost": ["0", "0.5"], "size": [None],
                 "min-confidence": ["0.4", "0.8", "1"], "access": ["S", "C", "U"]}
 SEEN: Counter = Counter()
 
@@ -111,7 +111,8 @@ SEEN: Counter = Counter()
 @given(programs_with_databases(max_idb=3), st.data())
 def test_random_cases_agree_with_brute_force_and_between_algorithms(case, data) -> None:
     text, edb = case
-    monoid = data.draw(st.sampled_from(sorted(RULE_WEIGHTS)))
+    # the strictly monotone monoids more often: only they can be checked by brute force
+    monoid = data.draw(st.sampled_from(["confidence", "confidence", "cost", "cost", "size", "min-confidence", "access"]))
     m = get_monoid(monoid)
     program = parse_program(text)
     rules = tuple(dataclasses.replace(r, weight=data.draw(st.sampled_from(RULE_WEIGHTS[monoid]))) for r in program.rules)
