@@ -1,0 +1,1 @@
+"""Deterministic generators of the benchmark datasets (see datasets/README.md)."""
