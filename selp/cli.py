@@ -339,7 +339,9 @@ def _emit(table, fact_filter, fmt: str, out_file: str | None) -> int:
 
     results = answers(table, fact_filter)
     if fmt == "json":
-        text = json.dumps(to_json(table, results), indent=2, ensure_ascii=False) + "\n"
+        # indented for a person at a terminal; compact for files and pipes (outputs can be large)
+        indent = 2 if out_file is None and sys.stdout.isatty() else None
+        text = json.dumps(to_json(table, results), indent=indent, ensure_ascii=False) + "\n"
     elif fmt == "dot":
         text = render_dot(results)
     else:

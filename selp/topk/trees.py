@@ -50,18 +50,27 @@ def _json_value(v: Value) -> Any:
     return v if isinstance(v, (int, str)) else format_value(v)
 
 
-def materialise(table: DTable, relation: str, values: tuple[Value, ...], entry: Entry) -> Node:
-    """The tree of P that a DTable entry of P_p fact ``relation(values)`` stands for."""
+def materialise(table: DTable, relation: str, values: tuple[Value, ...], entry: Entry, memo: dict | None = None) -> Node:
+    """The tree of P that a DTable entry of P_p fact ``relation(values)`` stands for.
+
+    ``memo`` shares the subtrees of entries reached more than once (trees of many answers
+    overlap), so materialising all answers costs about the DTable's size, not the trees'."""
     monoid = get_monoid(table.monoid)
+    memo = {} if memo is None else memo
     while entry.rule is not None and table.rule_origin.get(entry.rule) is None:  # copy steps
         ((relation, values, rank),) = entry.children
         entry = table.entries[(relation, values)][rank - 1]
     origin_rel = table.relation_origin.get(relation, relation)
     if entry.rule is None:
         return Node(origin_rel, values, None, monoid.display(entry.weight))
+    found = memo.get(id(entry))
+    if found is not None:
+        return found
     rule = table.rule_origin[entry.rule]
-    children = tuple(materialise(table, r, vs, table.entries[(r, vs)][k - 1]) for r, vs, k in entry.children)
-    return Node(origin_rel, values, rule, table.rule_weights.get(rule), children)
+    children = tuple(materialise(table, r, vs, table.entries[(r, vs)][k - 1], memo) for r, vs, k in entry.children)
+    node = Node(origin_rel, values, rule, table.rule_weights.get(rule), children)
+    memo[id(entry)] = node
+    return node
 
 
 def answers(table: DTable, fact_filter: PatternNode | None = None) -> list[Answer]:
@@ -70,10 +79,11 @@ def answers(table: DTable, fact_filter: PatternNode | None = None) -> list[Answe
 
     monoid = get_monoid(table.monoid)
     out = []
+    memo: dict = {}
     for (rel, values), ranked in table.answer_pointers().items():
         if fact_filter is not None and not fact_filter.matches_fact(rel, values):
             continue
-        trees = tuple((monoid.display(e.weight), materialise(table, r, vs, e)) for r, vs, e in ranked)
+        trees = tuple((monoid.display(e.weight), materialise(table, r, vs, e, memo)) for r, vs, e in ranked)
         out.append(Answer(rel, values, trees))
     out.sort(key=lambda a: (a.relation, tuple(sort_key(v) for v in a.args)))
     return out
