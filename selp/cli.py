@@ -474,6 +474,23 @@ def gen_tc(out_dir: str, target_output: int | None, nodes: int | None, edges: in
     click.echo(json.dumps(stats, indent=2))
 
 
+@gen.command(name="amie")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Database directory to write the CSV files into.")
+@click.option("--persons", type=click.IntRange(min=2), required=True, help="Number of persons; the output of datasets/amie.dl is about 11-13 facts per person.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def gen_amie(out_dir: str, persons: int, seed: int) -> None:
+    """A synthetic YAGO-like knowledge base for datasets/amie.dl; prints its statistics as JSON.
+
+    \b
+    Examples:
+      selp gen amie --persons 10000 --out /tmp/amie10k
+      selp topk datasets/amie.dl --db /tmp/amie10k --pattern 'livesIn(person1, *) // wasBornIn(*, city1)'
+    """
+    from selp.gen.amie import generate_amie
+
+    click.echo(json.dumps(generate_amie(out_dir, persons, seed), indent=2))
+
+
 @main.command()
 @click.argument("dataset", type=click.Choice(["tc", "instrument", "topk"]))
 @click.option("--scales", default="100000,300000,1000000", show_default=True, help="Comma-separated target output sizes.")
