@@ -318,8 +318,13 @@ def _run_topk(program: str, pattern, pattern_text: str | None, k: int, monoid: s
     t0 = time.perf_counter()
 
     def progress(*args) -> None:
-        if not quiet and time.perf_counter() - t0 > 1.0:
-            click.echo(f"  ... {' '.join(map(str, args))} ({time.perf_counter() - t0:.1f}s)", err=True)
+        if quiet or time.perf_counter() - t0 <= 1.0:
+            return
+        if len(args) == 3:  # spark: (round, changed entries, entries)
+            what = f"round {args[0]}: {args[1]} changed, {args[2]} entries"
+        else:  # local: (entries so far,)
+            what = f"{args[0]} entries"
+        click.echo(f"  top-k {what} ({time.perf_counter() - t0:.1f}s)", err=True)
 
     warn = (lambda msg: None) if quiet else (lambda msg: click.echo(f"warning: {msg}", err=True))
     table = topk(analysis, opts["db_dir"], pattern, k, monoid, engine, opts["algorithm"], spark, progress, warn)
