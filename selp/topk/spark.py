@@ -1,38 +1,43 @@
 """The DTable on Spark: the k best derivations of every fact of P_p as a batched fixpoint.
 
-Every P_p relation ``R`` of arity ``n`` has a *table* of entries: a DataFrame with the fact's
-columns ``c0..c{n-1}`` (uniform string encoding, :mod:`selp.values`) and
+Entries live in DataFrames in the uniform string encoding (:mod:`selp.values`), one frame per
+component of P_p (and one for the EDB leaves), with the columns
 
+* ``relation``, ``args`` (array of encoded values): the fact;
 * ``_w`` the weight (the monoid's ``spark_type``), ``_s`` the size (bigint), ``_o`` the origin
-  hash (bigint, Spark's ``xxhash64``), ``_rule`` the P_p rule (null for an EDB leaf),
-* ``_ch`` the children as ``(relation, args, origin)`` -- pointers by *origin* while evaluating,
-  because ranks move when better entries arrive; they become ranks only at the end,
-* ``_rank`` (1..k) and ``_fresh`` (1 when the entry arrived in the last round).
+  hash (bigint: Spark's ``xxhash64``), ``_rule`` the P_p rule (null for an EDB leaf);
+* ``_ch`` the children as ``(relation, args, origin)``: pointers by *origin* while evaluating,
+  because ranks move when better entries arrive; they become ranks only at the end;
+* ``_rank`` (1..k; null for an entry pushed out of the k best, see below) and ``_fresh`` (1 for
+  an entry admitted in the last round).
 
-EDB facts are rank-1 leaves. Each component of P_p is evaluated in order, semi-naively: a round
-joins every rule body against the tables (one variant per recursive body atom, which reads only
-the entries that arrived last round, so every combination of child entries is formed once its
-newest entry exists), unions the candidates with the current entries, keeps the first entry per
-(fact, origin) -- an existing one in preference, so that only genuinely new entries count as
-changes -- and keeps the k best per fact by (key(weight), size, origin). A fact's list only ever
-improves, and trees grow with every non-copy step, so the rounds stop.
+EDB facts are rank-1 leaves. The components are evaluated in order (consecutive non-recursive
+ones that do not read each other together), semi-naively: a round joins every rule body with the
+entries (one variant per recursive body atom, reading only the entries admitted last round, so
+each combination of child entries is formed once its newest member exists), unions the
+candidates with the current entries, keeps one entry per (fact, origin) -- the existing one if
+any, so re-deriving a known tree is no change -- and ranks each fact's entries by (key(weight),
+size, origin), keeping the k best. A fact's list only improves, and a tree grows with every
+non-copy step, so the rounds stop; each round is one materialisation (lineage cut), whose counts
+come from an :class:`~pyspark.sql.Observation` rather than a job of their own.
 
-Rules are compiled by :mod:`selp.engines.spark_compile` (so comparisons, negation and Skolem
-heads behave exactly as in the Spark engine) on an *extended* copy of each rule: every positive
-atom ``R(t..)`` becomes ``@entry:R(t.., @w<i>, @s<i>, @o<i>, @a<i>)`` over the entry frame of
-``R``, and the head carries those variables along, so the compiled plan yields each combination
-of child entries with their weights, sizes, origins and argument arrays -- no Python per row.
+Rules are compiled by :mod:`selp.engines.spark_compile` (comparisons, negation and Skolem heads
+behave exactly as in the Spark engine) in an *extended* form: each positive atom ``R(t..)``
+becomes ``@entry:R(t.., @e<i>)`` over the entries of ``R``, ``@e<i>`` being a struct of the
+entry's weight, size, origin and args, and the head carries the ``@e<i>`` along. The compiled
+plan yields every combination of child entries, and the entry columns are native expressions
+(no Python per row).
 
-Because pointers chase origins, an entry can outlive a child entry it was built from (the child
-was later pushed out of its fact's k best by ties broken on the origin hash, or by a better
-weight that does not make the parent better, as with ``min``). Such children are kept: every
-entry ever admitted is archived, and at the end the archived entries still pointed at are added
-to their facts after the k best, with ranks k+1, k+2, ... (see :meth:`SparkDTable.entries`).
+Entries pushed out of their fact's k best stay in the frame with a null rank: an entry built on
+one may outlive it (the child lost a tie broken on the origin hash, or a better weight that does
+not make the parent better, as with ``min``). At the end, pointers are turned into ranks with a
+join; a child no longer among its fact's k best is added back after them, with rank k+1, k+2, ...
+(:attr:`SparkDTable.extra_entries`), so every pointer of the result leads to an entry.
 """
 
 from __future__ import annotations
 
-import json
+import itertools
 import os
 import shutil
 import tempfile
@@ -46,6 +51,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
+    DataType,
     IntegerType,
     LongType,
     StringType,
@@ -101,6 +107,9 @@ _DECIMAL_RE = r"\A[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\z"
 _MAX_PYTHON_WEIGHTS = 100_000
 
 
+_OBSERVATIONS = itertools.count()
+
+
 def _fact_cols(arity: int) -> list[str]:
     return [f"c{i}" for i in range(arity)]
 
@@ -122,7 +131,7 @@ def _materialize_observed(
     """Compute ``df`` (then the columns ``project``) once, cut its lineage, and return the
     aggregate ``metrics`` of ``df`` gathered meanwhile (an :class:`Observation`: no job of their
     own)."""
-    obs = Observation("selp_topk")
+    obs = Observation(f"selp_topk_{next(_OBSERVATIONS)}")  # names must be unique in a plan
     observed = df.observe(obs, *metrics)
     if project is not None:
         observed = observed.select(*project)
@@ -340,8 +349,8 @@ class _Engine:
         out = out.join(F.broadcast(mdf), on="_raw", how="left")
         return out.select(*keys, F.when(F.col("_ok"), F.col("_pw")).otherwise(F.col("_mw")).alias("_pw"))
 
-    def _spark_type(self):
-        return self.spark.range(0).select(F.lit(None).cast(self.wt.type).alias("x")).schema.fields[0].dataType
+    def _spark_type(self) -> DataType:
+        return DataType.fromDDL(self.wt.type)
 
     # --- rules -----------------------------------------------------------------------------------
 
@@ -457,7 +466,9 @@ class _Engine:
             new = self._rank(cand)
         else:
             prev = old.frame.select(*c["old"])
-            if old.rows < _RERANK_ALL_BELOW:
+            if old.rows < _RERANK_ALL_BELOW or 4 * sum(old.fresh.values()) > old.rows:
+                # a small table, or a round after one that changed much of it (so this one will
+                # touch much of it too): re-rank it whole
                 new = self._rank(prev.unionByName(cand))
             else:
                 # Late rounds bring few candidates: re-rank only the facts they touch, streaming
@@ -616,6 +627,10 @@ class _Engine:
             raise SelpError(f"internal error: {m['bad']} entries point at missing children")
         return out, m["n"], n_extra
 
+    def _max_body(self) -> int:
+        """The most positive body atoms of a rule of P_p (children per entry)."""
+        return max((len(r.positive_atoms) for r in self.analysis.program.rules), default=1)
+
     def _small(self, df: DataFrame, rows: int) -> DataFrame:
         return F.broadcast(df) if rows <= self.broadcast_rows else df
 
@@ -641,16 +656,17 @@ class _Engine:
                 raise SelpError(f"internal error: {n_missing - n_found} child entries are missing from the archive")
             found_all.append(found)
             n_extra += n_found
-            ptrs, n_ptrs = materialize_count(
+            ptrs = (
                 self._kid_rows(found.withColumn("_rank", F.lit(0)))
                 .select(F.col("crel").alias("relation"), F.col("cargs").alias("args"), F.col("corigin").alias("_o"))
                 .distinct()
             )
-            self.owned.append(ptrs)
-            have = cur.select(*keys).join(self._small(ptrs, n_ptrs), on=keys, how="left_semi")
+            # children of these that are neither entries nor brought back already
+            live = cur.select(*keys).join(self._small(ptrs, n_found * self._max_body()), on=keys, how="left_semi")
+            missing = ptrs.join(live, on=keys, how="left_anti")
             for f in found_all:
-                have = have.unionByName(f.select(*keys))
-            missing, n_missing = materialize_count(ptrs.join(have, on=keys, how="left_anti"))
+                missing = missing.join(f.select(*keys), on=keys, how="left_anti")
+            missing, n_missing = materialize_count(missing)
             self.owned.append(missing)
         order = Window.partitionBy("relation", "args").orderBy(self.wt.key(F.col("_w")), F.col("_s"), F.col("_o"))
         ranked = union_all(found_all).withColumn("_rank", (F.row_number().over(order) + self.k).cast("int"))
@@ -709,6 +725,7 @@ class SparkDTable:
     rounds: int = 0
     seconds: float = 0.0  # the fixpoint and the result, without loading
     load_seconds: float = 0.0
+    fixpoint_seconds: float = 0.0  # of seconds: the rounds (the rest turns pointers into ranks)
     extra_entries: int = 0  # entries past rank k, kept because entries point at them
     warnings: list[str] = field(default_factory=list)
     _count: int = 0
@@ -870,12 +887,13 @@ def run_topk_spark(
         engine.leaves()
         for batch in _batches(task.inst_analysis.components):
             engine.component(batch)
+        fixpoint_seconds = time.perf_counter() - t1
         entries, n, n_extra = engine.assemble()
     finally:
         engine.release_all()
         for df in db.frames.values():
             release(df)
     return SparkDTable(
-        task, spark, entries, engine.rounds, time.perf_counter() - t1, load_seconds, n_extra,
+        task, spark, entries, engine.rounds, time.perf_counter() - t1, load_seconds, fixpoint_seconds, n_extra,
         list(db.warnings), n,
     )
