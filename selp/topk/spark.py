@@ -719,16 +719,18 @@ def entries_schema(weight_type) -> StructType:
 class SparkDTable:
     """The DTable of a task as a distributed DataFrame, with ways to collect or save it."""
 
-    task: Task
-    spark: SparkSession
-    entries: DataFrame  # relation, args, rank, weight, size, origin, rule, children (see module doc)
+    task: Task = field(repr=False)
+    spark: SparkSession = field(repr=False)
+    # relation, args, rank, weight, size, origin, rule, children (pointers by rank); one row per
+    # entry of every fact of P_p (EDB leaves included), plus the kept children past rank k
+    entries: DataFrame = field(repr=False)
     rounds: int = 0
     seconds: float = 0.0  # the fixpoint and the result, without loading
     load_seconds: float = 0.0
     fixpoint_seconds: float = 0.0  # of seconds: the rounds (the rest turns pointers into ranks)
     extra_entries: int = 0  # entries past rank k, kept because entries point at them
     warnings: list[str] = field(default_factory=list)
-    _count: int = 0
+    _count: int = field(default=0, repr=False)
 
     def count(self) -> int:
         """The number of entries (rows of :attr:`entries`)."""
