@@ -496,6 +496,23 @@ def gen_amie(out_dir: str, persons: int, seed: int) -> None:
     click.echo(json.dumps(generate_amie(out_dir, persons, seed), indent=2))
 
 
+@gen.command(name="iris")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Database directory to write a.csv .. d.csv into.")
+@click.option("--records", type=click.IntRange(min=2), required=True, help="Number of record ids; datasets/iris.dl derives about 44 facts per record.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def gen_iris(out_dir: str, records: int, seed: int) -> None:
+    """Random link relations for datasets/iris.dl; prints their statistics as JSON.
+
+    \b
+    Examples:
+      selp gen iris --records 10000 --out /tmp/iris10k
+      selp topk datasets/iris.dl --db /tmp/iris10k --pattern 'path // ab // b' -k 3
+    """
+    from selp.gen.iris import generate_iris
+
+    click.echo(json.dumps(generate_iris(out_dir, records, seed), indent=2))
+
+
 @main.command()
 @click.argument("dataset", type=click.Choice(["tc", "instrument", "topk"]))
 @click.option("--scales", default="100000,300000,1000000", show_default=True, help="Comma-separated target output sizes.")

@@ -1,4 +1,4 @@
-"""The AMIE knowledge-base generator."""
+"""The dataset generators (AMIE, IRIS)."""
 
 from __future__ import annotations
 
@@ -30,3 +30,17 @@ def test_constants_of_the_starred_patterns_exist(tmp_path: Path) -> None:
     generate_amie(tmp_path, 300, seed=0)
     cells = {cell for f in tmp_path.glob("*.csv") for line in f.read_text().splitlines()[1:] for cell in line.split(",")[:2]}
     assert {"city1", "country1", "person1"} <= cells
+
+
+def test_iris_generator_is_deterministic_and_its_output_grows_with_records(tmp_path: Path) -> None:
+    from selp.gen.iris import generate_iris
+
+    iris = analyze(parse_program_file("datasets/iris.dl"))
+    generate_iris(tmp_path / "x", 200, seed=1)
+    generate_iris(tmp_path / "y", 200, seed=1)
+    assert (tmp_path / "x" / "c.csv").read_bytes() == (tmp_path / "y" / "c.csv").read_bytes()
+    small = run_local(iris, tmp_path / "x")
+    generate_iris(tmp_path / "z", 800, seed=1)
+    big = run_local(iris, tmp_path / "z")
+    total = lambda r: sum(r.count(rel) for rel in r.relations())  # noqa: E731
+    assert small.count("path") > 0 and 3 < total(big) / total(small) < 5  # about linear in records
