@@ -20,7 +20,7 @@ from selp.language.validate import analyze
 from selp.named_patterns import load_named_patterns
 
 DATASETS = Path(__file__).resolve().parents[1] / "datasets"
-PROGRAMS = ("amie", "iris", "tc")
+PROGRAMS = ("amie", "explain", "iris", "tc")
 
 
 def pattern_shape(pattern: Pattern) -> dict[str, int]:

@@ -513,6 +513,23 @@ def gen_iris(out_dir: str, records: int, seed: int) -> None:
     click.echo(json.dumps(generate_iris(out_dir, records, seed), indent=2))
 
 
+@gen.command(name="explain")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Database directory to write the CSV files into.")
+@click.option("--agents", type=click.IntRange(min=2), required=True, help="Number of agents; datasets/explain.dl derives about 75-80 facts per agent.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def gen_explain(out_dir: str, agents: int, seed: int) -> None:
+    """A random agent network for datasets/explain.dl; prints its statistics as JSON.
+
+    \b
+    Examples:
+      selp gen explain --agents 1000 --out /tmp/explain1k
+      selp topk datasets/explain.dl --db /tmp/explain1k --pattern 'level(*, *) // base(*, *)' -k 3
+    """
+    from selp.gen.explain import generate_explain
+
+    click.echo(json.dumps(generate_explain(out_dir, agents, seed), indent=2))
+
+
 @main.command()
 @click.argument("dataset", type=click.Choice(["tc", "instrument", "topk"]))
 @click.option("--scales", default="100000,300000,1000000", show_default=True, help="Comma-separated target output sizes.")
