@@ -145,7 +145,7 @@ def outside_bound(monoid: str) -> float:
 def test_brute_force_graph(spark, graph_db, monoid):
     """Per fact, the engine's k best (weight, size) equal the best trees among all trees of at
     most MAX_RULES rule occurrences -- compared on the prefix that no bigger tree can enter."""
-    k = 3
+    k = 2
     analysis = analysis_of(GRAPH)
     m = get_monoid(monoid)
     db = load_database(analysis, graph_db)

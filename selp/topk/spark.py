@@ -3,7 +3,8 @@
 Entries live in DataFrames in the uniform string encoding (:mod:`selp.values`), one frame per
 component of P_p (and one for the EDB leaves), with the columns
 
-* ``relation``, ``args`` (array of encoded values): the fact;
+* ``relation``, ``args`` (array of encoded values): the fact, and ``_f`` a hash of it that leads
+  every partitioning, sort and join key (cheap to compare; the exact columns follow it);
 * ``_w`` the weight (the monoid's ``spark_type``), ``_s`` the size (bigint), ``_o`` the origin
   hash (bigint: Spark's ``xxhash64``), ``_rule`` the P_p rule (null for an EDB leaf);
 * ``_ch`` the children as ``(relation, args, origin)``: pointers by *origin* while evaluating,
@@ -93,6 +94,9 @@ _RERANK_ALL_BELOW = 20_000
 # below this many entries in all, a round ranks its entries in a single partition
 _SMALL = 20_000
 
+# the columns that identify a fact in the entry frames (see _fact_hash)
+_FACT = ["_f", "relation", "args"]
+
 # the children while evaluating (pointers by origin) and in the result (pointers by rank)
 _PTR_ORIGIN = ArrayType(StructType([
     StructField("relation", StringType()), StructField("args", ArrayType(StringType())), StructField("origin", LongType()),
@@ -118,6 +122,12 @@ def _args_array(arity: int) -> Column:
     if not arity:
         return F.array().cast(ArrayType(StringType()))
     return F.array(*[F.col(c) for c in _fact_cols(arity)])
+
+
+def _fact_hash(relation: Column, args: Column) -> Column:
+    """A 64-bit hash of a fact, put before ``relation, args`` in partitioning, sort and join
+    keys: sorting compares it first (cheap), and the exact columns after it keep facts apart."""
+    return F.xxhash64(relation, args)
 
 
 def _sql_string(text: str) -> str:
@@ -285,6 +295,7 @@ class _Engine:
                 weight = self.wt.lit(self.task.monoid.one if over is None else over)
             origin_rel = self.task.inst.relation_origin.get(rel, rel)
             parts.append(facts.select(
+                _fact_hash(F.lit(rel), _args_array(n)).alias("_f"),
                 F.lit(rel).alias("relation"),
                 _args_array(n).alias("args"),
                 weight.alias("_w"),
@@ -405,6 +416,7 @@ class _Engine:
         else:
             children = F.array().cast(_PTR_ORIGIN)
         return [
+            _fact_hash(F.lit(rule.head.relation), _args_array(h)).alias("_f"),
             F.lit(rule.head.relation).alias("relation"),
             _args_array(h).alias("args"),
             weight.cast(self.wt.type).alias("_w"),
@@ -416,75 +428,77 @@ class _Engine:
 
     # --- merging candidates into a component's entries -------------------------------------------
 
-    _COLS = ["relation", "args", "_w", "_s", "_o", "_rule", "_ch"]
+    _COLS = ["_f", "relation", "args", "_w", "_s", "_o", "_rule", "_ch"]
 
     def _rank(self, u: DataFrame) -> DataFrame:
         """Rank entries and candidates (``_fresh`` 1) per fact: one entry per origin, the k best
-        ranked 1..k, entries that drop out kept with a null rank, candidates that do not make it
-        discarded."""
+        ranked 1..k; entries that drop out are kept with a null rank, candidates that do not
+        make it are discarded."""
         c = self._ranking
         u = u.withColumn("_prev", c["prev"]).filter(c["first"]).withColumn("_n", c["n"])
         return u.select(*c["cols"]).filter(c["keep"])
 
     def _ranking_columns(self) -> dict[str, Any]:
         """The columns of :meth:`_rank`, built once (each costs round trips to the JVM)."""
-        fact = [F.col("relation"), F.col("args")]
+        fact = [F.col(c) for c in _FACT]
         key = self.wt.key(F.col("_w"))
-        out = (F.col("_fresh") == 0) & F.col("_rank").isNull()
         # one shuffle: both windows partition by the fact. The first keeps one entry per origin
-        # (an old one if any, so that re-deriving a known tree is no change), the second ranks
-        # the entries still in the running.
+        # (an old one if any, so that re-deriving a known tree is no change), the second ranks.
         by_origin = Window.partitionBy(*fact).orderBy("_o", "_fresh", key, "_s", "_rule")
-        by_rank = Window.partitionBy(*fact).orderBy(out, key, F.col("_s"), F.col("_o"))
-        rank = F.when(~out & (F.col("_n") <= self.k), F.col("_n").cast("int"))
+        by_rank = Window.partitionBy(*fact).orderBy(key, F.col("_s"), F.col("_o"))
         return {
             "prev": F.lag("_o").over(by_origin),
             "first": F.col("_prev").isNull() | (F.col("_prev") != F.col("_o")),
             "n": F.row_number().over(by_rank),
-            "cols": [*self._COLS, rank.alias("_rank"), "_fresh"],
+            "cols": [*self._COLS, F.when(F.col("_n") <= self.k, F.col("_n").cast("int")).alias("_rank"), "_fresh"],
             "keep": F.col("_rank").isNotNull() | (F.col("_fresh") == 0),
             "cand": [*self._COLS, F.lit(None).cast("int").alias("_rank"), F.lit(1).alias("_fresh")],
             "old": [*self._COLS, "_rank", F.lit(0).alias("_fresh")],
+            "live": F.col("_rank").isNotNull(),
+            "dropped": F.col("_rank").isNull(),
         }
 
     def merge(self, members: list[str], old: _Home | None, plans: list[DataFrame]) -> _Home:
         """The component's entries after a round (see :meth:`_rank`), materialised, with counts.
 
-        Rows with a null ``_rank`` are entries that were pushed out of their fact's k best. They
-        stay (they may be a child of an entry: see the module docstring), and they keep a known
-        origin from being admitted again."""
+        Rows with a null ``_rank`` are entries that were pushed out of their fact's k best: they
+        are kept, unranked (an entry may point at one: see the module docstring), and pass
+        through later rounds untouched. A candidate with the origin of such an entry cannot
+        enter the k best again (k better entries are there), so they take no part in ranking."""
         c = self._ranking
         cand = union_all(plans).select(*c["cand"])
         materialized = None
-        small = self.total + (0 if old is None else old.rows) < _SMALL
-        if small:
+        parts = max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions", "4")))
+        if old is None:
+            live = dropped = None
+            u = cand
+        else:
+            live = old.frame.filter(c["live"]).select(*c["old"])
+            dropped = old.frame.filter(c["dropped"]).select(*c["old"])
+            u = live.unionByName(cand)
+        if self.total + (0 if old is None else old.rows) < _SMALL:
             # everything is small: rank in one partition, which needs no shuffle (a shuffle is
             # a job of its own, and jobs, not data, are what small inputs cost)
-            u = cand if old is None else old.frame.select(*c["old"]).unionByName(cand)
             new = self._rank(u.coalesce(1))
-        elif old is None:
-            new = self._rank(cand)
+        elif old is None or old.rows < _RERANK_ALL_BELOW or 4 * sum(old.fresh.values()) > old.rows:
+            # no table yet, a small one, or a round after one that changed much of it (so this
+            # one will touch much of it too): re-rank it whole
+            new = self._rank(u)
         else:
-            prev = old.frame.select(*c["old"])
-            if old.rows < _RERANK_ALL_BELOW or 4 * sum(old.fresh.values()) > old.rows:
-                # a small table, or a round after one that changed much of it (so this one will
-                # touch much of it too): re-rank it whole
-                new = self._rank(prev.unionByName(cand))
+            # Late rounds bring few candidates: re-rank only the facts they touch, streaming
+            # the rest of the table past a broadcast of those facts instead of shuffling it.
+            materialized, n = materialize_count(cand)
+            if n <= self.broadcast_rows and 4 * n <= old.rows:
+                touched = F.broadcast(materialized.select(*_FACT))
+                keep = live.join(touched, on=_FACT, how="left_anti")
+                redo = live.join(touched, on=_FACT, how="left_semi")
+                new = keep.unionByName(self._rank(redo.unionByName(materialized)))
             else:
-                # Late rounds bring few candidates: re-rank only the facts they touch, streaming
-                # the rest of the table past a broadcast of those facts instead of shuffling it.
-                materialized, n = materialize_count(cand)
-                # (when most facts are touched, shuffling the table is cheaper than a broadcast)
-                if n <= self.broadcast_rows and 4 * n <= old.rows:
-                    touched = F.broadcast(materialized.select("relation", "args"))
-                    keep = prev.join(touched, on=["relation", "args"], how="left_anti")
-                    redo = prev.join(touched, on=["relation", "args"], how="left_semi")
-                    ranked = self._rank(redo.unionByName(materialized))
-                    # a union concatenates partitions: merge them back, or they pile up
-                    parts = max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions", "4")))
-                    new = keep.unionByName(ranked).coalesce(parts)
-                else:
-                    new = self._rank(prev.unionByName(materialized))
+                # most facts are touched: shuffling the table is cheaper than a broadcast
+                new = self._rank(live.unionByName(materialized))
+        if dropped is not None:
+            # a union concatenates partitions: merge them back, or they pile up round by round
+            new = new.unionByName(dropped).coalesce(parts)
         new, counts = _materialize_observed(new, self._count_columns(members))
         if materialized is not None:
             release(materialized)  # read by the job above, which materialised the new table
@@ -509,16 +523,17 @@ class _Engine:
         return self._counts[key]
 
     def component(self, batch: list[Component]) -> None:
-        """Evaluate a recursive component, or non-recursive ones that do not read each other
-        (one round for all of them: rounds, not data, dominate small inputs)."""
+        """Evaluate a group of components that do not read each other (see :func:`_batches`),
+        at most one of them recursive, together: rounds, not data, dominate small inputs."""
         members = {rel for comp in batch for rel in comp.relations}
         compiled = [(r, *self.extend(r)) for comp in batch for r in comp.rules]
+        # only a recursive member's rules read the group's relations: they are the variants
         variants = [
             (rule, ext, positives, i)
             for rule, ext, positives in compiled
             for i, r in positives
             if r in members
-        ] if any(comp.recursive for comp in batch) else []
+        ]
         src = self.sources()
         plans = [p for rule, ext, positives in compiled
                  if (p := self.candidates(rule, ext, positives, None, src)) is not None]
@@ -560,19 +575,20 @@ class _Engine:
         (relation, args, origin). EDB children need no row: a leaf is always its fact's rank 1."""
         edb = sorted(self.analysis.edb)
         kids = entries.filter(F.exists("_ch", lambda c: ~c["relation"].isin(edb)) if edb else F.size("_ch") > 0)
-        kids = kids.select("relation", "args", "_rank", F.posexplode("_ch").alias("pos", "p"))
+        kids = kids.select(*_FACT, "_rank", F.posexplode("_ch").alias("pos", "p"))
         if edb:
             kids = kids.filter(~F.col("p.relation").isin(edb))
         return kids.select(
-            "relation", "args", "_rank", "pos",
+            *_FACT, "_rank", "pos",
+            _fact_hash(F.col("p.relation"), F.col("p.args")).alias("cf"),
             F.col("p.relation").alias("crel"), F.col("p.args").alias("cargs"), F.col("p.origin").alias("corigin"),
         )
 
     @staticmethod
     def _lookup(entries: DataFrame) -> DataFrame:
         return entries.select(
-            F.col("relation").alias("crel"), F.col("args").alias("cargs"), F.col("_o").alias("corigin"),
-            F.col("_rank").alias("crank"),
+            F.col("_f").alias("cf"), F.col("relation").alias("crel"), F.col("args").alias("cargs"),
+            F.col("_o").alias("corigin"), F.col("_rank").alias("crank"),
         )
 
     def assemble(self) -> tuple[DataFrame, int, int]:
@@ -581,7 +597,7 @@ class _Engine:
             return self.spark.createDataFrame([], entries_schema(self._spark_type())), 0, 0
         every = union_all([h.frame for h in self.homes])
         cur = every.filter(F.col("_rank").isNotNull())
-        ptr = ["crel", "cargs", "corigin"]
+        ptr = ["cf", "crel", "cargs", "corigin"]
         # the rank of every IDB child: one join of the pointers with the entries
         joined = self._kid_rows(cur).join(self._lookup(cur), on=ptr, how="left")
         joined, m = _materialize_observed(joined, [F.count_if(F.col("crank").isNull()).alias("missing")])
@@ -591,13 +607,13 @@ class _Engine:
             extras, n_extra = self._bring_back(every, cur, joined)
             fix = self._lookup(extras).withColumnRenamed("crank", "xrank")
             joined = joined.join(self._small(fix, n_extra), on=ptr, how="left").select(
-                "relation", "args", "_rank", "pos", *ptr, F.coalesce("crank", "xrank").alias("crank")
+                *_FACT, "_rank", "pos", *ptr, F.coalesce("crank", "xrank").alias("crank")
             )
             # the extras' own children, among the entries and the extras
             mine = self._kid_rows(extras).join(self._lookup(cur.unionByName(extras)), on=ptr, how="left")
             joined = joined.unionByName(mine)
             cur = cur.unionByName(extras)
-        ranks = joined.groupBy("relation", "args", "_rank").agg(
+        ranks = joined.groupBy(*_FACT, "_rank").agg(
             F.map_from_entries(F.collect_list(F.struct("pos", "crank"))).alias("_kr")
         )
         edb = sorted(self.analysis.edb)
@@ -608,7 +624,7 @@ class _Engine:
                 rank = F.when(c["relation"].isin(edb), F.lit(1)).otherwise(rank)
             return F.struct(c["relation"].alias("relation"), c["args"].alias("args"), rank.cast("int").alias("rank"))
 
-        out = cur.join(ranks, on=["relation", "args", "_rank"], how="left")
+        out = cur.join(ranks, on=[*_FACT, "_rank"], how="left")
         children = F.transform("_ch", pointer).cast(_PTR_RANK)
         out, m = _materialize_observed(
             out.withColumn("_kids", children),
@@ -685,13 +701,15 @@ class _Engine:
 
 
 def _batches(components: tuple[Component, ...]) -> list[list[Component]]:
-    """The components in evaluation order, consecutive non-recursive ones that do not read each
-    other's relations (positively or negated) grouped: a group is as good as evaluating them one
-    after the other, since every relation they read is complete before the group."""
+    """The components in evaluation order, grouped: a component joins the group before it when
+    it reads none of the group's relations (positively or negated) and the group would not hold
+    two recursive components. A group is as good as its components one after the other -- what
+    they read is complete before it -- and costs fewer rounds: a non-recursive member is done in
+    the group's first round."""
     out: list[list[Component]] = []
     for comp in components:
         last = out[-1] if out else None
-        if last is not None and not comp.recursive and not any(c.recursive for c in last):
+        if last is not None and not (comp.recursive and any(c.recursive for c in last)):
             written = {rel for c in last for rel in c.relations}
             read = {b.relation for r in comp.rules for b in r.body if isinstance(b, Atom)}
             if not read & written:
