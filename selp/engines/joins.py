@@ -27,14 +27,18 @@ _ORDER_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": opera
 
 def compare(op: str, a: Value, b: Value) -> bool:
     """Comparison semantics shared by every engine: labeled nulls are equal only to themselves
-    and are never ordered (an order comparison involving one is false)."""
+    and are never ordered (an order comparison involving one is false); nor are an int and a
+    string, which only meet when a pattern constant of the other type is substituted."""
     if op == "=":
         return a == b
     if op == "!=":
         return a != b
     if isinstance(a, Skolem) or isinstance(b, Skolem):
         return False
-    return _ORDER_OPS[op](a, b)
+    try:
+        return _ORDER_OPS[op](a, b)
+    except TypeError:  # an int against a str (a pattern constant of the other type): unordered
+        return False
 
 
 @dataclass(frozen=True)

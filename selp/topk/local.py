@@ -107,20 +107,26 @@ class _Run:
 
     def evaluate(self, rule: str, children: tuple[FactKey, ...], ranks: tuple[int, ...]) -> tuple[tuple, Entry]:
         """The entry (and its sort key) of applying ``rule`` to these children's entries."""
+        key, w = self.weigh(rule, children, ranks)
+        pointers = tuple((ck[0], ck[1], r) for ck, r in zip(children, ranks))
+        return key, Entry(w, key[1], key[2], rule, pointers)
+
+    def weigh(self, rule: str, children: tuple[FactKey, ...], ranks: tuple[int, ...]) -> tuple[tuple, Any]:
+        """The sort key (key(weight), size, origin) and the weight, without building an entry."""
         w = self.task.rule_weight[rule]
         size = self.task.rule_size[rule]
         origins = []
+        combine, ent = self.combine, self.ent
         for ck, r in zip(children, ranks):
-            e = self.ent[ck][r - 1]
-            w = self.combine(w, e.weight)
+            e = ent[ck][r - 1]
+            w = combine(w, e.weight)
             size += e.size
             origins.append(e.origin)
         if self.rule_origin[rule] is None:  # a copy step stands for its only child
             origin = origins[0]
         else:
             origin = node_origin(self.rule_origin[rule], origins)
-        pointers = tuple((ck[0], ck[1], r) for ck, r in zip(children, ranks))
-        return (self.key(w), size, origin), Entry(w, size, origin, rule, pointers)
+        return (self.key(w), size, origin), w
 
     def add(self, head: FactKey, entry: Entry) -> bool:
         """Append ``entry`` to ``head``'s list unless its origin is there; whether it was added."""
@@ -304,8 +310,8 @@ class _Run:
                 if len(self.ent.get(ck, ())) < r:
                     waiting[(ck, r)].append(c)  # formed when that entry exists
                     return
-            key, entry = self.evaluate(rule, children, ranks)
-            heapq.heappush(heap, (key, next(tie), head, entry, c))
+            key, w = self.weigh(rule, children, ranks)
+            heapq.heappush(heap, (key, next(tie), head, w, c))  # the entry is built if it wins
 
         def push(c: Combo) -> None:
             if c not in seen:
@@ -316,17 +322,18 @@ class _Run:
             push((rule, head, children, (1,) * len(children)))
         plans = self.delta_plans(comp)
         while heap:
-            _, _, head, entry, combo = heapq.heappop(heap)
+            key, _, head, w, combo = heapq.heappop(heap)
             if self.full(head):
                 continue
+            rule, _, children, ranks = combo
+            entry = Entry(w, key[1], key[2], rule, tuple((ck[0], ck[1], r) for ck, r in zip(children, ranks)))
             if self.add(head, entry):
                 rank = len(self.ent[head])
                 for c in waiting.pop((head, rank), ()):
                     try_push(c)
                 if rank == 1:
-                    for rule, h, children in self.new_instances(head, plans.get(head[0], [])):
-                        push((rule, h, children, (1,) * len(children)))
-            rule, _, children, ranks = combo
+                    for r2, h, kids in self.new_instances(head, plans.get(head[0], [])):
+                        push((r2, h, kids, (1,) * len(kids)))
             for j in range(len(ranks)):  # modifications: one child's next entry
                 push((rule, head, children, ranks[:j] + (ranks[j] + 1,) + ranks[j + 1:]))
 
