@@ -6,6 +6,10 @@ rank)`` to its children's entries, in body order. ``origin`` is a 64-bit structu
 tree of the *original* program that the entry stands for (annotations and copy steps erased):
 two P_p trees with the same origin are the same answer and count once.
 
+A fact may hold more than k entries in a DTable built by the Spark engine: an entry that lost
+its place but is still a child of a kept entry stays, at ranks k+1, ..., so every pointer resolves;
+:meth:`DTable.answers` cuts to k.
+
 Both engines fill the same structure: the local engine directly, the Spark engine by collecting
 the entries reachable from the answers (:mod:`selp.topk.spark`). Saved DTables are a directory
 with ``entries.parquet`` and ``meta.json`` (:func:`save_dtable`, :func:`load_dtable`).

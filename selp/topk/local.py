@@ -1,9 +1,15 @@
 """The DTable on one machine (paper 001, section 5): Top-1, iterative Top-k, heuristic Top-k.
 
 All three are generalisations of Knuth's algorithm for grammar problems (Dijkstra on
-hypergraphs): derivations are finalised in order of the total order of :mod:`selp.topk.order`,
-which is monotone (adding a step never gives a better tree, and a non-copy step makes it strictly
-larger), so a fact's i-th entry is final when it is the best candidate left. Components of P_p are
+hypergraphs): derivations are finalised in order of the total order of :mod:`selp.topk.order`
+(weight key, size, origin hash). Adding a step never gives a better weight and a non-copy step
+makes a tree strictly larger, so a fact's i-th entry is final when it is the best candidate left.
+For the strictly monotone monoids (confidence on (0, 1], cost, size) this is exact for the whole
+order; for min-based ones (min-confidence, access) a better child weight can leave the parent's
+weight unchanged while its size grows, so the *weights* are exact (the k best weights are always
+reachable from the children's k best) but among equally weighted trees the size tie-break is only
+applied step by step: another algorithm (the Spark engine) may return a smaller tree of the same
+weight. Components of P_p are
 processed in dependency order, so negated atoms see complete lower strata.
 
 * ``top1`` -- Algorithm 2: a priority queue of facts keyed by their best candidate, with
