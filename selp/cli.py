@@ -599,6 +599,11 @@ def bench(dataset: str, scales: str, engines: tuple[str, ...], repeat: int, time
         click.echo(f"wrote {p}", err=True)
 
 
+from selp.cdss.cli import cdss as _cdss  # noqa: E402  (the CDSS commands live with the CDSS)
+
+main.add_command(_cdss)
+
+
 def _json_value(v):
     from selp.values import Skolem, format_value
 

@@ -1,0 +1,1 @@
+"""The collaborative data sharing system (CDSS): peers, schema mappings, update exchange, ProQL."""
