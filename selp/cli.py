@@ -7,6 +7,7 @@ stderr), 2 a usage error (unknown option, missing argument).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -448,9 +449,35 @@ def gen() -> None:
     """
 
 
+def _scaled_or_units(dataset: str, out_dir: str, scale: int | None, units: int | None, unit_option: str, seed: int) -> None:
+    """Generate by --scale (calibrated output size) or by the generator's own unit; print stats."""
+    from selp.bench_datasets import generate_scaled
+
+    if (scale is None) == (units is None):
+        raise click.UsageError(f"give either --scale or {unit_option}")
+    if scale is not None:
+        stats = generate_scaled(dataset, out_dir, scale, seed)
+    elif dataset == "iris":
+        from selp.gen.iris import generate_iris
+
+        stats = generate_iris(out_dir, units, seed)  # type: ignore[arg-type]
+    elif dataset == "amie":
+        from selp.gen.amie import generate_amie
+
+        stats = generate_amie(out_dir, units, seed)  # type: ignore[arg-type]
+    else:
+        from selp.gen.explain import generate_explain
+
+        stats = generate_explain(out_dir, units, seed)  # type: ignore[arg-type]
+    click.echo(json.dumps(stats, indent=2))
+
+
+_SCALE_HELP = "About this many output tuples (every IDB relation), calibrated from measured runs."
+
+
 @gen.command(name="tc")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Database directory to write edge.csv into.")
-@click.option("--target-output", type=click.IntRange(min=4), help="Choose the graph size for about this many tc tuples.")
+@click.option("--scale", "--target-output", "target_output", type=click.IntRange(min=4), help="Choose the graph size for about this many tc tuples (exact to within 1% above a few thousand).")
 @click.option("--nodes", type=click.IntRange(min=2), help="Number of nodes (with --edges).")
 @click.option("--edges", type=click.IntRange(min=1), help="Number of undirected edges (edge.csv gets both directions).")
 @click.option("--components", type=click.IntRange(min=1), default=None, help="Split the nodes into this many connected components.")
@@ -460,7 +487,7 @@ def gen_tc(out_dir: str, target_output: int | None, nodes: int | None, edges: in
 
     \b
     Examples:
-      selp gen tc --target-output 1000000 --out /tmp/tc1m
+      selp gen tc --scale 1000000 --out /tmp/tc1m
       selp gen tc --nodes 1000 --edges 2500 --components 4 --seed 7 --out /tmp/tc
       selp eval datasets/tc.dl --db /tmp/tc1m
     """
@@ -468,10 +495,10 @@ def gen_tc(out_dir: str, target_output: int | None, nodes: int | None, edges: in
 
     if target_output is not None:
         if nodes is not None or edges is not None or components is not None:
-            raise click.UsageError("--target-output chooses --nodes/--edges/--components; give either it or them")
+            raise click.UsageError("--scale chooses --nodes/--edges/--components; give either it or them")
         nodes, edges, components = tc_size_for(target_output)
     elif nodes is None or edges is None:
-        raise click.UsageError("give --target-output, or --nodes and --edges")
+        raise click.UsageError("give --scale, or --nodes and --edges")
     try:
         stats = generate_tc(out_dir, nodes, edges, seed, components)
     except ValueError as err:
@@ -481,86 +508,111 @@ def gen_tc(out_dir: str, target_output: int | None, nodes: int | None, edges: in
 
 @gen.command(name="amie")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Database directory to write the CSV files into.")
-@click.option("--persons", type=click.IntRange(min=2), required=True, help="Number of persons; the output of datasets/amie.dl is about 11-13 facts per person.")
+@click.option("--scale", type=click.IntRange(min=10), help=_SCALE_HELP)
+@click.option("--persons", type=click.IntRange(min=2), help="Number of persons instead of --scale; the output of datasets/amie.dl is about 9-13 facts per person.")
 @click.option("--seed", type=int, default=0, show_default=True)
-def gen_amie(out_dir: str, persons: int, seed: int) -> None:
+def gen_amie(out_dir: str, scale: int | None, persons: int | None, seed: int) -> None:
     """A synthetic YAGO-like knowledge base for datasets/amie.dl; prints its statistics as JSON.
 
     \b
     Examples:
+      selp gen amie --scale 100000 --out /tmp/amie100k
       selp gen amie --persons 10000 --out /tmp/amie10k
       selp topk datasets/amie.dl --db /tmp/amie10k --pattern 'livesIn(person1, *) // wasBornIn(*, city1)'
     """
-    from selp.gen.amie import generate_amie
-
-    click.echo(json.dumps(generate_amie(out_dir, persons, seed), indent=2))
+    _scaled_or_units("amie", out_dir, scale, persons, "--persons", seed)
 
 
 @gen.command(name="iris")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Database directory to write a.csv .. d.csv into.")
-@click.option("--records", type=click.IntRange(min=2), required=True, help="Number of record ids; datasets/iris.dl derives about 44 facts per record.")
+@click.option("--scale", type=click.IntRange(min=10), help=_SCALE_HELP)
+@click.option("--records", type=click.IntRange(min=2), help="Number of record ids instead of --scale; datasets/iris.dl derives about 44 facts per record.")
 @click.option("--seed", type=int, default=0, show_default=True)
-def gen_iris(out_dir: str, records: int, seed: int) -> None:
+def gen_iris(out_dir: str, scale: int | None, records: int | None, seed: int) -> None:
     """Random link relations for datasets/iris.dl; prints their statistics as JSON.
 
     \b
     Examples:
+      selp gen iris --scale 100000 --out /tmp/iris100k
       selp gen iris --records 10000 --out /tmp/iris10k
       selp topk datasets/iris.dl --db /tmp/iris10k --pattern 'path // ab // b' -k 3
     """
-    from selp.gen.iris import generate_iris
-
-    click.echo(json.dumps(generate_iris(out_dir, records, seed), indent=2))
+    _scaled_or_units("iris", out_dir, scale, records, "--records", seed)
 
 
 @gen.command(name="explain")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Database directory to write the CSV files into.")
-@click.option("--agents", type=click.IntRange(min=2), required=True, help="Number of agents; datasets/explain.dl derives about 75-80 facts per agent.")
+@click.option("--scale", type=click.IntRange(min=10), help=_SCALE_HELP)
+@click.option("--agents", type=click.IntRange(min=2), help="Number of agents instead of --scale; datasets/explain.dl derives about 75-80 facts per agent.")
 @click.option("--seed", type=int, default=0, show_default=True)
-def gen_explain(out_dir: str, agents: int, seed: int) -> None:
+def gen_explain(out_dir: str, scale: int | None, agents: int | None, seed: int) -> None:
     """A random agent network for datasets/explain.dl; prints its statistics as JSON.
 
     \b
     Examples:
+      selp gen explain --scale 100000 --out /tmp/explain100k
       selp gen explain --agents 1000 --out /tmp/explain1k
       selp topk datasets/explain.dl --db /tmp/explain1k --pattern 'level(*, *) // base(*, *)' -k 3
     """
-    from selp.gen.explain import generate_explain
+    _scaled_or_units("explain", out_dir, scale, agents, "--agents", seed)
 
-    click.echo(json.dumps(generate_explain(out_dir, agents, seed), indent=2))
+
+def _int_list(text: str, option: str, minimum: int) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SelpError(f"{option} expects comma-separated integers, got {text!r}") from None
+    if not values or min(values) < minimum:
+        raise SelpError(f"{option} expects integers >= {minimum}, got {text!r}")
+    return values
+
+
+BENCH_TARGETS = ("iris", "amie", "explain", "tc", "instrument", "topk")
 
 
 @main.command()
-@click.argument("dataset", type=click.Choice(["tc", "instrument", "topk"]))
-@click.option("--scales", default="100000,300000,1000000", show_default=True, help="Comma-separated target output sizes.")
-@click.option("--engine", "engines", multiple=True, type=click.Choice(["local", "spark"]), help="Engines to run (repeatable) [default: both].")
-@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs per configuration (after one warm-up); the median is reported.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=600, show_default=True, help="Seconds per configuration before it is reported as 'did not finish'.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out", show_default=True, help="Where results.csv/results.json and generated data go.")
+@click.argument("dataset")
+@click.option("--scales", default=None, help="Comma-separated scales (approximate output tuples) [default: the dataset's, e.g. 10000,50000,200000].")
+@click.option("--patterns", default="all", show_default=True, help="Comma-separated pattern names of datasets/DATASET.patterns, or all.")
+@click.option("-k", "ks", default="1,3,7", show_default=True, help="Comma-separated k values for top-k (full provenance runs at k=3 if listed, else the first).")
+@click.option("--engine", "engines", multiple=True, help="local and/or spark (repeatable or comma-separated) [default: local].")
+@click.option("--modes", default="semi-naive,top-k,full-provenance", show_default=True, help="Which of semi-naive, top-k, full-provenance to run.")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs per configuration (after --warmup untimed ones); the median is reported.")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Untimed runs before the timed ones.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=600, show_default=True, help="Seconds per run before the configuration is reported as 'did not finish: time cap'.")
+@click.option("--memory-cap", "memory_cap", type=click.FloatRange(min=1), default=8192, show_default=True, help="MiB of resident memory per local configuration before 'did not finish: memory cap'.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out", show_default=True, help="Where results.csv/results.json and the plots go; generated data is cached in OUT/data.")
 @click.option("--master", default=None, help="Spark master URL.")
+@click.option("--monoid", default="confidence", show_default=True, help="Ranking monoid for top-k and full provenance.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("-k", "ks", default="1,3,7", show_default=True, help="For topk: comma-separated k values.")
+@click.option("--no-plots", is_flag=True, help="Do not draw the PNG figures.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def bench(dataset: str, scales: str, engines: tuple[str, ...], repeat: int, timeout_s: float, out_dir: str, master: str | None, seed: int, ks: str, quiet: bool) -> None:
-    """Time plain evaluation of DATASET on each engine and print a table.
+def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tuple[str, ...], modes: str, repeat: int, warmup: int, timeout_s: float, memory_cap: float, out_dir: str, master: str | None, monoid: str, seed: int, no_plots: bool, quiet: bool) -> None:
+    """Benchmark DATASET (iris, amie, explain, tc): semi-naive vs selective top-k vs full provenance.
 
-    `selp bench topk` compares semi-naive evaluation with top-k (pattern p10, every tc fact, for
-    each -k) on the TC dataset at the first --scales size, per engine, with ratios.
+    For each scale the dataset is generated (cached in OUT/data), then per engine: plain
+    semi-naive evaluation, top-k for each pattern and k, and the full-provenance baseline (every
+    rule instance materialised, then the same query), each after a warm-up. Writes
+    OUT/results.csv, OUT/results.json and the figures OUT/fig5_*.png (time vs output size) and
+    OUT/fig6_*.png (time vs k); prints a Markdown table; progress goes to stderr.
 
-    `selp bench instrument` instead times instrumentation alone (no data) for the named patterns
-    of the bundled programs (datasets/*.patterns) and prints the instrumented program sizes.
+    `selp bench topk` is `selp bench tc --patterns p10 --modes semi-naive,top-k`.
+    `selp bench instrument` times instrumentation alone (no data) for every named pattern.
 
     \b
     Examples:
-      selp bench tc --scales 100000,1000000 --repeat 3
-      selp bench tc --scales 20000 --engine local --repeat 1
+      selp bench iris --scales 10000,50000 --patterns p1,p3 -k 3 --engine local
+      selp bench tc --scales 100000 --patterns p10 -k 1,3,7 --engine local,spark --repeat 3
+      selp bench amie --scales 20000 --timeout 120 --memory-cap 4096 --out results/amie
       selp bench instrument --repeat 5
-      selp bench topk --scales 1000000 -k 1,3,7 --repeat 3
     """
-    from selp.bench import bench_tc, format_table, machine_info, write_results
+    from selp.bench import machine_info
 
     say = (lambda msg: None) if quiet else (lambda msg: click.echo(msg, err=True))
+    if dataset not in BENCH_TARGETS:
+        raise SelpError(f"unknown dataset {dataset!r} (choose {', '.join(BENCH_TARGETS)})")
     if dataset == "instrument":
+        from selp.bench import write_results
         from selp.bench_instrument import bench_instrument, format_instrument_table
 
         rows = bench_instrument(repeat=repeat, say=say)
@@ -568,35 +620,38 @@ def bench(dataset: str, scales: str, engines: tuple[str, ...], repeat: int, time
         for p in write_results(rows, out_dir, machine_info()):
             click.echo(f"wrote {p}", err=True)
         return
+    from selp.bench_harness import MODES, format_markdown, plot, run_bench, save
 
-    try:
-        sizes = [int(x) for x in scales.split(",") if x.strip()]
-    except ValueError:
-        raise SelpError(f"--scales expects comma-separated integers, got {scales!r}") from None
-    if not sizes or any(n < 4 for n in sizes):
-        raise SelpError(f"--scales expects target sizes of at least 4, got {scales!r}")
-    chosen = list(engines) or ["local", "spark"]
-    if dataset == "topk":
-        from selp.bench_topk import bench_topk, format_topk_table
+    if dataset == "topk":  # the earlier top-k benchmark: TC, pattern p10, semi-naive vs top-k
+        dataset, patterns, modes = "tc", "p10", "semi-naive,top-k"
+    scale_list = _int_list(scales, "--scales", 4) if scales else None
+    k_values = _int_list(ks, "-k", 1)
+    chosen = [e.strip() for e in ",".join(engines).split(",") if e.strip()] or ["local"]
+    for e in chosen:
+        if e not in ("local", "spark"):
+            raise SelpError(f"--engine: unknown engine {e!r} (choose local or spark)")
+    mode_list = [m.strip() for m in modes.split(",") if m.strip()]
+    for m in mode_list:
+        if m not in MODES:
+            raise SelpError(f"--modes: unknown mode {m!r} (choose {', '.join(MODES)})")
+    from selp.bench_harness import load_patterns
 
-        try:
-            k_values = [int(x) for x in ks.split(",") if x.strip()]
-        except ValueError:
-            raise SelpError(f"-k expects comma-separated integers, got {ks!r}") from None
-        if not k_values or min(k_values) < 1:
-            raise SelpError(f"-k expects integers >= 1, got {ks!r}")
-        spark = _start_spark(master, {}, quiet) if "spark" in chosen else None
-        rows = bench_topk(sizes[0], chosen, k_values, repeat, Path(out_dir) / "data", spark, say, timeout_s, seed)
-        click.echo(format_topk_table(rows))
-        for p in write_results(rows, out_dir, machine_info()):
-            click.echo(f"wrote {p}", err=True)
-        return
-    spark = _start_spark(master, {}, quiet) if "spark" in chosen else None
-    rows = bench_tc(sizes, chosen, repeat, Path(out_dir) / "data", master, say, timeout_s, seed, spark=spark)
-    click.echo(format_table(rows))
+    load_patterns(dataset, patterns)  # a bad name fails before any work
     machine = machine_info()
-    for p in write_results(rows, out_dir, machine):
+    machine["loadavg_at_start"] = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+    say(f"machine: {machine.get('nproc')} cores, {machine.get('mem_total_gib')} GiB, load average {machine['loadavg_at_start']}")
+    spark = _start_spark(master, {}, quiet) if "spark" in chosen else None
+    if spark is not None:
+        machine["spark_master"] = spark.sparkContext.master
+    rows = run_bench(dataset, scale_list, patterns, k_values, chosen, mode_list, repeat, warmup, timeout_s, memory_cap,
+                     Path(out_dir) / "data", spark, say, seed, monoid)
+    click.echo(format_markdown(rows))
+    command = "selp bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
+    for p in save(rows, out_dir, machine, command):
         click.echo(f"wrote {p}", err=True)
+    if not no_plots:
+        for p in plot(rows, out_dir, say):
+            click.echo(f"wrote {p}", err=True)
 
 
 from selp.cdss.cli import cdss as _cdss  # noqa: E402  (the CDSS commands live with the CDSS)

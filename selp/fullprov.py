@@ -364,7 +364,7 @@ def full_provenance_spark(
 
     if work_dir is None:
         work_dir = Path(tempfile.mkdtemp(prefix="selp-fullprov-")) / "hypergraph"
-    hg = materialise_spark(analysis, db_dir, spark, work_dir)
+    hg = materialise_spark(analysis, db_dir, spark, work_dir, progress)
     parsed, text = _parse(pattern)
     t0 = time.perf_counter()
     types = load_spark_database(hyperedge_program(analysis), hg.directory, spark).types
