@@ -1,0 +1,169 @@
+"""Evaluate a CDSS from scratch: compile it and run selp's local or Spark engine.
+
+This is the full computation of update exchange (every peer's instance recomputed from all base
+data), reading the base data from files until the durable store exists:
+
+``BASE/<peer>/<relation>.csv``             the peer's local contributions (``R_l``)
+``BASE/<peer>/<relation>.rejections.csv``  the peer's rejections (``R_r``), optional
+
+(``.parquet`` also; a header row naming the relation's attributes in any order). The files are
+linked under their internal names (``B_l.csv``) into a temporary directory that selp's loaders
+read, so types, headers and malformed rows are checked exactly as for ``selp eval``.
+
+Queries at a peer return *certain answers*: tuples holding a labeled null are dropped unless
+``with_nulls`` is set (dissertation §3.1.1).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from selp.cdss.compile import CompiledCDSS, compile_cdss
+from selp.cdss.errors import CdssError
+from selp.cdss.model import CDSS, RelationRef
+from selp.database import FORMATS
+from selp.errors import Location, SelpError
+from selp.language.validate import analyze
+from selp.values import Skolem, Value
+
+Row = tuple[Value, ...]
+REJECTIONS_SUFFIX = ".rejections"
+
+
+def is_certain(row: Row) -> bool:
+    """True when the tuple holds no labeled null."""
+    return not any(isinstance(v, Skolem) for v in row)
+
+
+def base_data_files(cdss: CDSS, compiled: CompiledCDSS, base_dir: str | Path) -> dict[str, Path]:
+    """Internal EDB relation name (``B_l``, ``B_r``) -> its file under ``base_dir``.
+
+    Directories and files that name no peer or relation are errors (a typo would otherwise make
+    a peer's data silently empty).
+    """
+    base = Path(base_dir)
+    if not base.is_dir():
+        raise CdssError(f"base data directory not found: {base}")
+    out: dict[str, Path] = {}
+    peers = {p.name: p for p in cdss.peers}
+    for pdir in sorted(base.iterdir()):
+        if pdir.name.startswith((".", "_")):
+            continue
+        if not pdir.is_dir() or pdir.name not in peers:
+            raise CdssError(
+                f"not a peer's data directory (peers: {', '.join(peers)})", Location(str(pdir))
+            )
+        peer = peers[pdir.name]
+        for f in sorted(pdir.iterdir()):
+            if f.name.startswith((".", "_")):
+                continue
+            fmt = f.suffix[1:].lower()
+            stem = f.stem
+            kind = "l"
+            if stem.endswith(REJECTIONS_SUFFIX):
+                stem, kind = stem[: -len(REJECTIONS_SUFFIX)], "r"
+            names = [r.name for r in peer.relations]
+            if fmt not in FORMATS or stem not in names:
+                raise CdssError(
+                    f"expected <relation>.csv or <relation>{REJECTIONS_SUFFIX}.csv (or .parquet) for a"
+                    f" relation of {peer.name} ({', '.join(names) or 'none'})",
+                    Location(str(f)),
+                )
+            internal = compiled.names.relation(RelationRef(peer.name, stem), kind)
+            if internal in out:
+                raise CdssError(f"two files for {peer.name}.{stem}: {out[internal].name} and {f.name}", Location(str(f)))
+            out[internal] = f
+    return out
+
+
+@dataclass
+class CdssResult:
+    """Each peer relation's instance (``R_o``), and the engine's result for everything else.
+
+    ``result`` is the engine's :class:`~selp.engines.result.EvalResult` over the compiled program
+    (``P_m``, ``R_i``, ``R_t``, ...); call :meth:`close` when done with it (Spark may read the
+    linked input files lazily, so they live as long as this object).
+    """
+
+    compiled: CompiledCDSS
+    instances: dict[RelationRef, set[Row]]
+    with_nulls: bool
+    result: Any
+    _tmp: tempfile.TemporaryDirectory | None = field(default=None, repr=False)
+
+    def instance(self, peer: str, relation: str) -> set[Row]:
+        return self.instances[RelationRef(peer, relation)]
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+def _relocated(err: SelpError, tmp: str, files: dict[str, Path]) -> SelpError:
+    """The same error, pointing at the user's file instead of its link in the temporary directory."""
+    loc = err.location
+    if loc is None or loc.file is None or not loc.file.startswith(tmp):
+        return err
+    internal = Path(loc.file).stem
+    if internal not in files:
+        return err
+    return type(err)(err.message, Location(str(files[internal]), loc.line, loc.column))
+
+
+def _link(src: Path, dst: Path) -> None:
+    try:
+        os.symlink(src.resolve(), dst)
+    except OSError:  # file systems without symlinks
+        shutil.copyfile(src, dst)
+
+
+def evaluate_cdss(
+    cdss: CDSS,
+    base_data_dir: str | Path | None,
+    engine: str = "local",
+    *,
+    spark: Any = None,
+    with_nulls: bool = False,
+    viewpoint: str | None = None,
+) -> CdssResult:
+    """Compile ``cdss`` and compute every peer's instance from the base data in ``base_data_dir``
+    (``None``: no data) with the ``local`` or ``spark`` engine (``spark``: a session; one is
+    started when ``None``). Instances hold certain answers unless ``with_nulls``."""
+    if engine not in ("local", "spark"):
+        raise CdssError(f"unknown engine {engine!r}; use local or spark")
+    compiled = compile_cdss(cdss, viewpoint)
+    files = base_data_files(cdss, compiled, base_data_dir) if base_data_dir is not None else {}
+    analysis = analyze(compiled.program)
+    tmp = tempfile.TemporaryDirectory(prefix="selp-cdss-")
+    try:
+        for internal, src in files.items():
+            _link(src, Path(tmp.name) / f"{internal}{src.suffix.lower()}")
+        if engine == "spark":
+            from selp.engines.spark import run_spark
+
+            if spark is None:
+                from selp.engines.spark_session import get_spark
+
+                spark = get_spark()
+            result: Any = run_spark(analysis, tmp.name, spark)
+        else:
+            from selp.engines.result import run_local
+
+            result = run_local(analysis, tmp.name)
+        instances: dict[RelationRef, set[Row]] = {}
+        for ref, rel in compiled.output_relations().items():
+            rows = result.rows(rel)
+            instances[ref] = set(rows) if with_nulls else {r for r in rows if is_certain(r)}
+    except SelpError as err:
+        tmp.cleanup()
+        raise _relocated(err, tmp.name, files) from None
+    except BaseException:
+        tmp.cleanup()
+        raise
+    return CdssResult(compiled, instances, with_nulls, result, tmp)
