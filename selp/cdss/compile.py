@@ -49,9 +49,11 @@ go ``R_o <- R_t <- P_m <- S_o ...``.
   (``not (a and b)`` becomes ``not a`` or ``a and not b``), so every trusted step is derived by
   exactly one rule and derivation trees are not duplicated.
 * Comparisons follow selp's semantics for labeled nulls: a null equals only itself and is never
-  ordered. An ordered comparison on a null is false *and so is its negation*, so a step whose
-  trust depends on ordering a labeled null is distrusted (conservative). Comparisons that are
-  decided at compile time (constants, existential values against constants) are folded.
+  ordered. The compiled conditions are exact for other values; an ordered comparison on a null
+  is false *and so is its negation*, so a step whose trust depends on ordering a labeled null is
+  distrusted (conservative; a later ``trust`` rule is then not reached either). Comparisons
+  decided at compile time (constants; existential values, i.e. Skolem terms, against constants)
+  are folded after negation, so they agree with what the engine would decide at run time.
 * Trust is the policy of the peer that owns the target relation (digest §9.8), whatever peer
   later queries the instance.
 
@@ -68,7 +70,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from selp.cdss.errors import CdssError
-from selp.cdss.model import CDSS, AttributeRef, Condition, Mapping, MappingAtom, Relation, RelationRef, TrustRule
+from selp.cdss.model import CDSS, AttributeRef, Mapping, MappingAtom, Relation, RelationRef, TrustRule
 from selp.errors import Location
 from selp.language.ast import Atom, Comparison, Const, Decl, Program, Rule, SkolemTerm, Term, Var
 from selp.language.printer import format_decl, format_rule
@@ -324,48 +326,71 @@ class _Compiler:
             formula = anyone
         for r in distrusts:
             formula = _and(formula, _not(self.condition(r, rel, args, m)))
+        formula = _fold(formula)
         parts = []
         if policy.default == "distrust":
             parts.append("distrusted by default")
         for r in trusts + distrusts:
-            what = f"{r.action}" + (f" when {r.when_text.strip()}" if r.when_text.strip() else "")
-            parts.append(what)
+            what = [r.action]
+            if r.sources:
+                what.append("from " + ", ".join(r.sources))
+            if r.mappings:
+                what.append("through " + ", ".join(r.mappings))
+            if r.when_text.strip():
+                what.append("when " + r.when_text.strip())
+            parts.append(" ".join(what))
         return formula, "; ".join(parts)
 
     def condition(self, rule: TrustRule, rel: Relation, args: tuple[Term, ...], m: Mapping) -> DNF:
-        """A rule's ``when`` over one head atom, folded where it is decided at compile time."""
+        """A rule's ``when`` over one head atom (comparisons may hold Skolem terms and constants
+        on both sides until :func:`_fold` decides them)."""
         conj: list[Comparison] = []
         for c in rule.when:
             left, right = (self.operand(t, rel, args) for t in (c.left, c.right))
-            decided = self.fold(c, left, right, rule, m)
-            if decided is False:
-                return FALSE
-            if decided is None:
-                conj.append(Comparison(c.op, left, right))
+            skolems = [t for t in (left, right) if isinstance(t, SkolemTerm)]
+            if len(skolems) == 1 and any(isinstance(t, Var) for t in (left, right)):
+                raise CdssError(
+                    f"trust condition {rule.when_text.strip()!r} compares an existential value of mapping"
+                    f" {m.name} with a value of the body; compare it with a constant instead",
+                    rule.loc,
+                )
+            conj.append(Comparison(c.op, left, right))
         return [tuple(conj)]
 
     @staticmethod
     def operand(t: AttributeRef | Const, rel: Relation, args: tuple[Term, ...]) -> Term:
         return args[rel.position(t.name)] if isinstance(t, AttributeRef) else t
 
-    @staticmethod
-    def fold(c: Condition, left: Term, right: Term, rule: TrustRule, m: Mapping) -> bool | None:
-        """True/False when decided statically, None when the rule must test it."""
-        if isinstance(left, Const) and isinstance(right, Const):
-            a, b = left.value, right.value
-            return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[c.op]  # type: ignore[operator]
-        nulls = [t for t in (left, right) if isinstance(t, SkolemTerm)]
-        if not nulls:
-            return None
-        if len(nulls) == 1 and isinstance(left if nulls[0] is right else right, Var):
-            raise CdssError(
-                f"trust condition {rule.when_text.strip()!r} compares an existential value of mapping {m.name}"
-                " with a value of the body; compare it with a constant instead",
-                rule.loc,
-            )
-        # a labeled null equals only itself and is never ordered
+
+def _decide(c: Comparison) -> bool | None:
+    """True/False when decided at compile time, None when the rule must test it.
+
+    Folding happens after negation (see :func:`_fold`), so it agrees with what the engine would
+    do at run time: a labeled null equals only itself and is never ordered."""
+    left, right = c.left, c.right
+    if isinstance(left, Const) and isinstance(right, Const):
+        a, b = left.value, right.value
+        return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[c.op]  # type: ignore[operator]
+    if isinstance(left, SkolemTerm) or isinstance(right, SkolemTerm):
         same = left == right
         return {"=": same, "!=": not same}.get(c.op, False)
+    return None
+
+
+def _fold(formula: DNF) -> DNF:
+    """Drop decided literals: a false one removes its conjunction, a true one is left out."""
+    out: DNF = []
+    for conj in formula:
+        kept = []
+        for c in conj:
+            d = _decide(c)
+            if d is False:
+                break
+            if d is None:
+                kept.append(c)
+        else:
+            out.append(tuple(kept))
+    return out
 
 
 def compile_cdss(cdss: CDSS, viewpoint: str | None = None) -> CompiledCDSS:

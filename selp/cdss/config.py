@@ -60,7 +60,6 @@ from selp.cdss.model import (
     Peer,
     RankedTrust,
     Relation,
-    RelationRef,
     TrustPolicy,
     TrustRule,
 )

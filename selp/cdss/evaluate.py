@@ -105,6 +105,13 @@ class CdssResult:
             self._tmp = None
 
 
+def link_base_data(files: dict[str, Path], target: str | Path) -> None:
+    """Link (or copy) the files of :func:`base_data_files` into ``target`` under their internal
+    names (``B_l.csv``), making ``target`` a ``--db`` directory for the compiled program."""
+    for internal, src in files.items():
+        _link(src, Path(target) / f"{internal}{src.suffix.lower()}")
+
+
 def _relocated(err: SelpError, tmp: str, files: dict[str, Path]) -> SelpError:
     """The same error, pointing at the user's file instead of its link in the temporary directory."""
     loc = err.location
@@ -142,8 +149,7 @@ def evaluate_cdss(
     analysis = analyze(compiled.program)
     tmp = tempfile.TemporaryDirectory(prefix="selp-cdss-")
     try:
-        for internal, src in files.items():
-            _link(src, Path(tmp.name) / f"{internal}{src.suffix.lower()}")
+        link_base_data(files, tmp.name)
         if engine == "spark":
             from selp.engines.spark import run_spark
 
