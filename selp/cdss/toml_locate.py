@@ -82,8 +82,9 @@ class _Scan:
                 if array:
                     aot[keys] = aot.get(keys, -1) + 1
                 section = self._header_path(keys, aot)
-                self.keys.setdefault(section, start)
-                self.values.setdefault(section, start)
+                for n in range(1, len(section) + 1):  # [a.b.c] also places a and a.b
+                    self.keys.setdefault(section[:n], start)
+                    self.values.setdefault(section[:n], start)
                 continue
             keys = self.key()
             path = section + keys
