@@ -471,7 +471,7 @@ def run_bench(
             if row["dataset"] == dataset and row["scale"] == scale and row.get("output_tuples") is None:
                 row["output_tuples"] = stats.get("output_tuples")
     add_ratios(rows)
-    return rows
+    return ordered(rows)
 
 
 def _loadavg() -> float | None:

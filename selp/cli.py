@@ -618,7 +618,7 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
         rows = bench_instrument(repeat=repeat, say=say)
         click.echo(format_instrument_table(rows))
         for p in write_results(rows, out_dir, machine_info()):
-            click.echo(f"wrote {p}", err=True)
+            say(f"wrote {p}")
         return
     from selp.bench_harness import MODES, format_markdown, plot, run_bench, save
 
@@ -648,10 +648,10 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
     click.echo(format_markdown(rows))
     command = "selp bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
     for p in save(rows, out_dir, machine, command):
-        click.echo(f"wrote {p}", err=True)
+        say(f"wrote {p}")
     if not no_plots:
         for p in plot(rows, out_dir, say):
-            click.echo(f"wrote {p}", err=True)
+            say(f"wrote {p}")
 
 
 from selp.cdss.cli import cdss as _cdss  # noqa: E402  (the CDSS commands live with the CDSS)
