@@ -57,3 +57,46 @@ def test_explain_generator_is_deterministic_and_every_relation_is_derived(tmp_pa
     assert all(res.count(rel) > 0 for rel in res.relations())
     # dist never exceeds the hop table: at most 4 hops
     assert max(n for _, _, n in res.rows("dist")) == 4
+
+
+def test_scale_lands_near_the_output_size_for_every_dataset(tmp_path: Path) -> None:
+    import pytest
+
+    from selp.bench_datasets import NAMES, generate_scaled, spec
+
+    for name in NAMES:
+        stats = generate_scaled(name, tmp_path / name, 20000, seed=3)  # another seed than the calibration's
+        res = run_local(analyze(parse_program_file(str(spec(name).program))), tmp_path / name)
+        out = sum(res.count(rel) for rel in res.relations())
+        assert out == pytest.approx(20000, rel=0.15), name
+        assert stats["scale"] == 20000 and stats["units"] > 1 and stats["edb_rows"] > 0
+
+
+def test_scaled_dataset_is_cached_by_dataset_scale_and_seed(tmp_path: Path) -> None:
+    from selp.bench_datasets import scaled_dataset
+
+    d, stats = scaled_dataset(tmp_path, "iris", 2000, seed=1)
+    mtime = (d / "a.csv").stat().st_mtime_ns
+    d2, stats2 = scaled_dataset(tmp_path, "iris", 2000, seed=1)
+    assert d2 == d and stats2 == stats and (d / "a.csv").stat().st_mtime_ns == mtime
+    d3, _ = scaled_dataset(tmp_path, "iris", 2000, seed=2)
+    assert d3 != d
+
+
+def test_gen_cli_scale_and_units_options(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    def selp(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "selp", "gen", *args], capture_output=True, text=True)
+
+    r = selp("explain", "--scale", "3000", "--seed", "4", "--out", str(tmp_path / "e"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["unit"] == "agents" and (tmp_path / "e" / "link.csv").is_file()
+    r = selp("amie", "--persons", "50", "--out", str(tmp_path / "a"))  # the unit option still works
+    assert r.returncode == 0 and json.loads(r.stdout)["persons"] == 50
+    r = selp("tc", "--scale", "2000", "--out", str(tmp_path / "t"))
+    assert r.returncode == 0 and json.loads(r.stdout)["expected_tc"] == 2025
+    r = selp("iris", "--out", str(tmp_path / "i"))
+    assert r.returncode != 0 and "give either --scale or --records" in r.stderr

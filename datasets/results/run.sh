@@ -1,0 +1,9 @@
+#!/bin/sh
+# Re-record every result under datasets/results/ (run from the repository root; ~30-40 min on
+# 2 cores). Each line is independent: re-run one dataset by copying its line.
+set -e
+selp bench iris --scales 20000,100000,300000 --patterns all -k 3 --engine local --repeat 1 --timeout 240 --memory-cap 6144 --out datasets/results/iris
+selp bench explain --scales 20000,100000 --patterns all -k 3 --engine local --repeat 1 --timeout 240 --memory-cap 6144 --out datasets/results/explain
+selp bench amie --scales 20000,100000 --patterns p5,p6,p7,p8,p9,p6s,p7s,p8s,p9s -k 3 --engine local --repeat 1 --timeout 240 --memory-cap 6144 --out datasets/results/amie
+selp bench tc --scales 30000,100000 --patterns p10,p11,p12,p13 -k 3 --engine local --repeat 1 --timeout 240 --memory-cap 6144 --out datasets/results/tc
+selp bench tc --scales 100000 --patterns p10 -k 1,3,7 --engine local,spark --modes semi-naive,top-k,full-provenance --repeat 1 --timeout 300 --memory-cap 6144 --out datasets/results/tc-k
