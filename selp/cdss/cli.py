@@ -144,3 +144,353 @@ def _find_relation(c, text: str):
         known = ", ".join(c.display_name(r.ref) for r in c.relations())
         raise SelpError(f"--relation {text}: no such relation (relations: {known})")
     raise SelpError(f"--relation {text} is ambiguous: {', '.join(str(r) for r in found)}")
+
+
+# -- the peer workflow over the durable store (selp.cdss.store) -------------------------------
+_DIR = click.argument("directory", type=click.Path(file_okay=False))
+_PEER = click.option("--peer", required=True, help="The peer (a name from cdss.toml).")
+
+
+def _open(directory: str):
+    from selp.cdss.store import Store
+
+    return Store.open(directory)
+
+
+def _when(ts: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def _start_spark(engine: str, master: str | None, quiet: bool):
+    if engine != "spark":
+        if master:
+            raise SelpError("--master applies to the spark engine; add --engine spark")
+        return None
+    from selp.engines.spark_session import get_spark
+
+    if not quiet:
+        click.echo(f"starting Spark ({master or 'local'}) ...", err=True)
+    try:
+        return get_spark(master)
+    except Exception as err:  # Py4J/PySpark errors: one line, not a JVM stack
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SelpError(f"could not start Spark: {first}") from None
+
+
+def _engine(engine: str | None, store) -> str:
+    from selp.cdss.config import CONFIG_FILE
+    from selp.config import choose_engine
+
+    return choose_engine(engine, store.directory / CONFIG_FILE)
+
+
+@cdss.command(name="init")
+@_DIR
+def init_cmd(directory: str) -> None:
+    """Create the store of the CDSS in DIRECTORY (DIRECTORY/.selp) from its cdss.toml.
+
+    Refuses when a store exists: edit logs are never discarded by a command; move
+    DIRECTORY/.selp away to start over.
+
+    \b
+    Example:
+      selp cdss init examples/cdss/bio
+    """
+    from selp.cdss.store import Store
+
+    with Store.init(directory) as s:
+        click.echo(f"created {s.root} for {len(s.cdss.peers)} peer(s): {', '.join(p.name for p in s.cdss.peers)}")
+
+
+def _report_batch(peer: str, result) -> None:
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"batch {result.batch} of {peer} recorded (unpublished): {result.summary()}")
+
+
+@cdss.command(name="edit", context_settings={"ignore_unknown_options": True})
+@_DIR
+@_PEER
+@click.argument("edits", nargs=-1, required=True, type=click.UNPROCESSED)
+def edit_cmd(directory: str, peer: str, edits: tuple[str, ...]) -> None:
+    """Record one batch of edits of PEER: +R(v, ...) inserts, -R(v, ...) deletes.
+
+    Deleting one of the peer's local tuples removes it from its local data; deleting a tuple it
+    only imported records a rejection, which persists across exchanges. The batch is checked
+    whole (relations, arities, types, keys) and refused whole on any error.
+
+    \b
+    Examples:
+      selp cdss edit examples/cdss/bio --peer PBioSQL +'B(3, 5)' +'B(4, 1)'
+      selp cdss edit examples/cdss/bio --peer PBioSQL -'B(3, 2)'
+    """
+    from selp.cdss.edits import apply_batch, parse_edit
+
+    with _open(directory) as s:
+        requests = [parse_edit(s, peer, e) for e in edits]
+        _report_batch(peer, apply_batch(s, peer, requests, "edit " + " ".join(edits)))
+
+
+@cdss.command(name="import")
+@_DIR
+@_PEER
+@click.option("--relation", required=True, help="The peer's relation the file holds.")
+@click.option("--delete", is_flag=True, help="Delete the file's tuples instead of inserting them.")
+@click.argument("csv_file", metavar="FILE.csv", type=click.Path(dir_okay=False))
+def import_cmd(directory: str, peer: str, relation: str, delete: bool, csv_file: str) -> None:
+    """Record the rows of FILE.csv (a header naming the attributes) as one batch of PEER.
+
+    \b
+    Example:
+      selp cdss import examples/cdss/bio --peer PGUS --relation G examples/cdss/bio/data/PGUS/G.csv
+    """
+    from selp.cdss.edits import apply_batch, read_csv_requests
+
+    with _open(directory) as s:
+        requests = read_csv_requests(s, peer, relation, csv_file, "-" if delete else "+")
+        if not requests:
+            raise SelpError(f"{csv_file}: no data rows; nothing to record")
+        _report_batch(peer, apply_batch(s, peer, requests, f"import {'--delete ' if delete else ''}{relation} {csv_file}"))
+
+
+@cdss.command(name="reject", context_settings={"ignore_unknown_options": True})
+@_DIR
+@_PEER
+@click.option("--undo", is_flag=True, help="Lift the rejections instead.")
+@click.argument("tuples", nargs=-1, required=True, type=click.UNPROCESSED)
+def reject_cmd(directory: str, peer: str, undo: bool, tuples: tuple[str, ...]) -> None:
+    """Reject imported tuples at PEER (curation), as one batch; --undo lifts rejections.
+
+    A rejection hides the tuple from the peer's instance, and so from everything derived from
+    it, at every later exchange. Unlike `edit -R(...)`, the tuple need not be imported yet.
+
+    \b
+    Examples:
+      selp cdss reject examples/cdss/bio --peer PBioSQL 'B(3, 2)'
+      selp cdss reject examples/cdss/bio --peer PBioSQL --undo 'B(3, 2)'
+    """
+    from selp.cdss.edits import apply_batch, parse_edit
+
+    with _open(directory) as s:
+        op = "unreject" if undo else "reject"
+        requests = []
+        for t in tuples:
+            r = parse_edit(s, peer, t, op)
+            if r.op in "+-":
+                raise SelpError(f"reject {t!r}: write the tuple without + or -")
+            requests.append(r)
+        _report_batch(peer, apply_batch(s, peer, requests, f"{'reject --undo' if undo else 'reject'} " + " ".join(tuples)))
+
+
+@cdss.command(name="publish")
+@_DIR
+@_PEER
+def publish_cmd(directory: str, peer: str) -> None:
+    """Publish PEER's unpublished edits: the next exchanges of every peer see them.
+
+    \b
+    Example:
+      selp cdss publish examples/cdss/bio --peer PGUS
+    """
+    with _open(directory) as s:
+        epoch, n = s.publish(peer)
+        if not n:
+            click.echo(f"{peer} has no unpublished edits; nothing published")
+        else:
+            click.echo(f"published {n} edit(s) of {peer} as publication {epoch}")
+
+
+@cdss.command(name="exchange")
+@_DIR
+@_PEER
+@click.option("--engine", type=click.Choice(["local", "spark"]), default=None, help="Evaluation engine [default: SELP_ENGINE, else selp.toml beside cdss.toml, else spark].")
+@click.option("--strategy", type=click.Choice(["recompute", "provenance", "dred"]), default="recompute", show_default=True, help="Full recomputation, or incremental maintenance (provenance-based deletion or DRed).")
+@click.option("--publish", "publish_first", is_flag=True, help="Publish PEER's edits first (ORCHESTRA's exchange).")
+@click.option("--wait", type=click.FloatRange(min=0), default=10.0, show_default=True, help="Seconds to wait for another running exchange.")
+@click.option("--keep", type=click.IntRange(min=1), default=3, show_default=True, help="Epochs kept by garbage collection (besides those a peer reflects).")
+@click.option("--master", default=None, help="Spark master URL (spark engine).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def exchange_cmd(directory: str, peer: str, engine: str | None, strategy: str, publish_first: bool, wait: float, keep: int, master: str | None, quiet: bool) -> None:
+    """Update exchange for PEER: bring its instance up to date with everything published.
+
+    \b
+    Examples:
+      selp cdss exchange examples/cdss/bio --peer PBioSQL --engine local
+      selp cdss exchange examples/cdss/bio --peer PBioSQL --publish --strategy provenance
+    """
+    from selp.cdss.exchange import exchange
+
+    with _open(directory) as s:
+        eng = _engine(engine, s)
+        if publish_first:
+            epoch, n = s.publish(peer)
+            if n and not quiet:
+                click.echo(f"published {n} edit(s) of {peer} as publication {epoch}", err=True)
+        spark = _start_spark(eng, master, quiet)
+        say = (lambda msg: None) if quiet else (lambda msg: click.echo(msg, err=True))
+        res = exchange(s, peer, eng, strategy, spark=spark, wait=wait, keep=keep, say=say)
+        info = res.info
+        sizes = ", ".join(
+            f"{s.cdss.display_name(ref)} {res.sizes[rel]}" for ref, rel in s.compiled.output_relations().items()
+        )
+        click.echo(f"{peer} now reflects publication {info.publication} (epoch {info.epoch}, {info.strategy}, {info.engine}): {sizes}")
+
+
+@cdss.command(name="query")
+@_DIR
+@_PEER
+@click.argument("relation")
+@click.option("--with-nulls", is_flag=True, help="Keep tuples holding labeled nulls (default: certain answers only).")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+def query_cmd(directory: str, peer: str, relation: str, with_nulls: bool, fmt: str) -> None:
+    """Print RELATION in PEER's instance (as of its last exchange): certain answers by default.
+
+    RELATION is a peer relation (B, or PBioSQL.B) or any relation of the compiled program
+    (B_l, B_t, P_m4, ...; see `selp cdss compile`).
+
+    \b
+    Examples:
+      selp cdss query examples/cdss/bio --peer PBioSQL B
+      selp cdss query examples/cdss/bio --peer PuBio U --with-nulls --format csv
+    """
+    import csv as csvmod
+    import io
+    import json
+
+    from selp.cdss.evaluate import is_certain
+    from selp.database import sorted_rows
+    from selp.values import display_value, format_value
+
+    with _open(directory) as s:
+        epoch = s.peer_epoch(peer)
+        if epoch is None:
+            raise SelpError(f"{peer} has no instance yet: run `selp cdss exchange {directory} --peer {peer}`")
+        names = {d.relation for d in s.compiled.program.decls}
+        if relation in names:
+            internal, title = relation, relation
+        else:
+            ref = _find_relation(s.cdss, relation)
+            internal, title = s.compiled.names.relation(ref, "o"), f"{ref.peer}.{ref.name}"
+        info = s.exchange(epoch)
+        rows = s.read_epoch(epoch, [internal])[internal]
+        cols = [c for c, _ in s.columns(internal)]
+    if not with_nulls:
+        rows = {r for r in rows if is_certain(r)}
+    ordered = sorted_rows(rows)
+    what = "with labeled nulls" if with_nulls else "certain answers"
+    if fmt == "json":
+        click.echo(json.dumps({
+            "peer": peer, "relation": title, "epoch": epoch, "publication": info.publication,
+            "with_nulls": with_nulls, "columns": cols,
+            "rows": [[v if isinstance(v, (int, str)) else format_value(v) for v in r] for r in ordered],
+        }, indent=2, ensure_ascii=False))
+    elif fmt == "csv":
+        buf = io.StringIO()
+        w = csvmod.writer(buf, lineterminator="\n")
+        w.writerow(cols)
+        for r in ordered:
+            w.writerow([display_value(v) for v in r])
+        click.echo(buf.getvalue(), nl=False)
+    else:
+        click.echo(f"{title}({', '.join(cols)}) at {peer}: {len(ordered)} tuple(s), {what}; epoch {epoch}, publication {info.publication}")
+        cells = [cols] + [[display_value(v) for v in r] for r in ordered]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
+        for row in cells:
+            click.echo("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+
+
+@cdss.command(name="status")
+@_DIR
+def status_cmd(directory: str) -> None:
+    """Peers (unpublished edits, the epoch their instance reflects), publications, epochs.
+
+    \b
+    Example:
+      selp cdss status examples/cdss/bio
+    """
+    with _open(directory) as s:
+        last = s.last_publication()
+        unpublished = s.unpublished_counts()
+        epochs = s.peer_epochs()
+        exchanges = {e.epoch: e for e in s.exchanges()}
+        click.echo(f"store {s.root}: {len(s.cdss.peers)} peer(s), latest publication {last}, {len(exchanges)} exchange(s)")
+        for p in s.cdss.peers:
+            e = epochs.get(p.name)
+            if e is None:
+                state = "never exchanged"
+            else:
+                pub = exchanges[e].publication
+                state = f"epoch {e} (publication {pub}{', up to date' if pub == last else f', {last - pub} publication(s) behind'})"
+            click.echo(f"  {p.name}: {unpublished.get(p.name, 0)} unpublished edit(s); instance: {state}")
+        for epoch, peer, created, n in s.publications():
+            click.echo(f"  publication {epoch}: {n} edit(s) of {peer} at {_when(created)}")
+        for e in exchanges.values():
+            kept = "collected" if e.collected else "kept"
+            click.echo(
+                f"  epoch {e.epoch}: exchange of {e.peer} at {_when(e.created)}, publication {e.publication},"
+                f" {e.strategy} on {e.engine}, {e.stats.get('tuples', '?')} tuple(s), {e.seconds:.2f}s ({kept})"
+            )
+
+
+@cdss.command(name="log")
+@_DIR
+@click.option("--peer", default=None, help="Only this peer's edits.")
+def log_cmd(directory: str, peer: str | None) -> None:
+    """The edit log, in order: batches and their resolved edits.
+
+    \b
+    Example:
+      selp cdss log examples/cdss/bio --peer PBioSQL
+    """
+    from selp.values import format_value
+
+    with _open(directory) as s:
+        if peer is not None:
+            s.check_peer(peer)
+        batch = None
+        for e in s.edits(peer=peer):
+            if e.batch != batch:
+                batch = e.batch
+                pub = f"publication {e.published}" if e.published is not None else "unpublished"
+                click.echo(f"batch {e.batch} of {e.peer} at {_when(e.created)} ({pub})")
+            what = {("l", "+"): "insert", ("l", "-"): "delete", ("r", "+"): "reject", ("r", "-"): "lift rejection"}[(e.kind, e.op)]
+            sign = "+" if e.op == "+" else "-"
+            kind = "" if e.kind == "l" else " [rejection]"
+            click.echo(f"  {e.seq:>5} {sign}{e.relation}({', '.join(format_value(v) for v in e.values)}){kind}  {what}")
+
+
+@cdss.command(name="explain")
+@_DIR
+@_PEER
+@click.argument("fact")
+@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Trees.")
+@click.option("--monoid", default="cost", show_default=True, help="cost (PEER's ranked trust), or another selp monoid.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True, help="Top-k engine.")
+@click.option("--master", default=None, help="Spark master URL (spark engine).")
+def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: str, engine: str, master: str | None) -> None:
+    """The k best derivation trees of FACT through the mappings, ranked by PEER's trust costs.
+
+    Computed over the latest published base data; each step names its mapping and the peers
+    the mapping reads.
+
+    \b
+    Example:
+      selp cdss explain examples/cdss/bio --peer PBioSQL 'B(3, 2)' -k 3
+    """
+    import json
+
+    from selp.cdss.explain import explain, render_text, to_json
+
+    with _open(directory) as s:
+        spark = _start_spark(engine, master, False)
+        e = explain(s, peer, fact, k, monoid, engine, spark)
+        epoch = s.peer_epoch(peer)
+        if epoch is not None and s.exchange(epoch).publication < e.publication:
+            click.echo(f"note: {peer}'s instance reflects an older publication; run exchange to see these tuples there", err=True)
+        if fmt == "json":
+            click.echo(json.dumps(to_json(s, e), indent=2, ensure_ascii=False))
+        else:
+            click.echo(render_text(s, e), nl=False)
