@@ -456,9 +456,9 @@ def log_cmd(directory: str, peer: str | None) -> None:
                 pub = f"publication {e.published}" if e.published is not None else "unpublished"
                 click.echo(f"batch {e.batch} of {e.peer} at {_when(e.created)} ({pub})")
             what = {("l", "+"): "insert", ("l", "-"): "delete", ("r", "+"): "reject", ("r", "-"): "lift rejection"}[(e.kind, e.op)]
-            sign = "+" if e.op == "+" else "-"
-            kind = "" if e.kind == "l" else " [rejection]"
-            click.echo(f"  {e.seq:>5} {sign}{e.relation}({', '.join(format_value(v) for v in e.values)}){kind}  {what}")
+            # a rejection is the deletion of an imported tuple: shown with the user's sign
+            sign = "+" if (e.op == "+") == (e.kind == "l") else "-"
+            click.echo(f"  {e.seq:>5} {sign}{e.relation}({', '.join(format_value(v) for v in e.values)})  {what}")
 
 
 @cdss.command(name="explain")

@@ -277,7 +277,7 @@ def apply_batch(store: Store, peer: str, requests: list[Request], source: str) -
 
 
 def _check_key(store: Store, peer: str, ref: RelationRef, rows: set[Row], reqs: list[Request]) -> None:
-    """Refuse two local tuples with the same key; blame an inserted tuple of this batch."""
+    """Refuse two local tuples with the same key; blame the last conflicting insertion of the batch."""
     rel = store.cdss.relation(ref)
     pos = [rel.position(a) for a in rel.key]
     if len(pos) == rel.arity:
@@ -285,7 +285,7 @@ def _check_key(store: Store, peer: str, ref: RelationRef, rows: set[Row], reqs: 
     groups: dict[tuple, list[Row]] = {}
     for row in rows:
         groups.setdefault(tuple(row[i] for i in pos), []).append(row)
-    for req in reqs:
+    for req in reversed(reqs):  # blame the latest insertion of a conflicting pair
         if req.values not in rows:
             continue  # inserted, then deleted again later in the batch
         key = tuple(req.values[i] for i in pos)

@@ -43,7 +43,7 @@ which can simply be re-run.
 ``keep`` (default :data:`DEFAULT_KEEP`) and every epoch some peer's instance still reflects.
 
 **Concurrency.** Edits and publications are short ``BEGIN IMMEDIATE`` transactions: a second
-writer waits up to ``busy_timeout`` (:data:`BUSY_TIMEOUT_S`) and is then refused with one line.
+writer waits up to :data:`BUSY_TIMEOUT_S` (or ``$SELP_CDSS_BUSY_TIMEOUT``) seconds and is then refused with one line.
 Exchanges are long (Spark), so they are serialised by an exclusive ``fcntl`` lock on
 ``exchange.lock`` taken for the whole exchange; a second exchange waits up to ``--wait`` seconds
 and is then refused, naming the holder. The OS releases the lock when a process dies, so a killed
@@ -79,6 +79,7 @@ INSTANCES = "instances"
 FORMAT = 1
 DEFAULT_KEEP = 3
 BUSY_TIMEOUT_S = 10.0
+BUSY_TIMEOUT_ENV = "SELP_CDSS_BUSY_TIMEOUT"  # seconds; overrides BUSY_TIMEOUT_S
 # Test hook: seconds to sleep inside the write phase of an exchange, after the first relation
 # file is written (so a test can kill the process mid-write). Never set it otherwise.
 CRASH_HOOK_ENV = "SELP_CDSS_TEST_SLEEP_IN_WRITE"
@@ -476,9 +477,14 @@ def _exchange_info(row: tuple) -> ExchangeInfo:
     return ExchangeInfo(epoch, peer, pub, program, engine, strategy, created, seconds, json.loads(stats), bool(collected))
 
 
+def busy_timeout() -> float:
+    """How long a writer waits for another writer's transaction (seconds)."""
+    return float(os.environ.get(BUSY_TIMEOUT_ENV) or BUSY_TIMEOUT_S)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in _transaction)
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    conn = sqlite3.connect(path, timeout=busy_timeout(), isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA foreign_keys=ON")
@@ -492,7 +498,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     except sqlite3.OperationalError as err:
         if "locked" in str(err) or "busy" in str(err):
             raise CdssError(
-                f"the store is busy: another process is writing to it; waited {BUSY_TIMEOUT_S:g}s, try again"
+                f"the store is busy: another process is writing to it; waited {busy_timeout():g}s, try again"
             ) from None
         raise
     try:
