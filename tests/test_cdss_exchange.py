@@ -271,6 +271,13 @@ def test_incremental_strategies(tmp_path):
             res = cdss_cli("exchange", d, "--peer", "PBioSQL", "--engine", "local", "--strategy", strategy)
             one_line_error(res, f"strategy {strategy} is not available yet", "--strategy recompute")
         return
+    from selp.cdss.exchange import check_strategy
+
+    try:
+        check_strategy("dred", spark=True)
+    except Exception:  # the Spark variant is not there yet: refused before Spark starts
+        res = cdss_cli("exchange", d, "--peer", "PBioSQL", "--engine", "spark", "--strategy", "dred")
+        one_line_error(res, "strategy dred is not available yet on the spark engine")
     run_exchange(d, "PGUS")  # recompute: the reference
     with Store.open(d) as s:
         expected = s.read_epoch(s.peer_epoch("PGUS"))

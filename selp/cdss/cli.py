@@ -324,6 +324,10 @@ def exchange_cmd(directory: str, peer: str, engine: str | None, strategy: str, p
 
     with _open(directory) as s:
         eng = _engine(engine, s)
+        if strategy != "recompute":  # before starting Spark: refuse fast when unavailable
+            from selp.cdss.exchange import check_strategy
+
+            check_strategy(strategy, eng == "spark")
         if publish_first:
             epoch, n = s.publish(peer)
             if n and not quiet:

@@ -56,16 +56,24 @@ def _delta(old: dict[str, set[Row]], new: dict[str, set[Row]]) -> tuple[dict[str
     return inserts, deletes
 
 
-def _import_incremental(strategy: str, spark: bool) -> Callable:
-    try:
-        from selp.cdss import incremental  # noqa: F401  (written concurrently by a colleague)
-    except ImportError:
-        raise CdssError(f"strategy {strategy} is not available yet (selp.cdss.incremental is missing); use --strategy recompute") from None
+def check_strategy(strategy: str, spark: bool) -> Callable:
+    """The incremental entry point for ``strategy`` on the engine, or a one-line error.
+
+    ``apply_changes`` lives in :mod:`selp.cdss.incremental`; ``apply_changes_spark`` there or in
+    :mod:`selp.cdss.incremental_spark` (both written by a colleague)."""
+    import importlib
+
     name = "apply_changes_spark" if spark else "apply_changes"
-    fn = getattr(incremental, name, None)
-    if fn is None:
-        raise CdssError(f"strategy {strategy} is not available yet (selp.cdss.incremental has no {name}); use --strategy recompute")
-    return fn
+    modules = ["selp.cdss.incremental"] + (["selp.cdss.incremental_spark"] if spark else [])
+    for mod in modules:
+        try:
+            fn = getattr(importlib.import_module(mod), name, None)
+        except ImportError:
+            continue
+        if fn is not None:
+            return fn
+    engine = "the spark engine" if spark else "the local engine"
+    raise CdssError(f"strategy {strategy} is not available yet on {engine} (no {name} in selp.cdss.incremental); use --strategy recompute")
 
 
 def exchange(
@@ -85,7 +93,7 @@ def exchange(
         raise CdssError(f"unknown engine {engine!r}; use local or spark")
     if strategy not in STRATEGIES:
         raise CdssError(f"unknown strategy {strategy!r}; use {', '.join(STRATEGIES)}")
-    incremental = _import_incremental(strategy, engine == "spark") if strategy != "recompute" else None
+    incremental = check_strategy(strategy, engine == "spark") if strategy != "recompute" else None
     with store.exchange_lock(peer, wait):
         t0 = time.perf_counter()
         for p in store.clean_uncommitted():
