@@ -28,6 +28,7 @@ Strategies:
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -115,7 +116,7 @@ def exchange(
             incremental, used = None, "recompute"
         try:
             if engine == "spark":
-                sizes = _run_spark(store, base, start, publication, incremental, strategy, spark, tmp, stats, say)
+                sizes = _run_spark(store, base, start, incremental, strategy, spark, tmp, stats, say)
             else:
                 sizes = _run_local(store, base, start, incremental, strategy, tmp, stats, say)
             stats.update(base_tuples=n_base, tuples=sum(sizes.values()))
@@ -123,8 +124,6 @@ def exchange(
             store.commit_epoch(tmp, info)
         finally:
             if tmp.exists():  # not renamed: the exchange failed before the switch
-                import shutil
-
                 shutil.rmtree(tmp, ignore_errors=True)
         say(f"epoch {epoch} committed: {peer} now reflects publication {publication} ({info.seconds:.2f}s)")
         collected = store.collect_garbage(keep)
@@ -190,7 +189,7 @@ def _run_local(store, base, start, incremental, strategy, tmp, stats, say) -> di
     return _write_epoch(store, tmp, state)
 
 
-def _run_spark(store, base, start, publication, incremental, strategy, spark, tmp, stats, say) -> dict[str, int]:
+def _run_spark(store, base, start, incremental, strategy, spark, tmp, stats, say) -> dict[str, int]:
     from pyspark.sql import functions as F
 
     from selp.engines.spark_compile import rel_schema
