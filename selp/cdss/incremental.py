@@ -328,6 +328,7 @@ class Maintainer:
         while any(self.nonempty(d) for d in delta.values()):
             for rel, d in delta.items():
                 cur[rel] = b.union(cur[rel], d)
+                b.size(cur[rel])  # materialise (Spark: cuts the lineage every round)
             env = {**lower, **cur}
             new: dict[str, Any] = {}
             for p in rules:
@@ -404,6 +405,7 @@ class Maintainer:
                 if self.nonempty(n):
                     delta[rel] = n
                     over[rel] = b.union(over[rel], n)
+                    b.size(over[rel])
             stats.rounds += 1
         stats.overdeleted += sum(b.size(o) for o in over.values())
         cur = {r: b.minus(old[r], over[r]) for r in members}
@@ -439,6 +441,7 @@ class Maintainer:
             rest = {r: b.minus(a, has_base[r]) if r in has_base else a for r, a in affected.items()}
             for r, h in has_base.items():
                 proven[r] = b.union(proven[r], h)
+                b.size(proven[r])
             has_rec: dict[str, Any] = {}
             for p in rec:
                 if p.head in rest and self.nonempty(rest[p.head]):
@@ -446,6 +449,7 @@ class Maintainer:
             newly = {r: b.minus(a, has_rec[r]) if r in has_rec else a for r, a in rest.items()}
             for r, n in newly.items():
                 cur[r] = b.minus(cur[r], n)
+                b.size(cur[r])
             chk = {r: h for r, h in has_rec.items() if self.nonempty(h)}
             if chk:
                 stats.derivability_tests += sum(b.size(h) for h in chk.values())
@@ -454,8 +458,10 @@ class Maintainer:
                     stats.rederived += b.size(b.semijoin(derivable[r], tuple(range(self.arity(r))), chk[r])) if r in chk else 0
                     bad = b.minus(explored[r], derivable[r])
                     proven[r] = b.union(proven[r], derivable[r])
+                    b.size(proven[r])
                     if self.nonempty(bad):
                         cur[r] = b.minus(cur[r], bad)
+                        b.size(cur[r])
                         self.collect(newly, r, bad)
             newly = {r: n for r, n in newly.items() if self.nonempty(n)}
             affected = {}
@@ -488,6 +494,7 @@ class Maintainer:
                         g = b.union(g, found)
                         rest = b.minus(rest, found)
                 grounded[r] = b.union(grounded[r], g)
+                b.size(grounded[r])
                 if self.nonempty(rest):
                     expand[r] = rest
             new: dict[str, Any] = {}
@@ -501,6 +508,7 @@ class Maintainer:
                 if self.nonempty(n):
                     frontier[r] = n
                     explored[r] = b.union(explored[r], n)
+                    b.size(explored[r])
         # forward: the grounded tuples are derivable; what else follows inside the explored part
         delta = {r: g for r, g in grounded.items() if self.nonempty(g)}
         derivable = self.closure(rec, empty, delta, mid_lower, restrict=explored)
