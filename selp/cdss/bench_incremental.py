@@ -1,0 +1,137 @@
+"""A small benchmark of incremental update exchange: provenance vs DRed vs recomputation.
+
+The generated CDSS follows the dissertation's chapter 6 set-up in miniature: ``peers`` peers, each
+with one relation ``R_k(id, v)``; full mappings along a chain ``R_k -> R_k+1`` and back
+``R_k+1 -> R_k`` (so the mapping graph is one cycle-rich component, like Example 14), and base data
+drawn from a shared pool, so that peers overlap and many tuples have several derivations. Each
+row times one batch -- deleting (or inserting) ``fraction`` of every peer's base tuples -- with
+one strategy on the local backend, starting from the same fully evaluated state.
+
+``python -m selp.cdss.bench_incremental [--sizes 500,2000] [--fractions 0.1,0.3,0.5] [--peers 5]``
+prints a Markdown table. (``selp bench`` is not wired to it.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from typing import Iterable
+
+from selp.cdss.compile import CompiledCDSS, compile_cdss
+from selp.cdss.config import parse_cdss
+from selp.cdss.incremental import STRATEGIES, apply_changes
+from selp.engines.local import evaluate
+from selp.language.validate import analyze
+
+
+def generated_cdss(peers: int) -> CompiledCDSS:
+    """The benchmark's CDSS: a chain of peers with full mappings both ways."""
+    maps = []
+    for k in range(peers - 1):
+        maps.append(f'"f{k}: R{k}(x, y) -> R{k + 1}(x, y)"')
+        maps.append(f'"b{k}: R{k + 1}(x, y) -> R{k}(x, y)"')
+    lines = [f"mappings = [{', '.join(maps)}]"]
+    for k in range(peers):
+        lines.append(f'[peers.P{k}.relations.R{k}]\nattributes = ["id: int", "v: int"]')
+    return compile_cdss(parse_cdss("\n".join(lines) + "\n"))
+
+
+def base_data(peers: int, size: int, seed: int = 0, overlap: float = 0.5) -> dict[str, set[tuple]]:
+    """``size`` base tuples per peer; a share ``overlap`` of them comes from a pool every peer
+    draws from (tuples with several derivations), the rest is the peer's own."""
+    rng = random.Random(seed)
+    pool = [(i, rng.randrange(10**6)) for i in range(size)]
+    out = {}
+    for k in range(peers):
+        shared = set(rng.sample(pool, int(size * overlap)))
+        own = {(10**6 * (k + 1) + i, rng.randrange(10**6)) for i in range(size - len(shared))}
+        out[f"R{k}_l"] = shared | own
+    return out
+
+
+def bench_incremental(
+    sizes: Iterable[int] = (500, 2000),
+    fractions: Iterable[float] = (0.1, 0.3, 0.5),
+    strategies: Iterable[str] = STRATEGIES,
+    peers: int = 5,
+    seed: int = 0,
+    operations: Iterable[str] = ("delete", "insert"),
+) -> list[dict]:
+    """Time each strategy on each (base size per peer, fraction, operation); returns one row per
+    run: ``size``, ``fraction``, ``op``, ``strategy``, ``seconds``, ``state`` (tuples before),
+    ``changed`` (tuples inserted + deleted), ``tests``, ``overdeleted``, ``rederived``, ``ok``
+    (the result equals recomputation's)."""
+    compiled = generated_cdss(peers)
+    analysis = analyze(compiled.program)
+    rows = []
+    for size in sizes:
+        edb = {rel: set() for rel in analysis.edb}
+        edb.update(base_data(peers, size, seed))
+        state = {**edb, **evaluate(analysis, edb)}
+        total = sum(len(v) for v in state.values())
+        rng = random.Random(seed + size)
+        for fraction in fractions:
+            for op in operations:
+                if op == "delete":
+                    changes = {rel: set(rng.sample(sorted(rows_), int(len(rows_) * fraction))) for rel, rows_ in edb.items() if rows_}
+                    inserts, deletes = {}, changes
+                else:
+                    n = int(size * fraction)
+                    inserts = {f"R{k}_l": {(-(k * 10**6) - i - 1, rng.randrange(10**6)) for i in range(n)} for k in range(peers)}
+                    deletes = {}
+                reference = None
+                for strategy in ["recompute"] + [s for s in strategies if s != "recompute"]:
+                    new, stats = apply_changes(compiled, state, inserts, deletes, strategy)
+                    if reference is None:
+                        reference = new
+                    if strategy not in strategies:
+                        continue
+                    rows.append(
+                        {
+                            "size": size,
+                            "fraction": fraction,
+                            "op": op,
+                            "strategy": strategy,
+                            "seconds": round(stats["seconds"], 4),
+                            "state": total,
+                            "changed": sum(stats["inserted"].values()) + sum(stats["deleted"].values()),
+                            "tests": stats["derivability_tests"],
+                            "overdeleted": stats["overdeleted"],
+                            "rederived": stats["rederived"],
+                            "ok": new == reference,
+                        }
+                    )
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    """The rows as a Markdown table."""
+    if not rows:
+        return ""
+    cols = list(rows[0])
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(r[c]) for c in cols) + " |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="500,2000", help="base tuples per peer, comma-separated")
+    ap.add_argument("--fractions", default="0.1,0.3,0.5", help="fractions deleted/inserted")
+    ap.add_argument("--strategies", default=",".join(STRATEGIES))
+    ap.add_argument("--peers", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    rows = bench_incremental(
+        [int(s) for s in a.sizes.split(",")],
+        [float(f) for f in a.fractions.split(",")],
+        a.strategies.split(","),
+        a.peers,
+        a.seed,
+    )
+    print(markdown(rows))
+
+
+if __name__ == "__main__":
+    main()
