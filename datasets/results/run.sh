@@ -6,7 +6,7 @@ selp bench iris --scales 20000,100000,300000 --patterns all -k 3 --engine local 
 selp bench explain --scales 20000,100000 --patterns all -k 3 --engine local --repeat 1 --timeout 240 --memory-cap 6144 --out datasets/results/explain
 selp bench amie --scales 20000,100000 --patterns p5,p6,p7,p8,p9,p6s,p7s,p8s,p9s -k 3 --engine local --repeat 1 --timeout 240 --memory-cap 6144 --out datasets/results/amie
 selp bench tc --scales 10000,30000 --patterns p10,p11,p12,p13 -k 3 --engine local --repeat 1 --timeout 240 --memory-cap 6144 --out datasets/results/tc
-selp bench tc --scales 30000 --patterns p10 -k 1,3,7 --engine local,spark --repeat 1 --timeout 300 --memory-cap 6144 --out datasets/results/tc-k
+selp bench tc --scales 30000 --patterns p10 -k 1,3,7 --engine local,spark --modes semi-naive,top-k --repeat 1 --timeout 300 --memory-cap 6144 --out datasets/results/tc-k
 # The k series at 100k-1M tuples (local top-k on TC needs ~1 s per 1 000 tuples here, so
 # this is hours, not minutes, on a shared 2-core machine; run it when the engines are faster):
 # selp bench tc --scales 100000,300000,1000000 --patterns p10 -k 1,3,7 --engine local,spark --repeat 3 --timeout 1800 --memory-cap 12288 --out datasets/results/tc-k-large
