@@ -97,10 +97,13 @@ class PreparedRule:
     inst_slices: tuple[tuple[str, tuple[int, ...]], ...]  # per recursive atom: its columns
 
     def positive_at(self, i: int) -> Rule:
-        """The rule with negated atom ``i`` read positively (to drive it by a delta)."""
+        """The rule with negated atom ``i`` read positively (to drive it by a delta), the negation
+        itself kept at the end: with ``_`` in the atom, one fact entering or leaving the delta does
+        not decide it (``not e(x, _)`` needs *no* fact ``e(x, *)`` in the state read)."""
         body = list(self.rule.body)
         a: Atom = body[i]  # type: ignore[assignment]
         body[i] = Atom(a.relation, a.args, False)
+        body.append(a)
         return Rule(self.rule.name + "#pos", self.rule.head, tuple(body), None)
 
 
