@@ -657,6 +657,8 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
 from selp.cdss.cli import cdss as _cdss  # noqa: E402  (the CDSS commands live with the CDSS)
 
 main.add_command(_cdss)
+from selp.cdss.proql.cli import proql as _proql  # noqa: E402  (ProQL over the CDSS store)
+main.add_command(_proql)
 
 
 def _json_value(v):

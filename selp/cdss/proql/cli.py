@@ -1,0 +1,136 @@
+"""``selp proql DIR 'QUERY'``: run a ProQL query over a CDSS store's provenance (local engine).
+
+Registered on the main ``selp`` command in :mod:`selp.cli`. User errors are
+:class:`~selp.errors.SelpError`, printed by the main group as one located line (exit 1).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from selp.errors import SelpError
+
+
+def run(directory: str, text: str, file: str | None = None, peer: str | None = None, probabilities: dict[str, float] | None = None):
+    """Parse, check and evaluate a query over the store of ``directory``; returns a
+    :class:`~selp.cdss.proql.evaluate.QueryResult` (the Python API of the local engine)."""
+    from selp.cdss.proql.check import check_query
+    from selp.cdss.proql.evaluate import run_query
+    from selp.cdss.proql.graph import load_graph
+    from selp.cdss.proql.parser import parse_query
+    from selp.cdss.store import Store
+
+    q = parse_query(text, file)
+    with Store.open(directory) as store:
+        s = check_query(q, store.compiled)
+        g, epoch = load_graph(store, peer)
+    result = run_query(q, g, s, probabilities)
+    result.epoch = epoch
+    return result
+
+
+def _table(r) -> str:
+    head = [f"${c}" for c in r.columns]
+    head += [f"{r.semiring.name.lower()}(${c})" for c in r.columns]
+    if r.probabilities is not None:
+        head += [f"P(${c})" for c in r.columns]
+    lines = [head]
+    for row in r.rows:
+        cells = [str(n) for n in row] + [r.value(n) for n in row]
+        if r.probabilities is not None:
+            cells += [f"{r.probabilities[n]:.6g}" for n in row]
+        lines.append(cells)
+    widths = [max(len(x[i]) for x in lines) for i in range(len(head))]
+    out = ["  ".join(c.ljust(w) for c, w in zip(x, widths)).rstrip() for x in lines]
+    out.append(f"({len(r.rows)} binding(s); projected graph: {len(r.graph.nodes)} node(s))")
+    return "\n".join(out)
+
+
+def _json(r) -> str:
+    s = r.semiring
+    doc = {
+        "epoch": r.epoch,
+        "semiring": s.name,
+        "columns": r.columns,
+        "rows": [
+            {
+                **{c: str(n) for c, n in zip(r.columns, row)},
+                "values": {c: s.to_json(r.values[n]) for c, n in zip(r.columns, row)},
+                **({"probabilities": {c: r.probabilities[n] for c, n in zip(r.columns, row)}} if r.probabilities else {}),
+            }
+            for row in r.rows
+        ],
+        "graph": {
+            "nodes": sorted(str(n) for n in r.graph.nodes),
+            "edges": sorted([str(u), str(m)] for u, m in r.graph.inputs) + sorted([str(m), str(t)] for m, t in r.graph.outputs),
+        },
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def _dot(r) -> str:
+    from selp.cdss.proql.graph import MappingNode
+
+    ids = {n: f"n{i}" for i, n in enumerate(sorted(r.graph.nodes, key=str))}
+    returned = {n for row in r.rows for n in row}
+    lines = ["digraph proql {", "  rankdir=BT;"]
+    for n, i in ids.items():
+        label = str(n).replace('"', '\\"')
+        if n in returned:
+            label += "\\n" + r.value(n).replace('"', '\\"')
+        shape = "ellipse" if isinstance(n, MappingNode) else "box"
+        style = ", penwidth=2" if n in returned else ""
+        lines.append(f'  {i} [label="{label}", shape={shape}{style}];')
+    for u, m in sorted(r.graph.inputs, key=str):
+        lines.append(f"  {ids[u]} -> {ids[m]};")
+    for m, t in sorted(r.graph.outputs, key=str):
+        lines.append(f"  {ids[m]} -> {ids[t]};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _probabilities(items: tuple[str, ...]) -> dict[str, float] | None:
+    if not items:
+        return None
+    out = {}
+    for it in items:
+        name, sep, p = it.partition("=")
+        try:
+            value = float(p)
+        except ValueError:
+            value = -1.0
+        if not sep or not name or not 0.0 <= value <= 1.0:
+            raise SelpError(f"--prob expects EVENT=P with 0 <= P <= 1, got {it!r}")
+        out[name] = value
+    return out
+
+
+@click.command(name="proql")
+@click.argument("directory", type=click.Path())
+@click.argument("query", required=False)
+@click.option("-f", "--file", "query_file", type=click.Path(dir_okay=False), help="Read the query from this file.")
+@click.option("--peer", default=None, help="Query the epoch this peer's instance reflects [default: the latest exchange].")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "dot"]), default="table", show_default=True)
+@click.option("--prob", "probs", multiple=True, help="EVENT=P: an event's probability (PROBABILITY queries); repeatable.")
+def proql(directory: str, query: str | None, query_file: str | None, peer: str | None, fmt: str, probs: tuple[str, ...]) -> None:
+    """Run a ProQL QUERY over the provenance stored in the CDSS DIRECTORY (local engine).
+
+    \b
+    Examples:
+      selp proql examples/cdss/bio 'FOR [U $x] INCLUDE PATH [$x] <-+ [] RETURN $x'
+      selp proql examples/cdss/bio -f q7.proql --peer PBioSQL --format json
+    """
+    if (query is None) == (query_file is None):
+        raise SelpError("give the query as an argument or with -f FILE (not both)")
+    if query_file is not None:
+        try:
+            text = Path(query_file).read_text()
+        except OSError as e:
+            raise SelpError(f"{query_file}: cannot read ({e.strerror})") from None
+    else:
+        text = query
+    r = run(directory, text, query_file, peer, _probabilities(probs))
+    click.echo({"table": _table, "json": _json, "dot": _dot}[fmt](r))
