@@ -243,7 +243,7 @@ def test_count_and_formats(bio):
 def test_query_file_and_errors(bio, tmp_path):
     f = tmp_path / "q.proql"
     f.write_text("FOR [U $x]\n  INCLUDE PATH [$x] <-+ []\n  RETURN $x.nam\n")
-    one_line_error(proql(bio, "-f", f), f"{f}:3:12", "unexpected'.'")
+    one_line_error(proql(bio, "-f", f), f"{f}:3:12", "unexpected '.'")
     one_line_error(proql(bio, "FOR [Q $x] RETURN $x"), "<query>:1:5", "unknown relation Q")
     one_line_error(proql(bio, "FOR [U $x] RETURN $x", "--peer", "Nobody"), "unknown peer")
     one_line_error(proql(bio), "give the query")
