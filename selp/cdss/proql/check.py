@@ -76,6 +76,9 @@ class _Checker:
             rel = self.types.get(o.var) if o.var in self.types else extra[o.var]
             if rel is not None and o.attribute not in self.attrs[rel]:
                 raise ProqlError(f"relation {rel} has no attribute {o.attribute} (attributes: {', '.join(self.attrs[rel])})", o.loc)
+            if rel is None and not any(o.attribute in a for a in self.attrs.values()):
+                # a heterogeneous node may lack it (false at run time), but no relation has it
+                raise ProqlError(f"no relation has an attribute {o.attribute}", o.loc)
         elif isinstance(o, ast.VarRef):
             if o.var not in self.types and o.var not in self.mapvars and o.var not in extra:
                 raise ProqlError(f"${o.var} is not bound", o.loc)
