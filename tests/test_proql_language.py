@@ -95,7 +95,7 @@ def test_file_name_in_errors():
         ("FOR [U $x] <$p [] WHERE $p.nam = 1 RETURN $x", "1:25", "$p is a mapping node"),
         ("EVALUATE FUZZY OF { FOR [U $x] RETURN $x }", "1:10", "unknown semiring FUZZY"),
         ("EVALUATE TRUST OF { FOR [U $x] RETURN $x } ASSIGNING EACH leaf_node $y { CASE $y in B : SET 3 }", "1:93", "TRUST values are true and false"),
-        ("EVALUATE TRUST OF { FOR [U $x] RETURN $x } ASSIGNING EACH leaf_node $y { CASE $y.zzz = 1 : SET true }", "1:78", "no relation has an attribute zzz"),
+        ("EVALUATE TRUST OF { FOR [U $x] RETURN $x } ASSIGNING EACH leaf_node $y { CASE $y.zzz = 1 : SET true }", "1:79", "no relation has an attribute zzz"),
         ("EVALUATE CONFIDENTIALITY OF { FOR [U $x] RETURN $x } ASSIGNING EACH mapping $p($z) { CASE $p = m3 : SET T }", "1:86", "mapping m3 gives T on 0"),
         ("EVALUATE TRUST OF { FOR [U $x] RETURN $x } ASSIGNING EACH mapping $p($z) { DEFAULT : SET true }", "1:76", "mapping m1 gives true on false"),
     ],
