@@ -1,39 +1,45 @@
 """The DTable on Spark: the k best derivations of every fact of P_p as a batched fixpoint.
 
-Entries live in DataFrames in the uniform string encoding (:mod:`selp.values`), one frame per
-component of P_p (and one for the EDB leaves), with the columns
+Values are in the uniform string encoding (:mod:`selp.values`). Two kinds of frames per group of
+components of P_p (and one for the EDB leaves):
 
-* ``relation``, ``args`` (array of encoded values): the fact, and ``_f`` a hash of it that leads
-  every partitioning, sort and join key (cheap to compare; the exact columns follow it);
-* ``_w`` the weight (the monoid's ``spark_type``), ``_s`` the size (bigint), ``_o`` the origin
-  hash (bigint: Spark's ``xxhash64``), ``_rule`` the P_p rule (null for an EDB leaf);
-* ``_ch`` the children as ``(relation, args, origin)``: pointers by *origin* while evaluating,
-  because ranks move when better entries arrive; they become ranks only at the end;
-* ``_rank`` (1..k; null for an entry pushed out of the k best, see below) and ``_fresh`` (1 for
-  an entry admitted in the last round).
+* **entries**, append-only ``pieces`` (one materialised frame per round, folded now and then):
+  ``_f``/``_g`` two independent hashes of the fact (xxhash64, Murmur3: 96 bits key the per-fact
+  rows), ``relation``, ``args`` (array of encoded values), ``_w`` the weight (the monoid's
+  ``spark_type``), ``_s`` the size, ``_o`` the origin (xxhash64 of the rule and the children's
+  origins: a structural hash of the tree of P), ``_rule`` (null for an EDB leaf) and ``_ch`` the
+  children as ``(f, o)``: fact hash and origin, which name one entry. An entry, once admitted, is
+  never rewritten.
+* **theta**, one narrow row per fact: ``_f``, ``_g``, ``relation`` and ``top``, the sorted
+  ``(key, size, origin)`` of the fact's k best so far. Ranks are positions in ``top``.
 
-EDB facts are rank-1 leaves. The components are evaluated in order (consecutive non-recursive
-ones that do not read each other together), semi-naively: a round joins every rule body with the
-entries (one variant per recursive body atom, reading only the entries admitted last round, so
-each combination of child entries is formed once its newest member exists), unions the
-candidates with the current entries, keeps one entry per (fact, origin) -- the existing one if
-any, so re-deriving a known tree is no change -- and ranks each fact's entries by (key(weight),
-size, origin), keeping the k best. A fact's list only improves, and a tree grows with every
-non-copy step, so the rounds stop; each round is one materialisation (lineage cut), whose counts
-come from an :class:`~pyspark.sql.Observation` rather than a job of their own.
+A round joins every rule body with the entries (one variant per recursive body atom reading
+only the entries admitted in the last round, the *delta*, so each combination of child entries
+is formed once its newest member exists), groups the candidates by fact keeping each fact's k
+best distinct origins, merges them with the fact's ``top`` (a candidate with the origin of a live
+entry is that entry: no change), and admits the candidates that made it: a new ``theta``, and a
+new piece which is the next delta. A fact's list only improves and a tree grows with every
+non-copy step, so the rounds stop. A round rewrites ``theta`` (about a hundred bytes a fact), not
+the entries; in the long tail of a fixpoint, ``theta`` streams past a broadcast of the few
+candidates instead of being shuffled. Each round is one materialisation (lineage cut), whose
+counts come from an :class:`~pyspark.sql.Observation` rather than a job of their own.
 
 Rules are compiled by :mod:`selp.engines.spark_compile` (comparisons, negation and Skolem heads
 behave exactly as in the Spark engine) in an *extended* form: each positive atom ``R(t..)``
 becomes ``@entry:R(t.., @e<i>)`` over the entries of ``R``, ``@e<i>`` being a struct of the
-entry's weight, size, origin and args, and the head carries the ``@e<i>`` along. The compiled
-plan yields every combination of child entries, and the entry columns are native expressions
-(no Python per row).
+entry's weight, size, origin and fact hash, and the head carries the ``@e<i>`` along. The
+compiled plan yields every combination of child entries; the entry columns are native
+expressions (no Python per row). Rule bodies read every admitted entry, not only the live ones:
+an entry pushed out of its fact's k best only yields candidates that are not admitted
+(monotonicity), and telling live from dropped would cost a join per round.
 
-Entries pushed out of their fact's k best stay in the frame with a null rank: an entry built on
-one may outlive it (the child lost a tie broken on the origin hash, or a better weight that does
-not make the parent better, as with ``min``). At the end, pointers are turned into ranks with a
-join; a child no longer among its fact's k best is added back after them, with rank k+1, k+2, ...
-(:attr:`SparkDTable.extra_entries`), so every pointer of the result leads to an entry.
+When the fixpoint is reached, ranks are attached with one join (entries x exploded ``top``);
+that completes the DTable (:class:`SparkDTable`). Pointers by rank -- the form users read -- are
+made on demand: for some facts on the driver (:meth:`SparkDTable.to_dtable`), for all on Spark
+(:attr:`SparkDTable.entries`, :meth:`SparkDTable.save`). An entry pushed out of the k best that
+some entry was built on (it lost a tie broken on the origin hash, or a better weight did not make
+the parent better, as with ``min``) is then ranked after the k best (k+1, ...), so every pointer
+leads to an entry.
 """
 
 from __future__ import annotations
@@ -88,19 +94,13 @@ DEFAULT_BROADCAST_ROWS = 200_000
 
 # Names no user relation or variable can have ('@' is not allowed in variables, ':' nowhere).
 _ENTRY = "@entry:"
-# tables smaller than this are re-ranked whole each round (cheaper than isolating the facts
-# the round touches, which costs a job of its own)
-_RERANK_ALL_BELOW = 20_000
-# below this many entries in all, a round ranks its entries in a single partition
-_SMALL = 20_000
+# the long tail of a fixpoint streams theta past a broadcast of few candidates (see merge)
+# instead of shuffling it; pieces of a relation are folded into one past this many
+_MAX_PIECES = 12
 
-# the columns that identify a fact in the entry frames (see _fact_hash)
-_FACT = ["_f", "relation", "args"]
-
-# the children while evaluating (pointers by origin) and in the result (pointers by rank)
-_PTR_ORIGIN = ArrayType(StructType([
-    StructField("relation", StringType()), StructField("args", ArrayType(StringType())), StructField("origin", LongType()),
-]))
+# a child pointer while evaluating and in the DTable: the child's fact hash and origin
+_PTR = ArrayType(StructType([StructField("f", LongType()), StructField("o", LongType())]))
+# the children in the entries users read (pointers by rank)
 _PTR_RANK = ArrayType(StructType([
     StructField("relation", StringType()), StructField("args", ArrayType(StringType())), StructField("rank", IntegerType()),
 ]))
@@ -128,6 +128,12 @@ def _fact_hash(relation: Column, args: Column) -> Column:
     """A 64-bit hash of a fact, put before ``relation, args`` in partitioning, sort and join
     keys: sorting compares it first (cheap), and the exact columns after it keep facts apart."""
     return F.xxhash64(relation, args)
+
+
+def _fact_hash2(relation: Column, args: Column) -> Column:
+    """A second, independent 32-bit hash of a fact (Murmur3): with :func:`_fact_hash` it keys
+    the per-fact rows of theta, 96 bits, so distinct facts do not collide in practice."""
+    return F.hash(relation, args)
 
 
 def _sql_string(text: str) -> str:
@@ -193,12 +199,24 @@ class _Weights:
 
 @dataclass
 class _Home:
-    """A materialised frame holding the entries of some relations (a component, or the leaves)."""
+    """The entries of some relations (a group of components, or the EDB leaves).
 
-    frame: DataFrame
+    ``pieces`` hold every entry ever admitted (append-only, one materialised frame per round,
+    compacted now and then): entries are never rewritten. Which of them are a fact's k best is
+    kept apart, in ``theta``: one narrow row per fact (``_f``, ``_g``, ``relation``, ``top``), ``top``
+    the sorted (key, size, origin) of its k best. A round reads and rewrites ``theta`` -- about a
+    hundred bytes a fact -- never the entries with their arguments and child pointers."""
+
+    pieces: list[DataFrame] = field(default_factory=list)
+    admitted: dict[str, int] = field(default_factory=dict)  # relation -> entries in the pieces
+    theta: DataFrame | None = None  # None for the leaves: an EDB fact has one entry, rank 1
     live: dict[str, int] = field(default_factory=dict)  # relation -> entries ranked 1..k
-    fresh: dict[str, int] = field(default_factory=dict)  # relation -> entries new in the last round
-    rows: int = 0  # all rows, entries pushed out of the k best included
+    delta: DataFrame | None = None  # the entries admitted in the last round
+    fresh: dict[str, int] = field(default_factory=dict)  # relation -> rows of ``delta``
+    theta_rows: int = 0  # facts in theta
+
+    def all_entries(self) -> DataFrame | None:
+        return union_all(self.pieces) if self.pieces else None
 
 
 class _Engine:
@@ -221,13 +239,23 @@ class _Engine:
         self.owned: list[DataFrame] = []  # other materialised frames, freed at the end
         self._frames: dict[tuple[str, str], DataFrame] = {}  # input frames of this round
         self._entry_cols: dict[str, list[Column]] = {}  # per rule: the columns of its entries
-        self._ranking = self._ranking_columns()
         self._counts: dict[tuple[str, ...], list[Column]] = {}
         self.types: dict[str, tuple[str, ...]] = {}
         for rel in self.arity:
             t = task.types[rel]
             self.types[rel] = t
             self.types[_ENTRY + rel] = tuple(t) + ("str",)
+        # the sort key's type, for the (key, size, origin) structs of theta
+        probe = spark.createDataFrame([], StructType([StructField("_w", DataType.fromDDL(self.wt.type))]))
+        key_type = probe.select(self.wt.key(F.col("_w")).alias("k")).schema[0].dataType
+        self.top_type = ArrayType(StructType([
+            StructField("k", key_type), StructField("s", LongType()), StructField("o", LongType()),
+        ]))
+        self.cand_type = ArrayType(StructType([
+            StructField("k", key_type), StructField("s", LongType()), StructField("o", LongType()),
+            StructField("w", DataType.fromDDL(self.wt.type)), StructField("rule", StringType()),
+            StructField("ch", _PTR),
+        ]))
 
     # --- frames read by compiled rules -----------------------------------------------------------
 
@@ -243,28 +271,33 @@ class _Engine:
         if name.startswith(_ENTRY):
             rel = name[len(_ENTRY):]
             n = self.arity[rel]
-            cond = f"relation = {_sql_string(rel)} AND _rank IS NOT NULL" + (" AND _fresh = 1" if source == "delta" else "")
-            return self.home[rel].frame.filter(cond).selectExpr(
+            home = self.home[rel]
+            # every admitted entry, not only the k best: an entry pushed out can only make
+            # candidates that will not be admitted (monotonicity), so reading it costs work,
+            # never correctness -- and knowing which are still live would cost a join
+            entries = home.delta if source == "delta" else home.all_entries()
+            return entries.filter(F.col("relation") == rel).selectExpr(
                 *[f"args[{i}] AS c{i}" for i in range(n)],
-                f"named_struct('w', _w, 's', _s, 'o', _o, 'a', args) AS c{n}",
+                f"named_struct('w', _w, 's', _s, 'o', _o, 'f', _f) AS c{n}",
             )
         # a negated atom reads facts: a fact exists iff it has an entry
         n = self.arity[name]
         if name in self.analysis.edb:
             return self.db.frames[name] if name in self.db.frames else empty_frame(self.spark, n)
-        if name not in self.home:
+        if name not in self.home or not self.home[name].pieces:
             return empty_frame(self.spark, n)
-        facts = self.home[name].frame.filter(f"relation = {_sql_string(name)} AND _rank = 1")
+        facts = self.home[name].all_entries().filter(F.col("relation") == name)
         if not n:
-            return facts.selectExpr(f"'' AS {UNIT}")
-        return facts.selectExpr(*[f"args[{i}] AS c{i}" for i in range(n)])
+            return facts.selectExpr(f"'' AS {UNIT}").distinct()
+        return facts.selectExpr(*[f"args[{i}] AS c{i}" for i in range(n)]).distinct()
 
     def _size(self, name: str, source: str) -> int | None:
         if name.startswith(_ENTRY):
-            home = self.home.get(name[len(_ENTRY):])
+            rel = name[len(_ENTRY):]
+            home = self.home.get(rel)
             if home is None:
                 return 0
-            return (home.fresh if source == "delta" else home.live).get(name[len(_ENTRY):], 0)
+            return (home.fresh if source == "delta" else home.admitted).get(rel, 0)
         if name in self.analysis.edb:
             return self.db.sizes.get(name, 0)
         home = self.home.get(name)
@@ -296,20 +329,19 @@ class _Engine:
             origin_rel = self.task.inst.relation_origin.get(rel, rel)
             parts.append(facts.select(
                 _fact_hash(F.lit(rel), _args_array(n)).alias("_f"),
+                _fact_hash2(F.lit(rel), _args_array(n)).alias("_g"),
                 F.lit(rel).alias("relation"),
                 _args_array(n).alias("args"),
                 weight.alias("_w"),
                 F.lit(0).cast("bigint").alias("_s"),
                 F.xxhash64(F.lit("L"), F.lit(origin_rel), *[F.col(c) for c in _fact_cols(n)]).alias("_o"),
                 F.lit(None).cast("string").alias("_rule"),
-                F.array().cast(_PTR_ORIGIN).alias("_ch"),
-                F.lit(1).alias("_rank"),
-                F.lit(0).alias("_fresh"),
+                F.array().cast(_PTR).alias("_ch"),
             ))
             self.total += sizes[rel]
         if not parts:
             return
-        home = _Home(_materialize(union_all(parts)), sizes, {})
+        home = _Home([_materialize(union_all(parts))], dict(sizes), None, dict(sizes))
         self.homes.append(home)
         for rel in sizes:
             self.home[rel] = home
@@ -409,14 +441,13 @@ class _Engine:
         else:
             origin = F.xxhash64(F.lit("N"), F.lit(self.task.inst.rule_origin[name]), *[col(j, "o") for j in range(m)])
         if m:
-            children = F.array(*[
-                F.struct(F.lit(rel).alias("relation"), col(j, "a").alias("args"), col(j, "o").alias("origin"))
-                for j, (_, rel) in enumerate(positives)
-            ]).cast(_PTR_ORIGIN)
+            # a child is named by its fact hash and origin: (fact, origin) names one entry
+            children = F.array(*[F.struct(col(j, "f").alias("f"), col(j, "o").alias("o")) for j in range(m)]).cast(_PTR)
         else:
-            children = F.array().cast(_PTR_ORIGIN)
+            children = F.array().cast(_PTR)
         return [
             _fact_hash(F.lit(rule.head.relation), _args_array(h)).alias("_f"),
+            _fact_hash2(F.lit(rule.head.relation), _args_array(h)).alias("_g"),
             F.lit(rule.head.relation).alias("relation"),
             _args_array(h).alias("args"),
             weight.cast(self.wt.type).alias("_w"),
@@ -426,99 +457,113 @@ class _Engine:
             children.alias("_ch"),
         ]
 
-    # --- merging candidates into a component's entries -------------------------------------------
+    # --- admitting candidates: one round ---------------------------------------------------------
 
-    _COLS = ["_f", "relation", "args", "_w", "_s", "_o", "_rule", "_ch"]
+    _ENTRY_COLS = ["_f", "_g", "relation", "args", "_w", "_s", "_o", "_rule", "_ch"]
+    _KEYS = ["_f", "_g"]
 
-    def _rank(self, u: DataFrame) -> DataFrame:
-        """Rank entries and candidates (``_fresh`` 1) per fact: one entry per origin, the k best
-        ranked 1..k; entries that drop out are kept with a null rank, candidates that do not
-        make it are discarded."""
-        c = self._ranking
-        u = u.withColumn("_prev", c["prev"]).filter(c["first"]).withColumn("_n", c["n"])
-        return u.select(*c["cols"]).filter(c["keep"])
+    def _grouped(self, plans: list[DataFrame]) -> DataFrame:
+        """The round's candidates, one row per fact: ``_c`` = its k best distinct-origin
+        candidates as (key, size, origin, weight, rule, children), best first.
 
-    def _ranking_columns(self) -> dict[str, Any]:
-        """The columns of :meth:`_rank`, built once (each costs round trips to the JVM)."""
-        fact = [F.col(c) for c in _FACT]
-        key = self.wt.key(F.col("_w"))
-        # one shuffle: both windows partition by the fact. The first keeps one entry per origin
-        # (an old one if any, so that re-deriving a known tree is no change), the second ranks.
-        by_origin = Window.partitionBy(*fact).orderBy("_o", "_fresh", key, "_s", "_rule")
-        by_rank = Window.partitionBy(*fact).orderBy(key, F.col("_s"), F.col("_o"))
-        return {
-            "prev": F.lag("_o").over(by_origin),
-            "first": F.col("_prev").isNull() | (F.col("_prev") != F.col("_o")),
-            "n": F.row_number().over(by_rank),
-            "cols": [*self._COLS, F.when(F.col("_n") <= self.k, F.col("_n").cast("int")).alias("_rank"), "_fresh"],
-            "keep": F.col("_rank").isNotNull() | (F.col("_fresh") == 0),
-            "cand": [*self._COLS, F.lit(None).cast("int").alias("_rank"), F.lit(1).alias("_fresh")],
-            "old": [*self._COLS, "_rank", F.lit(0).alias("_fresh")],
-            "live": F.col("_rank").isNotNull(),
-            "dropped": F.col("_rank").isNull(),
-        }
-
-    def merge(self, members: list[str], old: _Home | None, plans: list[DataFrame]) -> _Home:
-        """The component's entries after a round (see :meth:`_rank`), materialised, with counts.
-
-        Rows with a null ``_rank`` are entries that were pushed out of their fact's k best: they
-        are kept, unranked (an entry may point at one: see the module docstring), and pass
-        through later rounds untouched. A candidate with the origin of such an entry cannot
-        enter the k best again (k better entries are there), so they take no part in ranking."""
-        c = self._ranking
-        cand = union_all(plans).select(*c["cand"])
-        materialized = None
-        parts = max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions", "4")))
-        if old is None:
-            live = dropped = None
-            u = cand
-        else:
-            live = old.frame.filter(c["live"]).select(*c["old"])
-            dropped = old.frame.filter(c["dropped"]).select(*c["old"])
-            u = live.unionByName(cand)
-        if self.total + (0 if old is None else old.rows) < _SMALL:
-            # everything is small: rank in one partition, which needs no shuffle (a shuffle is
-            # a job of its own, and jobs, not data, are what small inputs cost)
-            new = self._rank(u.coalesce(1))
-        elif old is None or old.rows < _RERANK_ALL_BELOW or 4 * sum(old.fresh.values()) > old.rows:
-            # no table yet, a small one, or a round after one that changed much of it (so this
-            # one will touch much of it too): re-rank it whole
-            new = self._rank(u)
-        else:
-            # Late rounds bring few candidates: re-rank only the facts they touch, streaming
-            # the rest of the table past a broadcast of those facts instead of shuffling it.
-            materialized, n = materialize_count(cand)
-            if n <= self.broadcast_rows and 4 * n <= old.rows:
-                touched = F.broadcast(materialized.select(*_FACT))
-                keep = live.join(touched, on=_FACT, how="left_anti")
-                redo = live.join(touched, on=_FACT, how="left_semi")
-                new = keep.unionByName(self._rank(redo.unionByName(materialized)))
-            else:
-                # most facts are touched: shuffling the table is cheaper than a broadcast
-                new = self._rank(live.unionByName(materialized))
-        if dropped is not None:
-            # a union concatenates partitions: merge them back, or they pile up round by round
-            new = new.unionByName(dropped).coalesce(parts)
-        new, counts = _materialize_observed(new, self._count_columns(members))
-        if materialized is not None:
-            release(materialized)  # read by the job above, which materialised the new table
-        return _Home(
-            new,
-            {rel: counts[f"live{i}"] for i, rel in enumerate(members)},
-            {rel: counts[f"fresh{i}"] for i, rel in enumerate(members) if counts[f"fresh{i}"]},
-            counts["rows"],
+        A hash aggregate (partial aggregation before the shuffle), not a window: nothing is
+        sorted but each fact's own short list. Equal origins mean the same tree of P, hence the
+        same key and size, so after sorting duplicates are neighbours."""
+        cand = union_all(plans)
+        item = F.struct(
+            self.wt.key(F.col("_w")).alias("k"), F.col("_s").alias("s"), F.col("_o").alias("o"),
+            F.col("_w").alias("w"), F.col("_rule").alias("rule"), F.col("_ch").alias("ch"),
+        ).cast(self.cand_type.elementType)
+        g = cand.groupBy(*self._KEYS).agg(
+            F.first("relation").alias("relation"), F.first("args").alias("args"),
+            F.array_sort(F.collect_list(item)).alias("_c"),
         )
+        unique = F.filter("_c", lambda x, i: F.coalesce(F.get(F.col("_c"), i - 1)["o"] != x["o"], F.lit(True)))
+        return g.select(*self._KEYS, "relation", "args", F.slice(unique, 1, self.k).alias("_c"))
+
+    def _merged(self, j: DataFrame) -> DataFrame:
+        """Per fact of ``j`` (``top``: its k best so far, ``_c``: this round's candidates, either
+        null): the new k best, and ``_adm`` the candidates admitted among them."""
+        empty_top = F.array().cast(self.top_type)
+        old = F.coalesce(F.col("top"), empty_top)
+        c = F.coalesce(F.col("_c"), F.array().cast(self.cand_type))
+        # a candidate with the origin of a live entry is that entry: no change
+        newc = F.filter(c, lambda x: ~F.exists(old, lambda t: t["o"] == x["o"]))
+        proj = F.transform(F.col("_n"), lambda x: F.struct(x["k"].alias("k"), x["s"].alias("s"), x["o"].alias("o")))
+        j = j.select(*self._KEYS, "relation", "args", old.alias("_old"), newc.alias("_n"))
+        j = j.select(*self._KEYS, "relation", "args", "_n",
+                     F.slice(F.array_sort(F.concat(F.col("_old"), proj.cast(self.top_type))), 1, self.k).alias("top"))
+        adm = F.filter("_n", lambda x: F.exists(F.col("top"), lambda m: m["o"] == x["o"]))
+        return j.select(*self._KEYS, "relation", "args", "top", adm.alias("_adm"))
+
+    def merge(self, members: list[str], home: _Home, plans: list[DataFrame]) -> int:
+        """Admit the round's candidates into ``home``: new ``theta``, a new piece (the delta).
+        Returns how many entries were admitted."""
+        g = self._grouped(plans)
+        theta = home.theta
+        if theta is None:
+            j = g.select(*self._KEYS, "relation", "args", F.lit(None).cast(self.top_type).alias("top"), "_c")
+        elif sum(home.fresh.values()) * 8 <= self.broadcast_rows and home.theta_rows >= 4 * self.broadcast_rows:
+            # Few candidates (the long tail of a fixpoint): stream theta past a broadcast of
+            # them instead of shuffling it. The facts theta does not have yet are found with a
+            # broadcast of the (few) facts it does have.
+            gm, n = materialize_count(g)
+            self.owned.append(gm)
+            have = theta.select(*self._KEYS).join(F.broadcast(gm.select(*self._KEYS)), self._KEYS, "left_semi")
+            have, _ = materialize_count(have)
+            self.owned.append(have)
+            new_facts = gm.join(F.broadcast(have), self._KEYS, "left_anti").select(
+                *self._KEYS, "relation", "args", F.lit(None).cast(self.top_type).alias("top"), "_c")
+            t = theta.withColumnRenamed("relation", "_tr").join(F.broadcast(gm.drop("relation")), self._KEYS, "left")
+            j = t.select(*self._KEYS, F.col("_tr").alias("relation"), "args", "top", "_c").unionByName(new_facts)
+        else:
+            # one shuffle of theta and the candidates; a full outer join keeps both sides' facts
+            t = theta.select(*self._KEYS, F.col("relation").alias("_tr"), "top")
+            j = g.join(t, self._KEYS, "full_outer").select(
+                *self._KEYS, F.coalesce("relation", "_tr").alias("relation"), "args", "top", "_c")
+        new_theta, counts = _materialize_observed(self._merged(j), self._count_columns(members))
+        delta = new_theta.filter(F.size("_adm") > 0).select(
+            *self._KEYS, "relation", "args", F.explode("_adm").alias("x")
+        ).select(
+            *self._KEYS, "relation", "args", F.col("x.w").alias("_w"), F.col("x.s").alias("_s"),
+            F.col("x.o").alias("_o"), F.col("x.rule").alias("_rule"), F.col("x.ch").alias("_ch"),
+        )
+        fresh = {rel: counts[f"fresh{i}"] for i, rel in enumerate(members) if counts[f"fresh{i}"]}
+        n_fresh = sum(fresh.values())
+        if n_fresh:
+            delta = _materialize(delta)
+            home.pieces.append(delta)
+        else:
+            delta = None
+        if theta is not None:
+            release(theta)
+        home.theta = new_theta.select(*self._KEYS, "relation", "top")
+        home.theta_rows = counts["facts"]
+        home.delta = delta
+        home.fresh = fresh
+        home.live = {rel: counts[f"live{i}"] for i, rel in enumerate(members)}
+        for rel, n in fresh.items():
+            home.admitted[rel] = home.admitted.get(rel, 0) + n
+        if len(home.pieces) > _MAX_PIECES:
+            # many pieces make every plan that reads them longer: fold them into one (the
+            # delta stays apart: the next round reads it as such)
+            old = home.pieces[:-1] if delta is not None else home.pieces
+            folded, _ = materialize_count(union_all(old))
+            home.pieces = [folded] + ([delta] if delta is not None else [])
+            for p in old:
+                release(p)
+        return n_fresh
 
     def _count_columns(self, members: list[str]) -> list[Column]:
-        """Per relation of a component: entries ranked 1..k, and those new in the round."""
+        """Per relation of a group: entries ranked 1..k, and those admitted in the round."""
         key = tuple(members)
         if key not in self._counts:
-            live = F.col("_rank").isNotNull()
-            cols = [F.count(F.lit(1)).alias("rows")]
+            cols = [F.count(F.lit(1)).alias("facts")]
             for i, rel in enumerate(members):
-                mine = live & (F.col("relation") == rel)
-                cols.append(F.count_if(mine).alias(f"live{i}"))
-                cols.append(F.count_if(mine & (F.col("_fresh") == 1)).alias(f"fresh{i}"))
+                mine = F.col("relation") == rel
+                # coalesce: the sum over no rows is null
+                cols.append(F.coalesce(F.sum(F.when(mine, F.size("top")).otherwise(0)), F.lit(0)).alias(f"live{i}"))
+                cols.append(F.coalesce(F.sum(F.when(mine, F.size("_adm")).otherwise(0)), F.lit(0)).alias(f"fresh{i}"))
             self._counts[key] = cols
         return self._counts[key]
 
@@ -534,30 +579,26 @@ class _Engine:
             for i, r in positives
             if r in members
         ]
+        home = _Home()
+        self.homes.append(home)
+        for rel in members:
+            self.home[rel] = home
         src = self.sources()
         plans = [p for rule, ext, positives in compiled
                  if (p := self.candidates(rule, ext, positives, None, src)) is not None]
-        home: _Home | None = None
         rounds = 0
+        ordered = sorted(members)
         while plans:
             rounds += 1
             if rounds > self.max_rounds:
                 raise SelpError(
-                    f"top-k evaluation of {', '.join(sorted(members))} did not converge in {self.max_rounds} rounds"
+                    f"top-k evaluation of {', '.join(ordered)} did not converge in {self.max_rounds} rounds"
                 )
             self.rounds += 1
-            old = home
-            home = self.merge(sorted(members), old, plans)
-            if old is None:
-                self.homes.append(home)
-            else:
-                self.homes = [home if h is old else h for h in self.homes]
-                release(old.frame)  # every plan reading it ran in the merge
-            for rel in members:
-                self.home[rel] = home
+            before = sum(home.live.values())
+            changed = self.merge(ordered, home, plans)
             self._frames = {}
-            changed = sum(home.fresh.values())
-            self.total += sum(home.live.values()) - (0 if old is None else sum(old.live.values()))
+            self.total += sum(home.live.values()) - before
             if self.progress:
                 self.progress(self.rounds, changed, self.total)
             if changed == 0 or not variants:
@@ -565,136 +606,10 @@ class _Engine:
             src = self.sources()
             plans = [p for rule, ext, positives, i in variants
                      if (p := self.candidates(rule, ext, positives, i, src)) is not None]
-        if home is not None:
-            home.fresh = {}
-
-    # --- the result ------------------------------------------------------------------------------
-
-    def _kid_rows(self, entries: DataFrame) -> DataFrame:
-        """One row per IDB child of each entry: the entry's key, the child's position and its
-        (relation, args, origin). EDB children need no row: a leaf is always its fact's rank 1."""
-        edb = sorted(self.analysis.edb)
-        kids = entries.filter(F.exists("_ch", lambda c: ~c["relation"].isin(edb)) if edb else F.size("_ch") > 0)
-        kids = kids.select(*_FACT, "_rank", F.posexplode("_ch").alias("pos", "p"))
-        if edb:
-            kids = kids.filter(~F.col("p.relation").isin(edb))
-        return kids.select(
-            *_FACT, "_rank", "pos",
-            _fact_hash(F.col("p.relation"), F.col("p.args")).alias("cf"),
-            F.col("p.relation").alias("crel"), F.col("p.args").alias("cargs"), F.col("p.origin").alias("corigin"),
-        )
-
-    @staticmethod
-    def _lookup(entries: DataFrame) -> DataFrame:
-        return entries.select(
-            F.col("_f").alias("cf"), F.col("relation").alias("crel"), F.col("args").alias("cargs"),
-            F.col("_o").alias("corigin"), F.col("_rank").alias("crank"),
-        )
-
-    def assemble(self) -> tuple[DataFrame, int, int]:
-        """(entries with pointers by rank, their number, how many are children kept past rank k)."""
-        if not self.homes:
-            return self.spark.createDataFrame([], entries_schema(self._spark_type())), 0, 0
-        every = union_all([h.frame for h in self.homes])
-        cur = every.filter(F.col("_rank").isNotNull())
-        ptr = ["cf", "crel", "cargs", "corigin"]
-        # the rank of every IDB child: one join of the pointers with the entries
-        joined = self._kid_rows(cur).join(self._lookup(cur), on=ptr, how="left")
-        joined, m = _materialize_observed(joined, [F.count_if(F.col("crank").isNull()).alias("missing")])
-        self.owned.append(joined)
-        n_extra = 0
-        if m["missing"]:
-            extras, n_extra = self._bring_back(every, cur, joined)
-            fix = self._lookup(extras).withColumnRenamed("crank", "xrank")
-            joined = joined.join(self._small(fix, n_extra), on=ptr, how="left").select(
-                *_FACT, "_rank", "pos", *ptr, F.coalesce("crank", "xrank").alias("crank")
-            )
-            # the extras' own children, among the entries and the extras
-            mine = self._kid_rows(extras).join(self._lookup(cur.unionByName(extras)), on=ptr, how="left")
-            joined = joined.unionByName(mine)
-            cur = cur.unionByName(extras)
-        ranks = joined.groupBy(*_FACT, "_rank").agg(
-            F.map_from_entries(F.collect_list(F.struct("pos", "crank"))).alias("_kr")
-        )
-        edb = sorted(self.analysis.edb)
-
-        def pointer(c: Column, i: Column) -> Column:
-            rank = F.element_at(F.col("_kr"), i)
-            if edb:
-                rank = F.when(c["relation"].isin(edb), F.lit(1)).otherwise(rank)
-            return F.struct(c["relation"].alias("relation"), c["args"].alias("args"), rank.cast("int").alias("rank"))
-
-        out = cur.join(ranks, on=[*_FACT, "_rank"], how="left")
-        children = F.transform("_ch", pointer).cast(_PTR_RANK)
-        out, m = _materialize_observed(
-            out.withColumn("_kids", children),
-            [F.count(F.lit(1)).alias("n"), F.count_if(F.exists("_kids", lambda c: c["rank"].isNull())).alias("bad")],
-            [
-                "relation", "args",
-                F.col("_rank").cast("int").alias("rank"),
-                F.col("_w").cast(self.wt.type).alias("weight"),
-                F.col("_s").cast("bigint").alias("size"),
-                F.col("_o").alias("origin"),
-                F.col("_rule").alias("rule"),
-                F.col("_kids").alias("children"),
-            ],
-        )
-        if m["bad"]:
-            raise SelpError(f"internal error: {m['bad']} entries point at missing children")
-        return out, m["n"], n_extra
-
-    def _max_body(self) -> int:
-        """The most positive body atoms of a rule of P_p (children per entry)."""
-        return max((len(r.positive_atoms) for r in self.analysis.program.rules), default=1)
-
-    def _small(self, df: DataFrame, rows: int) -> DataFrame:
-        return F.broadcast(df) if rows <= self.broadcast_rows else df
-
-    def _bring_back(self, every: DataFrame, cur: DataFrame, joined: DataFrame) -> tuple[DataFrame, int]:
-        """Children that left their fact's k best after a parent was built on them, back from
-        the archive (and, in turn, the children they point at), ranked after the k best."""
-        keys = ["relation", "args", "_o"]
-        archive = every.filter(F.col("_rank").isNull()).drop("_rank")
-        missing, n_missing = materialize_count(
-            joined.filter(F.col("crank").isNull())
-            .select(F.col("crel").alias("relation"), F.col("cargs").alias("args"), F.col("corigin").alias("_o"))
-            .distinct()
-        )
-        self.owned.append(missing)
-        found_all: list[DataFrame] = []
-        n_extra = 0
-        while n_missing:
-            found, n_found = materialize_count(
-                archive.join(self._small(missing, n_missing), on=keys, how="left_semi").dropDuplicates(keys)
-            )
-            self.owned.append(found)
-            if n_found != n_missing:
-                raise SelpError(f"internal error: {n_missing - n_found} child entries are missing from the archive")
-            found_all.append(found)
-            n_extra += n_found
-            ptrs = (
-                self._kid_rows(found.withColumn("_rank", F.lit(0)))
-                .select(F.col("crel").alias("relation"), F.col("cargs").alias("args"), F.col("corigin").alias("_o"))
-                .distinct()
-            )
-            # children of these that are neither entries nor brought back already
-            live = cur.select(*keys).join(self._small(ptrs, n_found * self._max_body()), on=keys, how="left_semi")
-            missing = ptrs.join(live, on=keys, how="left_anti")
-            for f in found_all:
-                missing = missing.join(f.select(*keys), on=keys, how="left_anti")
-            missing, n_missing = materialize_count(missing)
-            self.owned.append(missing)
-        order = Window.partitionBy("relation", "args").orderBy(self.wt.key(F.col("_w")), F.col("_s"), F.col("_o"))
-        ranked = union_all(found_all).withColumn("_rank", (F.row_number().over(order) + self.k).cast("int"))
-        ranked, _ = materialize_count(ranked)
-        self.owned.append(ranked)
-        return ranked, n_extra
+        home.delta, home.fresh = None, {}
 
     def release_all(self) -> None:
-        """Free every materialised frame but the result."""
-        for home in self.homes:
-            release(home.frame)
-        self.homes, self.home = [], {}
+        """Free every materialised frame the result does not hold."""
         for df in self.owned:
             release(df)
         self.owned = []
@@ -735,24 +650,81 @@ def entries_schema(weight_type) -> StructType:
 
 @dataclass
 class SparkDTable:
-    """The DTable of a task as a distributed DataFrame, with ways to collect or save it."""
+    """The DTable of a task, distributed: every admitted entry (pointing at its children by
+    fact and origin) and, per fact, which of them are its k best.
+
+    That is the whole DTable: a pointer (fact, origin) names one entry as well as (fact, rank)
+    does, and ranks only exist once the fixpoint is reached. The forms users read are made from
+    it on demand: :meth:`to_dtable` collects the entries of some facts (pointer chasing on the
+    driver), :attr:`entries` and :meth:`save` give every entry with pointers by rank."""
 
     task: Task = field(repr=False)
     spark: SparkSession = field(repr=False)
-    # relation, args, rank, weight, size, origin, rule, children (pointers by rank); one row per
-    # entry of every fact of P_p (EDB leaves included), plus the kept children past rank k
-    entries: DataFrame = field(repr=False)
+    every: DataFrame | None = field(repr=False)  # every admitted entry, EDB leaves included
+    thetas: list[DataFrame] = field(repr=False, default_factory=list)  # per group: _f, _g, relation, top
+    frames: list[DataFrame] = field(repr=False, default_factory=list)  # what close() frees
     rounds: int = 0
-    seconds: float = 0.0  # the fixpoint and the result, without loading
+    seconds: float = 0.0  # the fixpoint and ranking, without loading
     load_seconds: float = 0.0
-    fixpoint_seconds: float = 0.0  # of seconds: the rounds (the rest turns pointers into ranks)
-    extra_entries: int = 0  # entries past rank k, kept because entries point at them
+    fixpoint_seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    live_count: int = 0  # entries ranked 1..k (EDB leaves included)
+    _ranked: DataFrame | None = field(default=None, repr=False)
+    _entries: DataFrame | None = field(default=None, repr=False)
     _count: int = field(default=0, repr=False)
+    _extra: int = field(default=0, repr=False)
+
+    # --- ranks -----------------------------------------------------------------------------------
+
+    def ranked(self) -> DataFrame:
+        """Every admitted entry with ``rank`` (1..k; null for an entry pushed out of its fact's k
+        best), materialised on first use."""
+        if self._ranked is None:
+            if self.every is None:
+                schema = StructType([
+                    StructField("_f", LongType()), StructField("_g", IntegerType()), StructField("relation", StringType()),
+                    StructField("args", ArrayType(StringType())), StructField("_w", DataType.fromDDL(self.task.monoid.spark_type)),
+                    StructField("_s", LongType()), StructField("_o", LongType()), StructField("_rule", StringType()),
+                    StructField("_ch", _PTR), StructField("rank", IntegerType()),
+                ])
+                self._ranked = self.spark.createDataFrame([], schema)
+                return self._ranked
+            edb = sorted(self.task.inst_analysis.edb)
+            ranks = [
+                t.select("_f", F.posexplode("top").alias("pos", "t")).select(
+                    "_f", F.col("t.o").alias("_o"), (F.col("pos") + 1).cast("int").alias("_r"))
+                for t in self.thetas
+            ]
+            out = self.every
+            if ranks:
+                out = out.join(union_all(ranks), ["_f", "_o"], "left")
+            else:
+                out = out.withColumn("_r", F.lit(None).cast("int"))
+            leaf = F.col("relation").isin(edb) if edb else F.lit(False)
+            out = out.withColumn("rank", F.when(leaf, F.lit(1)).otherwise(F.col("_r"))).drop("_r")
+            self._ranked, _ = materialize_count(out)
+            self.frames.append(self._ranked)
+        return self._ranked
 
     def count(self) -> int:
-        """The number of entries (rows of :attr:`entries`)."""
+        """The number of rows of :attr:`entries`: the k best of every fact, plus the entries
+        past rank k that some entry points at."""
+        self._assemble()
         return self._count
+
+    @property
+    def extra_entries(self) -> int:
+        """Entries past rank k kept because an entry points at them."""
+        self._assemble()
+        return self._extra
+
+    @property
+    def entries(self) -> DataFrame:
+        """relation, args, rank, weight, size, origin, rule, children (pointers by rank): one
+        row per entry of every fact of P_p (EDB leaves included), plus the kept children past
+        rank k (ranked after the k best)."""
+        self._assemble()
+        return self._entries  # type: ignore[return-value]
 
     def _origin_relation(self) -> Column:
         origin = self.task.inst.relation_origin
@@ -765,73 +737,181 @@ class SparkDTable:
         if not roots:
             return 0
         return (
-            self.entries.filter(F.col("relation").isin(roots))
+            self.ranked().filter(F.col("relation").isin(roots) & F.col("rank").isNotNull())
             .select(self._origin_relation().alias("r"), F.col("args"))
             .distinct()
             .count()
         )
+
+    # --- pointers by rank, on Spark ----------------------------------------------------------------
+
+    def _assemble(self) -> None:
+        if self._entries is not None:
+            return
+        k = self.task.k
+        key = self.task.monoid.spark_key
+        ranked = self.ranked()
+        look = ranked.select(
+            F.col("_f").alias("cf"), F.col("_o").alias("co"), F.col("relation").alias("crel"),
+            F.col("args").alias("cargs"), F.col("rank").alias("crank"),
+        )
+
+        def kids(entries: DataFrame) -> DataFrame:
+            return entries.select("_f", "_o", F.posexplode("_ch").alias("pos", "p")).select(
+                "_f", "_o", "pos", F.col("p.f").alias("cf"), F.col("p.o").alias("co"))
+
+        cur = ranked.filter(F.col("rank").isNotNull())
+        joined, m = _materialize_observed(
+            kids(cur).join(look, ["cf", "co"], "left"),
+            [F.count_if(F.col("crel").isNull()).alias("lost"), F.count_if(F.col("crank").isNull()).alias("missing")],
+        )
+        self.frames.append(joined)
+        if m["lost"]:
+            raise SelpError(f"internal error: {m['lost']} child pointers lead to no entry")
+        n_extra = 0
+        if m["missing"]:
+            # children pushed out of their fact's k best after a parent was built on them: they
+            # come back ranked after the k best, with the children they point at in turn
+            found: list[DataFrame] = []
+            want = joined.filter(F.col("crank").isNull()).select(F.col("cf").alias("_f"), F.col("co").alias("_o")).distinct()
+            while True:
+                for f in found:
+                    want = want.join(f.select("_f", "_o"), ["_f", "_o"], "left_anti")
+                want, n = materialize_count(want)
+                self.frames.append(want)
+                if not n:
+                    break
+                got, _ = materialize_count(ranked.join(want, ["_f", "_o"], "left_semi"))
+                self.frames.append(got)
+                found.append(got)
+                n_extra += n
+                want = kids(got).join(look, ["cf", "co"], "left").filter(F.col("crank").isNull()).select(
+                    F.col("cf").alias("_f"), F.col("co").alias("_o")).distinct()
+            order = Window.partitionBy("_f", "_g").orderBy(key(F.col("_w")), F.col("_s"), F.col("_o"))
+            extras = union_all(found).withColumn("rank", (F.row_number().over(order) + k).cast("int"))
+            extras, _ = materialize_count(extras)
+            self.frames.append(extras)
+            fix = extras.select(F.col("_f").alias("cf"), F.col("_o").alias("co"), F.col("rank").alias("xrank"))
+            mine = kids(extras).join(look, ["cf", "co"], "left")
+            joined = joined.unionByName(mine).join(fix, ["cf", "co"], "left").withColumn(
+                "crank", F.coalesce("crank", "xrank")).drop("xrank")
+            cur = cur.unionByName(extras)
+        ptrs = joined.groupBy("_f", "_o").agg(F.array_sort(F.collect_list(
+            F.struct("pos", F.col("crel").alias("relation"), F.col("cargs").alias("args"), F.col("crank").cast("int").alias("rank"))
+        )).alias("_k"))
+        out = cur.join(ptrs, ["_f", "_o"], "left").select(
+            "relation", "args", F.col("rank").cast("int").alias("rank"),
+            F.col("_w").cast(self.task.monoid.spark_type).alias("weight"), F.col("_s").alias("size"),
+            F.col("_o").alias("origin"), F.col("_rule").alias("rule"),
+            F.coalesce(
+                F.transform("_k", lambda c: F.struct(c["relation"].alias("relation"), c["args"].alias("args"), c["rank"].alias("rank"))),
+                F.array(),
+            ).cast(_PTR_RANK).alias("children"),
+        )
+        out, m = _materialize_observed(out, [F.count(F.lit(1)).alias("n")])
+        self.frames.append(out)
+        self._entries, self._count, self._extra = out, m["n"], n_extra
+
+    # --- pointers by rank, on the driver -----------------------------------------------------------
 
     def to_dtable(self, facts: list[tuple[str, tuple[Value, ...]]] | None = None) -> DTable:
         """Collect the entries of the answers (``facts``: these facts of P only; None: all) and
         every entry reachable from them through child pointers, as a local :class:`DTable`.
 
         Pointers are chased a level at a time: each level is one join of the pointed-at facts
-        (a broadcast of the small frontier) with the entries, collected to the driver; a fact
-        comes with all its entries, so that ranks stay positions in its list."""
+        (a broadcast of the small frontier) with the entries, collected to the driver. A fact
+        comes with all its k best, so that ranks stay positions in its list; an entry pushed out
+        of the k best that some collected entry points at follows them (rank k+1, ...)."""
         task = self.task
         table = task.empty_dtable()
-        ent = self.entries
+        ranked = self.ranked()
         roots = list(task.roots)
-        ptr_schema = StructType([
-            StructField("relation", StringType(), False), StructField("args", ArrayType(StringType()), False),
-        ])
+        by_ptr: dict[tuple[int, int], Any] = {}
+        by_fact: dict[tuple[str, tuple[str, ...]], list] = {}
+        fetched: set[int] = set()
+
+        def take(rows: list, complete: bool) -> None:
+            # complete: the rows are every entry of their facts, dropped ones included
+            for row in rows:
+                p = (row["_f"], row["_o"])
+                if p not in by_ptr:
+                    by_ptr[p] = row
+                    by_fact.setdefault((row["relation"], tuple(row["args"])), []).append(row)
+                if complete:
+                    fetched.add(row["_f"])
+
         if facts is None:
-            front = ent.filter(F.col("relation").isin(roots)) if roots else None
+            start = ranked.filter(F.col("relation").isin(roots) & F.col("rank").isNotNull()).collect() if roots else []
         else:
             origin = task.inst.relation_origin
-            wanted = {
+            wanted = sorted({
                 (root, tuple(encode(v) for v in values))
                 for rel, values in facts
                 for root in roots
                 if origin.get(root, root) == rel and len(task.types[root]) == len(values)
-            }
-            front = self._facts_frame(wanted, ptr_schema)
-        seen: set[tuple[str, tuple[str, ...]]] = set()
-        rows_by_fact: dict[tuple[str, tuple[str, ...]], list] = {}
-        while front is not None:
-            rows = front.collect()
-            for row in rows:
-                fk = (row["relation"], tuple(row["args"]))
-                seen.add(fk)
-                rows_by_fact.setdefault(fk, []).append(row)
-            nxt = {
-                (c["relation"], tuple(c["args"])) for row in rows for c in row["children"]
-            } - seen
-            front = self._facts_frame(nxt, ptr_schema)
-        for (rel, args), rows in rows_by_fact.items():
+            })
+            start = []
+            if wanted:
+                schema = StructType([StructField("relation", StringType(), False), StructField("args", ArrayType(StringType()), False)])
+                want = self.spark.createDataFrame([(r, list(a)) for r, a in wanted], schema)
+                start = ranked.join(F.broadcast(want), ["relation", "args"], "left_semi").collect()
+        take(start, facts is not None)
+        needed: set[tuple[int, int]] = set()
+        todo = [(r["_f"], r["_o"]) for r in start if r["rank"] is not None]
+        while todo:
+            missing = sorted({f for f, _ in todo if f not in fetched})
+            if missing:
+                want = self.spark.createDataFrame([(f,) for f in missing], "_f bigint")
+                take(ranked.join(F.broadcast(want), ["_f"], "left_semi").collect(), True)
+            nxt = []
+            for p in todo:
+                if p in needed:
+                    continue
+                row = by_ptr.get(p)
+                if row is None:
+                    raise SelpError("internal error: a child pointer leads to no entry")
+                needed.add(p)
+                # a reached fact comes with all its k best
+                for other in by_fact[(row["relation"], tuple(row["args"]))]:
+                    q = (other["_f"], other["_o"])
+                    if other["rank"] is not None and q not in needed:
+                        nxt.append(q)
+                nxt.extend((c["f"], c["o"]) for c in row["_ch"])
+            todo = nxt
+        m = task.monoid
+        rank_of: dict[tuple[int, int], int] = {}
+        lists: dict[tuple[str, tuple[str, ...]], list] = {}
+        for fk, rows in by_fact.items():
+            live = sorted((r for r in rows if r["rank"] is not None), key=lambda r: r["rank"])
+            if not live or [r["rank"] for r in live] != list(range(1, len(live) + 1)):
+                if not live and not any((r["_f"], r["_o"]) in needed for r in rows):
+                    continue
+                if live:
+                    raise SelpError(f"internal error: ranks of {fk} are not 1..{len(live)}")
+            past = sorted(
+                (r for r in rows if r["rank"] is None and (r["_f"], r["_o"]) in needed),
+                key=lambda r: (m.key(r["_w"]), r["_s"], r["_o"]),
+            )
+            if not any((r["_f"], r["_o"]) in needed for r in live + past):
+                continue
+            ordered = live + past
+            for i, r in enumerate(ordered, 1):
+                rank_of[(r["_f"], r["_o"])] = i
+            lists[fk] = ordered
+        for (rel, args), rows in lists.items():
             types = task.types[rel]
             values = tuple(decode(a, t) for a, t in zip(args, types))
-            rows.sort(key=lambda r: r["rank"])
-            if [r["rank"] for r in rows] != list(range(1, len(rows) + 1)):
-                raise SelpError(f"internal error: ranks of {rel}{values} are not 1..{len(rows)}")
-            table.entries[(rel, values)] = [
-                Entry(
-                    r["weight"], int(r["size"]), int(r["origin"]), r["rule"],
-                    tuple(
-                        (c["relation"], tuple(decode(a, t) for a, t in zip(c["args"], task.types[c["relation"]])), int(c["rank"]))
-                        for c in r["children"]
-                    ),
-                )
-                for r in rows
-            ]
+            out = []
+            for r in rows:
+                children = []
+                for c in r["_ch"]:
+                    child = by_ptr[(c["f"], c["o"])]
+                    ct = task.types[child["relation"]]
+                    children.append((child["relation"], tuple(decode(a, t) for a, t in zip(child["args"], ct)),
+                                     rank_of[(c["f"], c["o"])]))
+                out.append(Entry(r["_w"], int(r["_s"]), int(r["_o"]), r["_rule"], tuple(children)))
+            table.entries[(rel, values)] = out
         return table
-
-    def _facts_frame(self, facts: set[tuple[str, tuple[str, ...]]], schema: StructType) -> DataFrame | None:
-        """The entries of these (relation, encoded args) facts, or None when there are none."""
-        if not facts:
-            return None
-        want = self.spark.createDataFrame([(r, list(a)) for r, a in sorted(facts)], schema)
-        return self.entries.join(F.broadcast(want), on=["relation", "args"], how="left_semi")
 
     def save(self, out_dir: str | Path) -> None:
         """Write the DTable as :func:`selp.topk.dtable.save_dtable` does (a local directory with
@@ -870,8 +950,10 @@ class SparkDTable:
             shutil.rmtree(staging, ignore_errors=True)
 
     def close(self) -> None:
-        """Free the entries held by Spark (the object is unusable afterwards)."""
-        release(self.entries)
+        """Free what Spark holds for this DTable (the object is unusable afterwards)."""
+        for df in self.frames:
+            release(df)
+        self.frames = []
 
 
 def _broadcast_rows(spark: SparkSession, given: int | None) -> int:
@@ -903,17 +985,29 @@ def run_topk_spark(
     load_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
     engine = _Engine(task, db, spark, progress, max_rounds, _broadcast_rows(spark, broadcast_rows))
+    ok = False
     try:
         engine.leaves()
         for batch in _batches(task.inst_analysis.components):
             engine.component(batch)
         fixpoint_seconds = time.perf_counter() - t1
-        entries, n, n_extra = engine.assemble()
+        pieces = [p for h in engine.homes for p in h.pieces]
+        thetas = [h.theta for h in engine.homes if h.theta is not None]
+        result = SparkDTable(
+            task, spark, union_all(pieces) if pieces else None, thetas, pieces + thetas, engine.rounds,
+            0.0, load_seconds, fixpoint_seconds, list(db.warnings), engine.total,
+        )
+        result.ranked()  # the ranks: the DTable is complete
+        result.seconds = time.perf_counter() - t1
+        ok = True
+        return result
     finally:
         engine.release_all()
+        if not ok:
+            for h in engine.homes:
+                for p in h.pieces:
+                    release(p)
+                if h.theta is not None:
+                    release(h.theta)
         for df in db.frames.values():
             release(df)
-    return SparkDTable(
-        task, spark, entries, engine.rounds, time.perf_counter() - t1, load_seconds, fixpoint_seconds, n_extra,
-        list(db.warnings), n,
-    )
