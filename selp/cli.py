@@ -557,6 +557,31 @@ def gen_explain(out_dir: str, scale: int | None, agents: int | None, seed: int) 
     _scaled_or_units("explain", out_dir, scale, agents, "--agents", seed)
 
 
+@gen.command(name="cdss")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="CDSS directory to write (cdss.toml and data/<peer>/<relation>.csv).")
+@click.option("--peers", type=click.IntRange(min=1), required=True, help="Number of peers P0..P{N-1}.")
+@click.option("--base-size", "base_size", type=click.IntRange(min=0), required=True, help="Base entries per peer (one tuple per entry in each of its relations).")
+@click.option("--fanout", default="1", show_default=True, help="Incoming mappings per non-root peer: N or LO-HI (e.g. 1-3).")
+@click.option("--topology", type=click.Choice(["chain", "tree", "random"]), default="chain", show_default=True, help="Spanning tree of the mappings.")
+@click.option("--overlap", type=click.FloatRange(0, 1), default=0.2, show_default=True, help="Share of each peer's entries drawn from a pool all peers share.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def gen_cdss(out_dir: str, peers: int, base_size: int, fanout: str, topology: str, overlap: float, seed: int) -> None:
+    """A SWISS-PROT-like CDSS (selp.cdss.gen_swissprot); prints its statistics as JSON.
+
+    \b
+    Examples:
+      selp gen cdss --peers 10 --base-size 2000 --fanout 1-3 --topology random --out /tmp/sp10
+      selp cdss check /tmp/sp10 && selp cdss eval /tmp/sp10 --engine local
+    """
+    from selp.cdss.gen_swissprot import generate_cdss
+
+    try:
+        stats = generate_cdss(out_dir, peers, base_size, fanout, topology, seed, overlap)
+    except ValueError as err:
+        raise SelpError(str(err)) from None
+    click.echo(json.dumps(stats, indent=2))
+
+
 def _int_list(text: str, option: str, minimum: int) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
