@@ -592,7 +592,7 @@ def _int_list(text: str, option: str, minimum: int) -> list[int]:
     return values
 
 
-BENCH_TARGETS = ("iris", "amie", "explain", "tc", "instrument", "topk")
+BENCH_TARGETS = ("iris", "amie", "explain", "tc", "instrument", "topk", "cdss")
 
 
 @main.command()
@@ -612,7 +612,12 @@ BENCH_TARGETS = ("iris", "amie", "explain", "tc", "instrument", "topk")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--no-plots", is_flag=True, help="Do not draw the PNG figures.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tuple[str, ...], modes: str, repeat: int, warmup: int, timeout_s: float, memory_cap: float, out_dir: str, master: str | None, monoid: str, seed: int, no_plots: bool, quiet: bool) -> None:
+@click.option("--peers", default="5,10,20", show_default=True, help="cdss only: comma-separated numbers of peers (--scales is then base entries per peer).")
+@click.option("--fractions", default="0.1,0.3,0.5", show_default=True, help="cdss only: comma-separated fractions of entries deleted.")
+@click.option("--fanout", default="1", show_default=True, help="cdss only: incoming mappings per peer, N or LO-HI.")
+@click.option("--topology", type=click.Choice(["chain", "tree", "random"]), default="chain", show_default=True, help="cdss only: spanning tree of the mappings.")
+def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tuple[str, ...], modes: str, repeat: int, warmup: int, timeout_s: float, memory_cap: float, out_dir: str, master: str | None, monoid: str, seed: int, no_plots: bool, quiet: bool,
+          peers: str, fractions: str, fanout: str, topology: str) -> None:
     """Benchmark DATASET (iris, amie, explain, tc): semi-naive vs selective top-k vs full provenance.
 
     For each scale the dataset is generated (cached in OUT/data), then per engine: plain
@@ -630,12 +635,32 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
       selp bench tc --scales 100000 --patterns p10 -k 1,3,7 --engine local,spark --repeat 3
       selp bench amie --scales 20000 --timeout 120 --memory-cap 4096 --out results/amie
       selp bench instrument --repeat 5
+      selp bench cdss --peers 5,10,20 --scales 200 --fractions 0.1,0.3,0.5 --out results/cdss
+
+    `selp bench cdss` is update exchange on generated SWISS-PROT-like CDSSs (selp.cdss.bench_cdss):
+    initial build, 10% insertion and deletions by provenance, DRed and recomputation.
     """
     from selp.bench import machine_info
 
     say = (lambda msg: None) if quiet else (lambda msg: click.echo(msg, err=True))
     if dataset not in BENCH_TARGETS:
         raise SelpError(f"unknown dataset {dataset!r} (choose {', '.join(BENCH_TARGETS)})")
+    if dataset == "cdss":
+        from selp.cdss.bench_cdss import bench_cdss, markdown, parse_list, save as save_cdss
+
+        chosen_engines = [e.strip() for e in ",".join(engines).split(",") if e.strip()] or ["local"]
+        try:
+            peer_list, fraction_list = parse_list(peers, "--peers", int), parse_list(fractions, "--fractions", float)
+            scale_values = parse_list(scales, "--scales", int) if scales else [200]
+            rows = bench_cdss(peer_list, scale_values, fraction_list, fanout=fanout, topology=topology, seed=seed,
+                              timeout_s=timeout_s, engine=",".join(chosen_engines), say=say)
+        except ValueError as err:
+            raise SelpError(str(err)) from None
+        click.echo(markdown(rows))
+        params = {"peers": peer_list, "scales": scale_values, "fractions": fraction_list, "fanout": fanout, "topology": topology, "seed": seed, "timeout_s": timeout_s}
+        for p in save_cdss(rows, out_dir, "selp bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None, params):
+            say(f"wrote {p}")
+        return
     if dataset == "instrument":
         from selp.bench import write_results
         from selp.bench_instrument import bench_instrument, format_instrument_table
