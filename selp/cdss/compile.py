@@ -62,7 +62,12 @@ monoid (tropical semiring: costs add along a derivation, a tuple's rank is its c
 ``l_R`` weighs the cost of ``R``'s peer's local data and ``m`` the cost of the mapping. The
 dissertation's example lets a mapping *scale* its input's cost (``f_m4(x) = 2x``); rule weights
 in selp add, so a mapping cost here is an additive penalty. The threshold is recorded in the
-model; applying it needs a top-1 cost per tuple, which the exchange layer computes.
+model and *reported, not enforced*: ``selp cdss trust DIR --peer P``
+(:func:`selp.cdss.cli.trust_report`) lists P's imported tuples with their top-1 cost and whether
+the cheapest Boolean-trusted derivation is within P's threshold (a Boolean-distrusted step costs
+infinity, so Boolean trust is checked first and the threshold second). Exchange does not drop
+tuples above the threshold: that would need a per-owner top-1 fixpoint inside the compiled
+program and both incremental algorithms.
 """
 
 from __future__ import annotations
