@@ -205,7 +205,10 @@ def _run_spark(store, base, start, incremental, strategy, spark, tmp, stats, say
         from selp.engines.spark import run_spark
         from selp.language.validate import analyze
 
-        db = tempfile.TemporaryDirectory(prefix="selp-cdss-base-")
+        # inside the store, not /tmp: on a cluster the executors read these files, and the CDSS
+        # directory is what is on storage they share (a crash leaves a .tmp- dir the next
+        # exchange removes)
+        db = tempfile.TemporaryDirectory(prefix=f".tmp-base-{os.getpid()}-", dir=store.instances_dir)
         try:
             _materialise_base(store, base, Path(db.name))
             result = run_spark(analyze(store.compiled.program), db.name, spark, _progress(say, t0))
