@@ -4,5 +4,12 @@ Modules: :mod:`~selp.cdss.model` (peers, relations, mappings, trust policies),
 :mod:`~selp.cdss.mapping_parser` (tgd and trust-condition syntax), :mod:`~selp.cdss.config`
 (``cdss.toml`` loading and checks), :mod:`~selp.cdss.acyclicity` (weak acyclicity),
 :mod:`~selp.cdss.compile` (compilation to datalog^sk), :mod:`~selp.cdss.evaluate` (full
-computation with selp's engines) and :mod:`~selp.cdss.cli` (``selp cdss``).
+computation with selp's engines), :mod:`~selp.cdss.store` (the durable store: SQLite catalog and
+edit logs, Parquet epochs switched atomically), :mod:`~selp.cdss.edits` (edit batches and their
+checks), :mod:`~selp.cdss.exchange` (update exchange through the store),
+:mod:`~selp.cdss.incremental` / :mod:`~selp.cdss.incremental_spark` (incremental insertion,
+PropagateDelete, DRed), :mod:`~selp.cdss.explain` (top-k derivations of a peer's tuple by trust
+cost), :mod:`~selp.cdss.proql` (the provenance query language), the benchmarks
+(:mod:`~selp.cdss.gen_swissprot`, :mod:`~selp.cdss.bench_cdss`,
+:mod:`~selp.cdss.bench_incremental`) and :mod:`~selp.cdss.cli` (``selp cdss``).
 """
