@@ -45,6 +45,7 @@ from selp.cdss.proql import ast
 from selp.cdss.proql.graph import MappingNode, Node, ProvenanceGraph, TupleNode
 from selp.cdss.proql.parser import ProqlError
 from selp.cdss.proql.semirings import Semiring, probability
+from selp.engines.joins import compare as engine_compare
 from selp.values import Skolem, format_value
 
 Env = dict[str, Node]
@@ -68,22 +69,12 @@ def _operand(o: ast.Operand, env: Env, g: ProvenanceGraph) -> Any:
 
 
 def compare(op: str, a: Any, b: Any) -> bool:
-    """A comparison of values: labeled nulls equal only themselves and are never ordered;
-    values of different types are unequal and unordered."""
+    """A comparison of values with the engines' semantics (:func:`selp.engines.joins.compare`:
+    labeled nulls equal only themselves and are never ordered, nor are values of different
+    types); a missing attribute makes it false."""
     if a is _MISSING or b is _MISSING:
         return False
-    if op == "=":
-        return a == b
-    if op == "!=":
-        return a != b
-    if isinstance(a, Skolem) or isinstance(b, Skolem):
-        return False
-    if isinstance(a, (int, float)) != isinstance(b, (int, float)):
-        return False
-    try:
-        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-    except TypeError:
-        return False
+    return engine_compare(op, a, b)
 
 
 def holds(c: ast.Condition, env: Env, g: ProvenanceGraph, ctx: "_Matcher") -> bool:
