@@ -296,16 +296,22 @@ def _reset_peak_rss(pid: int | str = "self") -> bool:
         return False
 
 
-def _peak_rss_mb_of(pid: int | str) -> float | None:
-    """``VmHWM`` (peak RSS) of a process in MiB, or None where /proc is unavailable."""
+def proc_status_mb(pid: int | str, field: str) -> float | None:
+    """A kB field of ``/proc/PID/status`` (``VmRSS``, ``VmHWM``) in MiB, or None where /proc is
+    unavailable or the process is gone."""
     try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
     return None
+
+
+def _peak_rss_mb_of(pid: int | str) -> float | None:
+    """``VmHWM`` (peak RSS) of a process in MiB, or None where /proc is unavailable."""
+    return proc_status_mb(pid, "VmHWM")
 
 
 def machine_info() -> dict[str, Any]:

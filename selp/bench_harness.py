@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from selp.bench import _jvm_pid, _peak_rss_mb_of, _reset_peak_rss, _rss_mb, machine_info, write_results
+from selp.bench import _jvm_pid, _peak_rss_mb_of, _reset_peak_rss, _rss_mb, machine_info, proc_status_mb, write_results
 from selp.bench_datasets import save_stats, scaled_dataset, spec
 from selp.errors import SelpError
 
@@ -161,17 +161,6 @@ def _worker(spec_: dict[str, Any]) -> None:
     emit({"event": "done", "peak_rss_mb": _rss_mb()})
 
 
-def _rss_now_mb(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
 def run_local_config(program: Path, db: Path, cfg: Config, repeat: int, warmup: int, timeout_s: float | None,
                      memory_cap_mb: float | None, monoid: str = "confidence") -> dict[str, Any]:
     """Run one local configuration in a subprocess under the time and memory caps."""
@@ -197,7 +186,7 @@ def run_local_config(program: Path, db: Path, cfg: Config, repeat: int, warmup: 
         deadline = time.monotonic() + (timeout_s or 0) + 60 if timeout_s else None  # + loading
         done = False
         while True:
-            rss = _rss_now_mb(proc.pid)
+            rss = proc_status_mb(proc.pid, "VmRSS")
             if rss is not None:
                 peak = max(peak, rss)
                 if memory_cap_mb and rss > memory_cap_mb:

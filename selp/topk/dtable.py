@@ -161,16 +161,22 @@ def save_dtable(table: DTable, out_dir: str | Path) -> None:
     try:
         pq.write_table(pa.table(rows), tmp / ENTRIES)
         (tmp / META).write_text(json.dumps(meta, indent=1), encoding="utf-8")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
+        replace_dir(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def replace_dir(ready: Path, out: Path) -> None:
+    """Put the finished directory ``ready`` at ``out`` (same file system), replacing what is
+    there: readers see the old directory or the new one, never a half-written one."""
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+        os.replace(ready, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(ready, out)
 
 
 def load_dtable(path: str | Path) -> DTable:

@@ -80,7 +80,7 @@ from selp.engines.spark_load import SparkDatabase, is_local_path, load_spark_dat
 from selp.errors import SelpError
 from selp.language.ast import Atom, Rule, Var
 from selp.language.validate import Component
-from selp.topk.dtable import ENTRIES, DTable, Entry, save_dtable
+from selp.topk.dtable import ENTRIES, DTable, Entry, replace_dir, save_dtable
 from selp.topk.monoid import ACCESS_LEVELS, BUILTIN, Monoid
 from selp.topk.task import Task
 from selp.values import Value, decode, encode
@@ -136,21 +136,11 @@ def _fact_hash2(relation: Column, args: Column) -> Column:
     return F.hash(relation, args)
 
 
-def _sql_string(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _materialize_observed(
-    df: DataFrame, metrics: list[Column], project: list[Column] | None = None
-) -> tuple[DataFrame, dict[str, Any]]:
-    """Compute ``df`` (then the columns ``project``) once, cut its lineage, and return the
-    aggregate ``metrics`` of ``df`` gathered meanwhile (an :class:`Observation`: no job of their
-    own)."""
+def _materialize_observed(df: DataFrame, metrics: list[Column]) -> tuple[DataFrame, dict[str, Any]]:
+    """Compute ``df`` once, cut its lineage, and return the aggregate ``metrics`` of ``df``
+    gathered meanwhile (an :class:`Observation`: no job of their own)."""
     obs = Observation(f"selp_topk_{next(_OBSERVATIONS)}")  # names must be unique in a plan
     observed = df.observe(obs, *metrics)
-    if project is not None:
-        observed = observed.select(*project)
     if df.sparkSession.sparkContext.getCheckpointDir() is not None:
         out = observed.checkpoint(eager=True)
     else:
@@ -459,7 +449,6 @@ class _Engine:
 
     # --- admitting candidates: one round ---------------------------------------------------------
 
-    _ENTRY_COLS = ["_f", "_g", "relation", "args", "_w", "_s", "_o", "_rule", "_ch"]
     _KEYS = ["_f", "_g"]
 
     def _grouped(self, plans: list[DataFrame]) -> DataFrame:
@@ -939,13 +928,7 @@ class SparkDTable:
                 raise SelpError(f"internal error: expected one Parquet part file, found {len(parts)}")
             if parts:
                 os.replace(parts[0], ready / ENTRIES)
-            if out.exists():
-                old = out.with_name(f".{out.name}.old-{os.getpid()}")
-                os.replace(out, old)
-                os.replace(ready, out)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(ready, out)
+            replace_dir(ready, out)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 

@@ -36,7 +36,6 @@ the same :class:`QueryResult`.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
