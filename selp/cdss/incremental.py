@@ -351,15 +351,21 @@ class Maintainer:
     def killed(self, rules: list[PreparedRule], env_old: Env, dplus: dict[str, Any], dminus: dict[str, Any]) -> dict[str, Any]:
         """Heads of the old instances that a lower change kills (digest §3.4: deletion delta
         rules over pre-state values)."""
+        return self.lower_delta_heads(rules, env_old, dminus, dplus)
+
+    def lower_delta_heads(self, rules: list[PreparedRule], env: Env, pos: dict[str, Any], neg: dict[str, Any]) -> dict[str, Any]:
+        """Heads of the rule instances over ``env`` that use a tuple of ``pos`` in a positive
+        lower atom, or whose negated lower atom matches a tuple of ``neg`` (checked positively):
+        the delta rules driven by changes below the component, for deletion and insertion."""
         b = self.b
         out: dict[str, Any] = {}
         for p in rules:
             for i, rel in p.lower_pos:
-                if rel in dminus:
-                    self.collect(out, p.head, b.eval(p.rule, i, env_old, {rel: dminus[rel]}))
+                if rel in pos:
+                    self.collect(out, p.head, b.eval(p.rule, i, env, {rel: pos[rel]}))
             for i, rel in p.lower_neg:
-                if rel in dplus:
-                    self.collect(out, p.head, b.eval(p.positive_at(i), i, env_old, {rel + NEG: dplus[rel]}))
+                if rel in neg:
+                    self.collect(out, p.head, b.eval(p.positive_at(i), i, env, {rel + NEG: neg[rel]}))
         return out
 
     def delete_phase(
@@ -524,14 +530,7 @@ class Maintainer:
         members = comp.relations
         lower = self.lower_env(rules, lambda r: new[r], lambda r: new[r])
         env = {**lower, **mid}
-        seeds: dict[str, Any] = {}
-        for p in rules:
-            for i, rel in p.lower_pos:
-                if rel in dplus:
-                    self.collect(seeds, p.head, b.eval(p.rule, i, env, {rel: dplus[rel]}))
-            for i, rel in p.lower_neg:
-                if rel in dminus:
-                    self.collect(seeds, p.head, b.eval(p.positive_at(i), i, env, {rel + NEG: dminus[rel]}))
+        seeds = self.lower_delta_heads(rules, env, dplus, dminus)
         delta = {r: b.minus(s, mid[r]) for r, s in seeds.items()}
         return self.closure([p for p in rules if p.rec], {r: mid[r] for r in members}, delta, lower)
 
