@@ -1,5 +1,6 @@
 """The dissertation's ProQL queries Q1–Q10 (§7.3, digest 5.5) on the running example, stored and
-exchanged through the CDSS store, run through ``selp proql`` (local engine).
+exchanged through the CDSS store, run through ``selp proql`` on both engines (every test runs
+once with ``--engine local`` and once with ``--engine spark``: the same asserted answers).
 
 The data is Example 5 with everyone trusting everything (``make_cdss(trust=False)``), so the graph
 is the dissertation's Figure 4.8. Worked out by hand from the CSVs and the mappings
@@ -34,16 +35,32 @@ B_ALL = ["B(1,3)", "B(3,2)", "B(3,3)", "B(3,5)"]
 Q1 = "FOR [U $x] INCLUDE PATH [$x] <-+ [] RETURN $x"
 
 
+class Bio(str):
+    """The store directory, remembering which engine the test runs on."""
+
+    engine = "local"
+
+
 @pytest.fixture(scope="module")
-def bio(tmp_path_factory):
+def store_dir(tmp_path_factory):
     d = make_cdss(tmp_path_factory.mktemp("proql"), trust=False)
     load_running_example(d)
     ok(cdss_cli("exchange", d, "--peer", "PBioSQL", "--engine", "local", "-q"))
     return d
 
 
-def proql(*args) -> object:
-    return CliRunner().invoke(main, ["proql", *map(str, args)])
+@pytest.fixture(params=["local", "spark"])
+def bio(request, store_dir):
+    b = Bio(store_dir)
+    b.engine = request.param
+    if b.engine == "spark":
+        request.getfixturevalue("spark")  # the session-wide Spark session, reused by the CLI
+    return b
+
+
+def proql(d, *args) -> object:
+    engine = getattr(d, "engine", "local")
+    return CliRunner().invoke(main, ["proql", str(d), *map(str, args), "--engine", engine])
 
 
 def query(d, text: str, *extra: str) -> dict:

@@ -1,0 +1,68 @@
+"""The Python API of ProQL.
+
+:func:`spark_query` evaluates on Spark and returns a :class:`~.spark_engine.SparkResult` whose
+``bindings``, ``values``, ``gout``, ``ginputs`` and ``gnodes`` are DataFrames (and ``table``
+joins the first two); :func:`local_query` evaluates on the local engine and returns a list of
+dicts, one per binding: ``{"x": "U(2,5)", "value(x)": <semiring value>}``. Both parse and
+type-check the query first (errors are :class:`~selp.errors.SelpError` with the query position).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from selp.cdss.proql.spark_engine import SparkResult
+
+
+def spark_query(
+    directory: str,
+    text: str,
+    *,
+    spark: SparkSession | None = None,
+    peer: str | None = None,
+    probabilities: dict[str, float] | None = None,
+    file: str | None = None,
+    use_asrs: bool = True,
+) -> SparkResult:
+    """Run a ProQL query on Spark over the store in ``directory`` (the epoch ``peer``'s instance
+    reflects, default the latest exchange), using the epoch's access support relations unless
+    ``use_asrs`` is false."""
+    from selp.cdss.proql.asr import attach_asrs
+    from selp.cdss.proql.check import check_query
+    from selp.cdss.proql.parser import parse_query
+    from selp.cdss.proql.spark_engine import run_spark_query
+    from selp.cdss.proql.spark_graph import load_spark_graph
+    from selp.cdss.store import Store
+
+    if spark is None:
+        from selp.engines.spark_session import get_spark
+
+        spark = get_spark()
+    q = parse_query(text, file)
+    with Store.open(directory) as store:
+        s = check_query(q, store.compiled)
+        g = load_spark_graph(spark, store, peer)
+        if use_asrs:
+            g = attach_asrs(g)
+    result = run_spark_query(q, g, s, probabilities)
+    result.asrs_used = list(result.stats.asrs)
+    return result
+
+
+def local_query(
+    directory: str, text: str, *, peer: str | None = None, probabilities: dict[str, float] | None = None, file: str | None = None
+) -> list[dict[str, Any]]:
+    """Run a ProQL query on the local engine; one dict per binding (see the module docstring)."""
+    from selp.cdss.proql.cli import run
+
+    r = run(directory, text, file, peer, probabilities)
+    out = []
+    for row in r.rows:
+        d: dict[str, Any] = {c: str(n) for c, n in zip(r.columns, row)}
+        d.update({f"value({c})": r.values[n] for c, n in zip(r.columns, row)})
+        if r.probabilities is not None:
+            d.update({f"P({c})": r.probabilities[n] for c, n in zip(r.columns, row)})
+        out.append(d)
+    return out
