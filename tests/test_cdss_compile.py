@@ -37,7 +37,9 @@ def test_running_example_program_by_hand():
     compiled = compile_cdss(load_cdss(BIO))
     text = {r.name: format_rule(r) for r in compiled.program.rules}
     assert text["l_B"] == "l_B: B_o(id, nam) :- B_l(id, nam)."
-    assert text["t_B"] == "t_B: B_o(id, nam) :- B_t(id, nam), not B_r(id, nam)."
+    # PBioSQL has a ranked-trust threshold: its imports are also gated by B_x (set by exchange)
+    assert text["t_B"] == "t_B: B_o(id, nam) :- B_t(id, nam), not B_r(id, nam), not B_x(id, nam)."
+    assert text["t_U"] == "t_U: U_o(nam, can) :- U_t(nam, can), not U_r(nam, can)."  # no threshold
     assert text["m1"] == "m1: P_m1(i, c, n) :- G_o(i, c, n)."
     assert text["m1_1_i"] == "m1_1_i: B_i(i, n) :- P_m1(i, c, n)."
     # PBioSQL distrusts B from PGUS with nam >= 3: the trusted step needs n < 3
@@ -54,7 +56,7 @@ def test_running_example_program_by_hand():
     decls = {d.relation: d.columns for d in compiled.program.decls}
     assert decls["P_m4"] == (("i", "int"), ("c", "int"), ("n", "int"))
     assert decls["U_r"] == (("nam", "int"), ("can", "int"))
-    assert set(decls) == {f"{r}_{k}" for r in "GBU" for k in "lrito"} | {f"P_m{i}" for i in range(1, 5)}
+    assert set(decls) == {f"{r}_{k}" for r in "GBU" for k in "lrito"} | {f"P_m{i}" for i in range(1, 5)} | {"B_x"}
     assert compiled.origins["m4_1"] == RuleOrigin("trusted", RelationRef("PBioSQL", "B"), "m4", 1)
     assert compiled.origins["m4"] == RuleOrigin("mapping", mapping="m4")
     assert compiled.origins["l_U"] == RuleOrigin("local", RelationRef("PuBio", "U"))

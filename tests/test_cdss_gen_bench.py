@@ -123,7 +123,7 @@ def test_trust_report_bio_threshold(tmp_path):
     got = {t["args"]: (t["cost"], t["trusted"], t["trusted_cost"], t["within_threshold"]) for t in rep["tuples"]}
     assert got == {(3, 2): (3, True, 3, True), (1, 3): (5, False, None, False), (3, 3): (10, False, None, False)}
     out = ok(cdss_cli("trust", d, "--peer", "PBioSQL"))
-    assert out.splitlines()[0] == "PBioSQL: 3 imported tuple(s), publication 3, threshold 10 (reported, not enforced)"
+    assert out.splitlines()[0] == "PBioSQL: 3 imported tuple(s), publication 3, threshold 10 (enforced by exchange)"
     assert re.search(r"B\(3, 2\) +cost 3  trusted cost 3  within threshold", out)
     assert re.search(r"B\(1, 3\) +cost 5  trusted cost -  distrusted", out)
 

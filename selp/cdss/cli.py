@@ -503,44 +503,38 @@ def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: 
 def trust_report(store, peer: str) -> dict:
     """Every tuple imported into ``peer``'s relations with its top-1 trust cost and verdict.
 
-    Ranked trust (dissertation §3.5, digest 3.5) is *reported here, not enforced at exchange*:
-    enforcing it would make each owner's threshold filter its ``R_t`` by a per-tuple minimum over
-    recursive derivations (a Dijkstra-like fixpoint inside the compiled program and inside both
-    incremental algorithms), which is a deeper change than this command.
-
-    How it composes with Boolean trust: a Boolean-distrusted step costs +infinity (the tropical
-    semiring's zero), so a tuple is accepted when its cheapest *Boolean-trusted* import
-    derivation costs at most the threshold; ``cost`` is the cheapest import derivation of any
-    kind (``R_i``), ``trusted_cost`` the cheapest Boolean-trusted one (``R_t``). Costs are
-    ``peer``'s own (``[peers.P.costs]``: its view of every source peer and mapping), computed
-    with selp's top-k (``--monoid cost``, k = 1) over the latest published base data.
+    Ranked trust (dissertation §3.5, digest 3.5) is enforced at exchange
+    (:mod:`selp.cdss.ranked`), and this report is computed by the same capped min-cost fixpoint,
+    over the latest published base data: the imports listed are those derived from tuples the
+    peers accepted (what exchange puts in ``R_i``), ``cost`` is the cheapest of their import
+    derivations of any kind, ``trusted_cost`` the cheapest Boolean-trusted one (None: Boolean
+    trust distrusts every derivation), ``within_threshold`` whether exchange accepts the tuple
+    (Boolean-trusted and, when ``peer`` has a threshold, costing at most it) and ``rejected``
+    whether curation rejected it. Costs are ``peer``'s own (``[peers.P.costs]``: its view of
+    every source peer and mapping; unlisted ones cost 0).
     """
-    import tempfile
-
-    from selp.cdss.compile import compile_cdss
-    from selp.cdss.exchange import _materialise_base
-    from selp.language.validate import analyze
-    from selp.topk.api import topk
-    from selp.topk.trees import answers
+    from selp.cdss.ranked import RankedProgram, ranked_local
 
     store.check_peer(peer)
-    compiled = compile_cdss(store.cdss, viewpoint=peer)
+    compiled = store.compiled
     ranked = store.cdss.peer(peer).policy.ranked
     threshold = ranked.threshold if ranked is not None else None
     publication = store.last_publication()
     base = store.base_data(publication)
-    with tempfile.TemporaryDirectory(prefix="selp-cdss-trust-") as db:
-        _materialise_base(store, base, Path(db))
-        best = {(a.relation, a.args): a.trees[0][0] for a in answers(topk(analyze(compiled.program), db, None, 1, "cost"))}
+    rp = RankedProgram(compiled, (peer,))
+    res = ranked_local(rp, base)
+    v = res.viewpoints.index(peer)
     rows = []
     for rel in store.cdss.peer(peer).relations:
         name_i, name_t, name_r = (compiled.names.relation(rel.ref, k) for k in ("i", "t", "r"))
         rejected = base.get(name_r, set())
-        for (r, args), cost in sorted(((k, v) for k, v in best.items() if k[0] == name_i), key=lambda kv: repr(kv[0][1])):
-            tcost = best.get((name_t, args))
-            accepted = tcost is not None and (threshold is None or float(tcost) <= threshold)
+        trusted = res.imports.get(name_t, {})
+        for args, vec in sorted(res.imports.get(name_i, {}).items(), key=lambda kv: repr(kv[0])):
+            tvec = trusted.get(args)
+            tcost = tvec[v] if tvec is not None else None
+            accepted = tcost is not None and (threshold is None or tcost <= threshold)
             rows.append({
-                "relation": rel.name, "args": args, "cost": cost, "trusted": tcost is not None,
+                "relation": rel.name, "args": args, "cost": vec[v], "trusted": tcost is not None,
                 "trusted_cost": tcost, "within_threshold": accepted, "rejected": args in rejected,
             })
     return {"peer": peer, "publication": publication, "threshold": threshold, "tuples": rows}
@@ -553,9 +547,10 @@ def trust_report(store, peer: str) -> dict:
 def trust_cmd(directory: str, peer: str, fmt: str) -> None:
     """List PEER's imported tuples with their top-1 trust cost and the threshold verdict.
 
-    The threshold of [peers.PEER.costs] is reported, not enforced by exchange: a tuple is
-    within it when its cheapest derivation that PEER's Boolean trust conditions accept costs at
-    most the threshold (a distrusted derivation costs infinity).
+    The threshold of [peers.PEER.costs] is what exchange enforces: a tuple is within it when
+    its cheapest derivation that PEER's Boolean trust conditions accept, over the tuples the
+    peers accepted, costs at most the threshold (a distrusted derivation costs infinity, and so
+    does one through a tuple another peer found above its own threshold).
 
     \b
     Example:
@@ -574,7 +569,7 @@ def trust_cmd(directory: str, peer: str, fmt: str) -> None:
         return
     num = lambda w: "-" if w is None else (str(int(w)) if float(w).is_integer() else f"{w:g}")  # noqa: E731
     limit = "no threshold" if rep["threshold"] is None else f"threshold {num(rep['threshold'])}"
-    click.echo(f"{peer}: {len(rep['tuples'])} imported tuple(s), publication {rep['publication']}, {limit} (reported, not enforced)")
+    click.echo(f"{peer}: {len(rep['tuples'])} imported tuple(s), publication {rep['publication']}, {limit} (enforced by exchange)")
     for t in rep["tuples"]:
         fact = f"{t['relation']}({', '.join(display_value(v) for v in t['args'])})"
         if not t["trusted"]:

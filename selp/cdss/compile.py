@@ -61,13 +61,15 @@ go ``R_o <- R_t <- P_m <- S_o ...``.
 monoid (tropical semiring: costs add along a derivation, a tuple's rank is its cheapest tree):
 ``l_R`` weighs the cost of ``R``'s peer's local data and ``m`` the cost of the mapping. The
 dissertation's example lets a mapping *scale* its input's cost (``f_m4(x) = 2x``); rule weights
-in selp add, so a mapping cost here is an additive penalty. The threshold is recorded in the
-model and *reported, not enforced*: ``selp cdss trust DIR --peer P``
-(:func:`selp.cdss.cli.trust_report`) lists P's imported tuples with their top-1 cost and whether
-the cheapest Boolean-trusted derivation is within P's threshold (a Boolean-distrusted step costs
-infinity, so Boolean trust is checked first and the threshold second). Exchange does not drop
-tuples above the threshold: that would need a per-owner top-1 fixpoint inside the compiled
-program and both incremental algorithms.
+in selp add, so a mapping cost here is an additive penalty.
+
+A peer's *threshold* is enforced at exchange: every relation ``R`` of a peer with a threshold
+gets an EDB relation ``R_x`` (the trusted imports above the threshold) and ``t_R`` reads
+``R_o(x) :- R_t(x), not R_r(x), not R_x(x)``. Exchange computes ``R_x`` with the capped
+min-cost fixpoint of :mod:`selp.cdss.ranked` (semantics and the argument that the Boolean
+program with ``R_x`` keeps exactly the accepted tuples are there); relations of peers without a
+threshold have no ``R_x``, so their programs are unchanged. ``selp cdss trust DIR --peer P``
+(:func:`selp.cdss.cli.trust_report`) lists what the same fixpoint decides.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ from selp.language.ast import Atom, Comparison, Const, Decl, Program, Rule, Skol
 from selp.language.printer import format_decl, format_rule
 from selp.language.validate import analyze
 
-KINDS = ("l", "r", "i", "t", "o")
+KINDS = ("l", "r", "i", "t", "o", "x")
 KIND_MEANING = {
     "l": "local contributions",
     "r": "rejections",
@@ -89,6 +91,8 @@ KIND_MEANING = {
     "t": "trusted imports",
     "o": "the peer's instance",
 }
+# R_x exists only for relations of a peer with a ranked-trust threshold (module docstring)
+THRESHOLD_KIND = ("x", "trusted imports above the owner's ranked-trust threshold")
 _NEGATE = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 
@@ -236,7 +240,8 @@ class _Compiler:
         for r in self.cdss.relations():
             cols = tuple((a.name, a.type) for a in r.attributes)
             for kind in KINDS:
-                self.decls.append(Decl(self.names.relation(r.ref, kind), cols))
+                if kind != "x" or has_threshold(self.cdss, r.peer):
+                    self.decls.append(Decl(self.names.relation(r.ref, kind), cols))
         for m in self.cdss.mappings:
             types = {}
             for a in m.body:
@@ -251,6 +256,8 @@ class _Compiler:
         view = f"ranked trust of {self.viewpoint}" if self.viewpoint else "none (all rules unweighted)"
         self.comment(f"rule weights (costs for --monoid cost): {view}")
         self.comment("internal relations of each peer relation R: " + ", ".join(f"R_{k} {v}" for k, v in KIND_MEANING.items()))
+        if any(has_threshold(self.cdss, p.name) for p in self.cdss.peers):
+            self.comment(f"R_{THRESHOLD_KIND[0]}: {THRESHOLD_KIND[1]} (computed by exchange, selp.cdss.ranked)")
         self.comment("P_m: one row per instantiation of mapping m (all its body variables)")
         self.lines.extend(format_decl(d) for d in self.decls)
         for p in self.cdss.peers:
@@ -289,7 +296,8 @@ class _Compiler:
         self.comment(f"peer {r.peer}, relation {r.name}({', '.join(r.attribute_names)}), key ({key})")
         cost = self.ranked.peer_cost(r.peer) if self.ranked else None
         self.rule(Rule(f"l_{base}", rel("o"), (rel("l"),), self.weight(cost)), RuleOrigin("local", r.ref), r.loc)
-        self.rule(Rule(f"t_{base}", rel("o"), (rel("t"), rel("r", True))), RuleOrigin("output", r.ref), r.loc)
+        gate = (rel("x", True),) if has_threshold(self.cdss, r.peer) else ()
+        self.rule(Rule(f"t_{base}", rel("o"), (rel("t"), rel("r", True)) + gate), RuleOrigin("output", r.ref), r.loc)
 
     def mapping_rules(self, m: Mapping) -> None:
         self.comment(f"mapping {m.text or m.name}")
@@ -396,6 +404,12 @@ def _fold(formula: DNF) -> DNF:
         else:
             out.append(tuple(kept))
     return out
+
+
+def has_threshold(cdss: CDSS, peer: str) -> bool:
+    """Whether ``peer``'s ranked trust has a threshold (its relations then get ``R_x``)."""
+    ranked = cdss.peer(peer).policy.ranked
+    return ranked is not None and ranked.threshold is not None
 
 
 def compile_cdss(cdss: CDSS, viewpoint: str | None = None) -> CompiledCDSS:

@@ -103,6 +103,7 @@ def exchange(
         base = store.base_data(publication)
         n_base = sum(len(v) for v in base.values())
         say(f"exchange for {peer}: publication {publication}, {n_base} base tuple(s), {strategy} on the {engine} engine")
+        above = _threshold_rejections(store, base, engine, spark, strategy, say)
         epoch = store.new_epoch_number()
         program = program_fingerprint(store.compiled)
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{epoch_name(epoch)}-{os.getpid()}-", dir=store.instances_dir))
@@ -120,6 +121,8 @@ def exchange(
             else:
                 sizes = _run_local(store, base, start, incremental, strategy, tmp, stats, say)
             stats.update(base_tuples=n_base, tuples=sum(sizes.values()))
+            if above is not None:
+                stats["above_threshold"] = above
             info = ExchangeInfo(epoch, peer, publication, program, engine, used, time.time(), time.perf_counter() - t0, stats, False)
             store.commit_epoch(tmp, info)
         finally:
@@ -130,6 +133,30 @@ def exchange(
         if collected:
             say(f"garbage-collected epoch(s) {', '.join(map(str, collected))}")
     return ExchangeResult(info, collected, sizes)
+
+
+def _threshold_rejections(store: Store, base: dict[str, set[Row]], engine: str, spark: Any, strategy: str, say: Say) -> int | None:
+    """Add ``R_x`` (imports above their owner's ranked-trust threshold, :mod:`selp.cdss.ranked`)
+    to ``base``; the number of such tuples, or None when no peer has a threshold."""
+    from selp.cdss.ranked import RankedProgram, threshold_rejections
+
+    rp = RankedProgram(store.compiled)
+    if not rp.thresholds:
+        return None
+    t0 = time.perf_counter()
+    if engine == "spark" and spark is None:
+        from selp.engines.spark_session import get_spark
+
+        spark = get_spark()
+    rejections = threshold_rejections(store.compiled, base, engine, spark)
+    base.update(rejections)
+    n = sum(map(len, rejections.values()))
+    how = "" if strategy == "recompute" else f"; {strategy} then maintains the instances with them like rejections"
+    say(
+        f"ranked trust of {', '.join(rp.viewpoints)}: {n} import(s) above the threshold"
+        f" (costs recomputed in full from the base data, {time.perf_counter() - t0:.2f}s{how})"
+    )
+    return n
 
 
 def _progress(say: Say, t0: float) -> Callable:
