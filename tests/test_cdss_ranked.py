@@ -192,3 +192,23 @@ def test_threshold_on_spark_agrees_with_the_hand_numbers(tmp_path, spark):
     edit(d, "PA", "-R(2)")
     run(d, "spark", "provenance", spark)
     assert_initial(d)
+
+
+def test_selp_cdss_eval_enforces_the_threshold_too(tmp_path):
+    from selp.cdss.config import load_cdss
+    from selp.cdss.evaluate import evaluate_cdss
+
+    d = tmp_path / "files"
+    d.mkdir()
+    (d / "cdss.toml").write_text(TOML)
+    for peer, rel, k in (("PA", "R", 1), ("PD", "Q", 2), ("PB", "S", 3)):
+        (d / "data" / peer).mkdir(parents=True)
+        (d / "data" / peer / f"{rel}.csv").write_text(f"k\n{k}\n")
+    res = evaluate_cdss(load_cdss(d), d / "data", "local")
+    try:
+        assert res.instance("PB", "S") == {(1,), (3,)}
+        assert res.instance("PC", "T") == {(1,), (3,)}
+    finally:
+        res.close()
+    out = ok(cdss_cli("eval", d, "--engine", "local", "--relation", "T"))
+    assert "2 tuple(s)" in out and "T(1)" in out and "T(3)" in out and "T(2)" not in out, out

@@ -10,6 +10,9 @@ data), reading the base data from files until the durable store exists:
 linked under their internal names (``B_l.csv``) into a temporary directory that selp's loaders
 read, so types, headers and malformed rows are checked exactly as for ``selp eval``.
 
+Ranked-trust thresholds are enforced as by exchange (:mod:`selp.cdss.ranked`: ``R_x`` is
+computed from the base data and added before the evaluation).
+
 Queries at a peer return *certain answers*: tuples holding a labeled null are dropped unless
 ``with_nulls`` is set (dissertation §3.1.1).
 """
@@ -130,6 +133,26 @@ def _link(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
+def _write_threshold_rejections(compiled: CompiledCDSS, analysis: Any, db: str, engine: str, spark: Any) -> None:
+    """Write ``R_x`` (imports above their owner's ranked-trust threshold, computed by
+    :mod:`selp.cdss.ranked` from the base data in ``db``) into ``db``, so the evaluation keeps
+    exactly what exchange would."""
+    from selp.cdss.ranked import RankedProgram, threshold_rejections
+    from selp.database import load_database, write_parquet
+
+    if not RankedProgram(compiled).thresholds:
+        return
+    if engine == "spark" and spark is None:
+        from selp.engines.spark_session import get_spark
+
+        spark = get_spark()
+    base = load_database(analysis, db).facts
+    for rel, rows in threshold_rejections(compiled, base, engine, spark).items():
+        decl = next(d for d in compiled.program.decls if d.relation == rel)
+        cols = tuple(c for c, _ in decl.columns)
+        write_parquet(Path(db) / f"{rel}.parquet", cols, tuple(t for _, t in decl.columns), sorted(rows, key=repr))
+
+
 def evaluate_cdss(
     cdss: CDSS,
     base_data_dir: str | Path | None,
@@ -150,6 +173,7 @@ def evaluate_cdss(
     tmp = tempfile.TemporaryDirectory(prefix="selp-cdss-")
     try:
         link_base_data(files, tmp.name)
+        _write_threshold_rejections(compiled, analysis, tmp.name, engine, spark)
         if engine == "spark":
             from selp.engines.spark import run_spark
 

@@ -124,6 +124,7 @@ def explain(
 ) -> Explanation:
     """The top-k derivation trees of ``fact`` ranked by ``peer``'s trust (see module docstring)."""
     from selp.cdss.exchange import _materialise_base
+    from selp.cdss.ranked import threshold_rejections
     from selp.language.validate import analyze
     from selp.topk.api import topk
     from selp.topk.trees import answers
@@ -133,6 +134,8 @@ def explain(
     ref, args = parse_fact(compiled, fact)
     publication = store.last_publication()
     base = store.base_data(publication)
+    # the trees are over what exchange accepts: imports above their owner's threshold are out
+    base.update(threshold_rejections(store.compiled, base))
     target = compiled.names.relation(ref, "o")
     pattern = f"{target}({', '.join(format_value(v) for v in args)})"
     with tempfile.TemporaryDirectory(prefix="selp-cdss-explain-") as db:
