@@ -25,10 +25,11 @@ def spark_query(
     probabilities: dict[str, float] | None = None,
     file: str | None = None,
     use_asrs: bool = True,
+    annotate: bool = True,
 ) -> SparkResult:
     """Run a ProQL query on Spark over the store in ``directory`` (the epoch ``peer``'s instance
     reflects, default the latest exchange), using the epoch's access support relations unless
-    ``use_asrs`` is false."""
+    ``use_asrs`` is false; ``annotate=False`` computes the projection only (bindings and G′)."""
     from selp.cdss.proql.asr import attach_asrs
     from selp.cdss.proql.check import check_query
     from selp.cdss.proql.parser import parse_query
@@ -46,7 +47,7 @@ def spark_query(
         g = load_spark_graph(spark, store, peer)
         if use_asrs:
             g = attach_asrs(g)
-    result = run_spark_query(q, g, s, probabilities)
+    result = run_spark_query(q, g, s, probabilities, annotate)
     result.asrs_used = list(result.stats.asrs)
     return result
 

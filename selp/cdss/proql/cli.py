@@ -127,8 +127,11 @@ def _probabilities(items: tuple[str, ...]) -> dict[str, float] | None:
 @click.option("--master", default=None, help="Spark master URL (spark engine).")
 @click.option("--explain", is_flag=True, help="Print the evaluation plan (spark engine): fixpoints, rounds, ASRs used.")
 @click.option("--no-asr", is_flag=True, help="Do not use the epoch's access support relations (spark engine).")
+@click.option("--build-asrs", is_flag=True, help="Create access support relations for the latest epoch (chosen by the heuristic of selp.cdss.proql.asr); later exchanges maintain them.")
+@click.option("--asr-width", type=click.IntRange(min=2), default=8, show_default=True, help="With --build-asrs: mappings per ASR at most.")
+@click.option("--asr-kind", type=click.Choice(["inner", "outer"]), default="inner", show_default=True, help="With --build-asrs: inner join, or full outer (every subpath; replaces its mappings' own edges).")
 def proql(directory: str, query: str | None, query_file: str | None, peer: str | None, fmt: str, probs: tuple[str, ...],
-          engine: str, master: str | None, explain: bool, no_asr: bool) -> None:
+          engine: str, master: str | None, explain: bool, no_asr: bool, build_asrs: bool, asr_width: int, asr_kind: str) -> None:
     """Run a ProQL QUERY over the provenance stored in the CDSS DIRECTORY.
 
     \b
@@ -136,6 +139,20 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
       selp proql examples/cdss/bio 'FOR [U $x] INCLUDE PATH [$x] <-+ [] RETURN $x'
       selp proql examples/cdss/bio -f q7.proql --peer PBioSQL --format json
     """
+    if build_asrs:
+        if engine != "spark":
+            raise SelpError("--build-asrs applies to the spark engine; add --engine spark")
+        from selp.cdss.proql.asr import build_asrs as build
+        from selp.cdss.store import Store
+
+        spark = _start_spark(master)
+        with Store.open(directory) as store:
+            entries = build(store, spark, width=asr_width, kind=asr_kind)
+        for e in entries:
+            click.echo(f"{e['name']}: {e['kind']} join of {' <- '.join(e['path'])}, {e['rows']} row(s)")
+        click.echo(f"({len(entries)} access support relation(s) for the latest epoch)")
+        if query is None and query_file is None:
+            return
     if (query is None) == (query_file is None):
         raise SelpError("give the query as an argument or with -f FILE (not both)")
     if query_file is not None:

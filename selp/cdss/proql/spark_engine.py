@@ -99,41 +99,38 @@ def closure(start: DataFrame, edges: DataFrame, stats: Stats, what: str) -> Data
     """``(s, a)``: ``a`` is reachable from ``s`` in one or more steps over ``edges(t, u)``
     (``t`` -> ``u``), for the distinct ``s`` of ``start``; semi-naive, one cut per round."""
     e = edges.select(F.col("t").alias("a"), F.col("u").alias("b"))
-    frontier = _cut(start.select("s").distinct().join(edges, F.col("s") == F.col("t")).select("s", F.col("u").alias("a")).distinct())
-    acc = frontier
-    rounds = 1
-    while True:
-        nxt = frontier.join(e, "a").select("s", F.col("b").alias("a")).distinct().join(acc, ["s", "a"], "left_anti")
-        nxt = _cut(nxt)
-        if nxt.isEmpty():
-            break
-        rounds += 1
-        if rounds > MAX_ROUNDS:
-            raise SelpError(f"{what}: no fixpoint after {rounds} rounds")
-        acc = _cut(acc.unionByName(nxt))
-        frontier = nxt
-    stats.rounds.append((what, rounds))
-    return acc
+    first = start.select("s").distinct().join(edges, F.col("s") == F.col("t")).select("s", F.col("u").alias("a")).distinct()
+    return _semi_naive(_cut(first), lambda f: f.join(e, "a").select("s", F.col("b").alias("a")), ["s", "a"], stats, what)
 
 
 def closure_set(start: DataFrame, edges: DataFrame, stats: Stats, what: str) -> DataFrame:
     """``(a)``: the nodes reachable from some ``s`` of ``start`` in zero or more steps (the set
     version of :func:`closure`, for an include path whose far end is ``[]``: no pairs needed)."""
     e = edges.select(F.col("t").alias("a"), F.col("u").alias("b"))
-    acc = _cut(start.select(F.col("s").alias("a")).distinct())
-    frontier = acc
-    rounds = 0
+    first = _cut(start.select(F.col("s").alias("a")).distinct())
+    return _semi_naive(first, lambda f: f.join(e, "a").select(F.col("b").alias("a")), ["a"], stats, what)
+
+
+def _semi_naive(first: DataFrame, step, keys: list[str], stats: Stats, what: str) -> DataFrame:
+    """Iterate ``step`` from ``first`` until no new row; the pieces found are kept apart (each
+    cut once) and unioned at the end, so a round costs one job on the new rows only."""
+    pieces = [first]
+    frontier = first
+    rounds = 1
     while True:
-        nxt = _cut(frontier.join(e, "a").select(F.col("b").alias("a")).distinct().join(acc, "a", "left_anti"))
+        known = reduce(DataFrame.unionByName, pieces)
+        nxt = _cut(step(frontier).distinct().join(known, keys, "left_anti"))
         if nxt.isEmpty():
             break
         rounds += 1
         if rounds > MAX_ROUNDS:
             raise SelpError(f"{what}: no fixpoint after {rounds} rounds")
-        acc = _cut(acc.unionByName(nxt))
+        pieces.append(nxt)
+        if len(pieces) >= 16:  # keep the plans short: merge the pieces every 16 rounds
+            pieces = [_cut(reduce(DataFrame.unionByName, pieces))]
         frontier = nxt
-    stats.rounds.append((what, rounds + 1))
-    return acc
+    stats.rounds.append((what, rounds))
+    return _cut(reduce(DataFrame.unionByName, pieces))
 
 
 # -- the matcher ------------------------------------------------------------------------------
@@ -509,8 +506,11 @@ class CollectedResult:
         return self.semiring.format(self.values[node])
 
 
-def run_spark_query(q: ast.Query, g: SparkGraph, s: Semiring, probabilities: dict[str, float] | None = None) -> SparkResult:
-    """Project and annotate on Spark (checked already by :func:`~.check.check_query`)."""
+def run_spark_query(
+    q: ast.Query, g: SparkGraph, s: Semiring, probabilities: dict[str, float] | None = None, annotate_values: bool = True
+) -> SparkResult:
+    """Project and annotate on Spark (checked already by :func:`~.check.check_query`);
+    ``annotate_values=False`` stops after the projection (``values`` then has no rows)."""
     stats = Stats()
     p = q.projection
     mapvars = {st.name for path in p.for_paths for st in path.steps if st.kind == "mapvar"}
@@ -547,6 +547,10 @@ def run_spark_query(q: ast.Query, g: SparkGraph, s: Semiring, probabilities: dic
     leafcase = _leaf_cases(q.leaf, s, mt, leaves)
     result = SparkResult([r.var for r in p.returns], bindings, None, gout, ginputs, gnodes, s, q.evaluate, stats, g.epoch)  # type: ignore[arg-type]
     nat = native(s)
+    if not annotate_values:
+        result.values = spark.createDataFrame([], "node string, value string")
+        result.driver_values = {}
+        return result
     if nat is not None:
         vals = _fixpoint_native(q, s, nat, tnodes.select("t"), leafcase, gout, ginputs, stats)
         result.values = roots.join(vals.withColumnRenamed("t", "node"), "node", "left").select(

@@ -76,6 +76,7 @@ class SparkGraph:
     mappings: set[str]
     asr_edges: list[DataFrame] = field(default_factory=list)  # extra (t, u) ancestor edges
     asr_used: list[str] = field(default_factory=list)
+    asr_covered: set[str] = field(default_factory=set)  # mappings whose edges an outer ASR holds
     _edges: DataFrame | None = None
     _tuples: DataFrame | None = None
 
@@ -109,7 +110,13 @@ class SparkGraph:
         """The edges the ``<-+`` fixpoint follows: one step, plus the access support relations'
         multi-step edges (each a subset of the transitive closure, so the result is the same
         and the number of rounds shrinks by the ASRs' width)."""
-        return reduce(DataFrame.unionByName, [self.edges, *self.asr_edges]).distinct() if self.asr_edges else self.edges
+        if not self.asr_edges:
+            return self.edges
+        base = self.edges
+        if self.asr_covered:  # an outer ASR holds these mappings' one-step edges itself
+            d = self.deriv.filter(~relation_of(F.col("m")).isin(sorted(self.asr_covered)))
+            base = d.join(self.inputs, "m").select("t", "u")
+        return reduce(DataFrame.unionByName, [base, *self.asr_edges]).distinct()
 
 
 def _value(name: str, typ: str, col: Column) -> tuple[Column, Column]:
@@ -140,6 +147,11 @@ def load_spark_graph(spark: SparkSession, store: Store, peer: str | None = None)
         if last is None:
             raise SelpError(f"no exchange in {store.directory} yet; run `selp cdss exchange {store.directory} --peer P`")
         epoch = last.epoch
+    return load_epoch_graph(spark, store, epoch)
+
+
+def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGraph:
+    """The graph of a committed epoch (see the module docstring)."""
     compiled = store.compiled
     cdss, names = compiled.cdss, compiled.names
     edir = store.epoch_dir(epoch)

@@ -1,0 +1,273 @@
+"""``selp bench proql``: ProQL on generated SWISS-PROT-like CDSSs (dissertation ch. 8; digest §7).
+
+**Workload.** The peers' relations come from :mod:`selp.cdss.gen_swissprot` (Zipf-skewed
+projections of a 25-attribute universal relation, key ``ac``; 1-4 relations per peer where the
+thesis used exactly 2); its full mappings (``_mapping``: all of the source peer's relations
+joined on the key, into all of the target's) are laid out here on the chapter-8 topologies,
+with data flowing towards a *root* peer whose first relation the query asks about:
+
+* ``chain`` — ``P0 -> P1 -> ... -> P(n-1)``, the root ``P(n-1)``, the leaf ``P0``.
+* ``branched`` — half the peers in a chain ending at the root, the other half in two equal
+  branches both feeding the chain's first peer (two leaves).
+* ``tree`` — a 4-ary in-tree: every peer feeds its parent, the root is the last peer; the
+  leaves are the peers without children.
+
+``data`` places ``base`` entries at the ``leaves``, at the leaves and the ``middle`` (the peers
+half-way along the longest path; ``leaves+middle``), or at ``every`` peer (entries disjoint
+across peers). The store is built by ``selp cdss init/import/publish`` and one local-engine
+exchange (recompute), exactly as a user would.
+
+**Query** (the chapter's root query)::
+
+    FOR [R<root>_0 $x] INCLUDE PATH [$x] <-+ [] RETURN $x
+
+timed as a *projection* (the bindings and the size of G′; the thesis found annotation to cost
+about as much as projection alone) on the Spark engine, ASRs off and on, and on the local
+engine for reference (its time includes reading the epoch into memory). ``evaluate`` adds an
+``EVALUATE <semiring> OF`` and times projection plus annotation instead. Reported per
+configuration: tuples and provenance rows in the epoch, the exchange time, the ASR build time
+and rows, each query's median time over ``repeat`` runs (after ``warmup`` untimed ones), the
+rounds of the ``<-+`` fixpoint, and ``ok``: every engine returns the same root tuples and G′ of
+the same size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from selp.cdss.gen_swissprot import SwissProtCDSS, _mapping, generate
+
+TOPOLOGIES = ("chain", "branched", "tree")
+PLACEMENTS = ("leaves", "leaves+middle", "every")
+COLUMNS = (
+    "topology", "peers", "data", "base", "tuples", "prov_rows", "exchange_s", "asrs", "asr_rows", "asr_build_s",
+    "local_s", "spark_s", "spark_asr_s", "rounds", "rounds_asr", "answers", "graph_nodes", "ok",
+)
+Say = Callable[[str], None]
+
+
+def edges(topology: str, n: int) -> list[tuple[int, int]]:
+    """``(source, target)`` peer pairs of a topology over ``n`` peers; the root is ``n - 1``
+    and every edge goes from a lower to a higher peer number."""
+    if n < 2:
+        raise ValueError(f"a topology needs at least 2 peers, got {n}")
+    if topology == "chain":
+        return [(i - 1, i) for i in range(1, n)]
+    if topology == "branched":
+        branch = max(1, (n // 2) // 2)
+        b1 = list(range(0, branch))
+        b2 = list(range(branch, 2 * branch))
+        main = list(range(2 * branch, n))  # the chain ending at the root
+        out = [(a, b) for a, b in zip(b1, b1[1:])] + [(a, b) for a, b in zip(b2, b2[1:])]
+        out += [(b1[-1], main[0]), (b2[-1], main[0])]
+        out += [(a, b) for a, b in zip(main, main[1:])]
+        return out
+    if topology == "tree":
+        # BFS numbering from the root (b = 0), children 4b+1..4b+4; peer id n-1-b
+        return [(n - 1 - b, n - 1 - (b - 1) // 4) for b in range(1, n)]
+    raise ValueError(f"unknown topology {topology!r} (choose {', '.join(TOPOLOGIES)})")
+
+
+def placement(topology: str, n: int, data: str) -> set[int]:
+    """The peers holding base data."""
+    es = edges(topology, n)
+    has_parent_feed = {t for _, t in es}
+    leaves = {p for p in range(n) if p not in has_parent_feed}
+    if data == "leaves":
+        return leaves
+    if data == "every":
+        return set(range(n))
+    if data != "leaves+middle":
+        raise ValueError(f"unknown data placement {data!r} (choose {', '.join(PLACEMENTS)})")
+    depth = {n - 1: 0}
+    children: dict[int, list[int]] = {}
+    for s, t in es:
+        children.setdefault(t, []).append(s)
+    todo = [n - 1]
+    while todo:
+        x = todo.pop()
+        for c in children.get(x, []):
+            depth[c] = depth[x] + 1
+            todo.append(c)
+    half = max(depth.values()) // 2
+    return leaves | {p for p, d in depth.items() if d == half}
+
+
+def generate_proql(topology: str, n: int, base: int, data: str, seed: int = 0) -> SwissProtCDSS:
+    """The generated CDSS of one configuration (module docstring)."""
+    g = generate(n, base, "1", "chain", seed, overlap=0.0)
+    g.topology = topology
+    g.mappings = [_mapping(g, s, t) for s, t in edges(topology, n)]
+    holders = placement(topology, n, data)
+    g.entries = [e if p in holders else [] for p, e in enumerate(g.entries)]
+    return g
+
+
+def build_store(g: SwissProtCDSS, out: Path) -> tuple[Path, float]:
+    """Write, init, import, publish and exchange (local engine); returns (dir, exchange seconds)."""
+    from click.testing import CliRunner
+
+    from selp.cli import main
+
+    import shutil
+
+    shutil.rmtree(out, ignore_errors=True)  # a fresh store every run
+    g.write(out)
+    runner = CliRunner()
+
+    def cdss(*args: str) -> None:
+        res = runner.invoke(main, ["cdss", *map(str, args)])
+        if res.exit_code != 0:
+            raise RuntimeError(f"selp cdss {' '.join(map(str, args))}: {res.output}{res.stderr}")
+
+    cdss("init", out)
+    for p, rels in enumerate(g.relations):
+        if not g.entries[p]:
+            continue
+        for r in rels:
+            cdss("import", out, "--peer", f"P{p}", "--relation", r.name, out / "data" / f"P{p}" / f"{r.name}.csv")
+        cdss("publish", out, "--peer", f"P{p}")
+    t0 = time.perf_counter()
+    cdss("exchange", out, "--peer", f"P{g.peers - 1}", "--engine", "local", "-q")
+    return out, time.perf_counter() - t0
+
+
+def _timed(fn: Callable[[], Any], repeat: int, warmup: int) -> tuple[float, Any]:
+    for _ in range(warmup):  # Spark's first run of a plan shape is slower (the thesis saw it too)
+        fn()
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def run_config(
+    spark, topology: str, n: int, data: str, base: int, work: Path, repeat: int, warmup: int, width: int,
+    evaluate: str | None, say: Say,
+) -> dict[str, Any]:
+    """Build one configuration and time the root query on every engine (module docstring)."""
+    import pyarrow.dataset as ds
+
+    from selp.cdss.proql.api import spark_query
+    from selp.cdss.proql.asr import build_asrs
+    from selp.cdss.proql.cli import run
+    from selp.cdss.store import Store
+
+    g = generate_proql(topology, n, base, data)
+    d, ex_s = build_store(g, work / f"{topology}-{n}-{data.replace('+', '_')}-{base}")
+    root = g.relations[n - 1][0].name
+    q = f"FOR [{root} $x] INCLUDE PATH [$x] <-+ [] RETURN $x"
+    if evaluate:
+        q = f"EVALUATE {evaluate} OF {{ {q} }}"
+    row: dict[str, Any] = {"topology": topology, "peers": n, "data": data, "base": base, "exchange_s": round(ex_s, 2)}
+    with Store.open(d) as st:
+        epoch = st.last_exchange().epoch
+        row["tuples"] = st.exchange(epoch).stats.get("tuples")
+        row["prov_rows"] = sum(
+            ds.dataset(str(st.epoch_dir(epoch) / f"P_{m.name}.parquet"), format="parquet").count_rows() for m in st.compiled.cdss.mappings
+        )
+    say(f"{topology} {n} peers, data at {data}: {row['tuples']} tuples, exchange {ex_s:.1f}s")
+
+    def on_spark(asr: bool):
+        r = spark_query(str(d), q, spark=spark, use_asrs=asr, annotate=bool(evaluate))
+        answers = {x[0] for x in r.bindings.collect()}
+        return answers, r.gnodes.count(), r.stats
+
+    def on_local():
+        r = run(str(d), q)
+        return {str(x[0]) for x in r.rows}, len(r.graph.nodes)
+
+    local_s, (local_ans, local_nodes) = _timed(on_local, repeat, warmup)
+    spark_s, (ans, nodes, stats) = _timed(lambda: on_spark(False), repeat, warmup)
+    with Store.open(d) as st:
+        t0 = time.perf_counter()
+        entries = build_asrs(st, spark, width=width)
+        row["asr_build_s"] = round(time.perf_counter() - t0, 2)
+    row["asrs"] = len(entries)
+    row["asr_rows"] = sum(e["rows"] for e in entries)
+    asr_s, (ans_asr, nodes_asr, stats_asr) = _timed(lambda: on_spark(True), repeat, warmup)
+    row.update(
+        local_s=round(local_s, 2), spark_s=round(spark_s, 2), spark_asr_s=round(asr_s, 2),
+        rounds=max((k for w, k in stats.rounds if "<-+" in w), default=0),
+        rounds_asr=max((k for w, k in stats_asr.rounds if "<-+" in w), default=0),
+        answers=len(local_ans), graph_nodes=local_nodes,
+        ok=local_ans == ans == ans_asr and local_nodes == nodes == nodes_asr,
+    )
+    say(f"  local {local_s:.2f}s, spark {spark_s:.2f}s ({row['rounds']} rounds), with {len(entries)} ASR(s)"
+        f" {asr_s:.2f}s ({row['rounds_asr']} rounds), ok={row['ok']}")
+    return row
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(str(r.get(c, "")) for c in COLUMNS) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def bench_proql(
+    configs: list[tuple[str, int, str]], base: int, out_dir: str | Path, repeat: int = 1, warmup: int = 0, width: int = 8,
+    evaluate: str | None = None, master: str | None = None, say: Say = lambda m: None,
+) -> list[dict[str, Any]]:
+    """Run ``(topology, peers, data)`` configurations; writes OUT/results.json and results.md."""
+    from selp.engines.spark_session import get_spark
+
+    out = Path(out_dir)
+    work = out / "data"
+    work.mkdir(parents=True, exist_ok=True)
+    spark = get_spark(master)
+    rows = []
+    for topology, n, data in configs:
+        rows.append(run_config(spark, topology, n, data, base, work, repeat, warmup, width, evaluate, say))
+        (out / "results.json").write_text(json.dumps(rows, indent=2))
+    (out / "results.md").write_text(markdown(rows) + "\n")
+    return rows
+
+
+def parse_configs(topologies: str, peers: str, data: str) -> list[tuple[str, int, str]]:
+    """The cross product of comma-separated topologies, peer counts and data placements."""
+    ts = [t.strip() for t in topologies.split(",") if t.strip()]
+    ds_ = [x.strip() for x in data.split(",") if x.strip()]
+    for t in ts:
+        if t not in TOPOLOGIES:
+            raise ValueError(f"unknown topology {t!r} (choose {', '.join(TOPOLOGIES)})")
+    for x in ds_:
+        if x not in PLACEMENTS:
+            raise ValueError(f"unknown data placement {x!r} (choose {', '.join(PLACEMENTS)})")
+    try:
+        ns = [int(x) for x in peers.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--peers expects comma-separated integers, got {peers!r}") from None
+    if not ns or min(ns) < 2:
+        raise ValueError(f"--peers expects integers >= 2, got {peers!r}")
+    return [(t, n, x) for t in ts for x in ds_ for n in ns]
+
+
+def main(argv: list[str] | None = None) -> None:
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m selp.cdss.proql.bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--topologies", default="chain")
+    ap.add_argument("--peers", default="10,25,50,100")
+    ap.add_argument("--data", default="leaves")
+    ap.add_argument("--base", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--warmup", type=int, default=0)
+    ap.add_argument("--width", type=int, default=8)
+    ap.add_argument("--evaluate", default=None)
+    ap.add_argument("--master", default=None)
+    ap.add_argument("--out", default="bench-out/proql")
+    a = ap.parse_args(argv)
+    rows = bench_proql(parse_configs(a.topologies, a.peers, a.data), a.base, a.out, a.repeat, a.warmup, a.width, a.evaluate, a.master,
+                       lambda m: print(m, file=sys.stderr, flush=True))
+    print(markdown(rows))
+
+
+if __name__ == "__main__":
+    main()
