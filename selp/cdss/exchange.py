@@ -129,6 +129,11 @@ def exchange(
             if tmp.exists():  # not renamed: the exchange failed before the switch
                 shutil.rmtree(tmp, ignore_errors=True)
         say(f"epoch {epoch} committed: {peer} now reflects publication {publication} ({info.seconds:.2f}s)")
+        # ProQL's access support relations: carried over from the previous epoch by its deltas
+        # (nothing happens, and no Spark starts, when the previous epoch has none; never raises)
+        from selp.cdss.proql.asr import maintain_asrs
+
+        maintain_asrs(store, epoch, spark if engine == "spark" else None, say)
         collected = store.collect_garbage(keep)
         if collected:
             say(f"garbage-collected epoch(s) {', '.join(map(str, collected))}")
