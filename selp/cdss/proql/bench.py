@@ -222,6 +222,8 @@ def bench_proql(
     work = out / "data"
     work.mkdir(parents=True, exist_ok=True)
     spark = get_spark(master)
+    say("warm-up (not recorded): chain of 3 peers")
+    run_config(spark, "chain", 3, "leaves", 5, work, 1, 0, width, evaluate, lambda m: None)
     rows = []
     for topology, n, data in configs:
         rows.append(run_config(spark, topology, n, data, base, work, repeat, warmup, width, evaluate, say))
@@ -247,6 +249,51 @@ def parse_configs(topologies: str, peers: str, data: str) -> list[tuple[str, int
     if not ns or min(ns) < 2:
         raise ValueError(f"--peers expects integers >= 2, got {peers!r}")
     return [(t, n, x) for t in ts for x in ds_ for n in ns]
+
+
+def parse_patterns(patterns: str, peers: str) -> list[tuple[str, int, str]]:
+    """``TOPOLOGY:DATA,...`` (or ``all``: every topology with every placement) times the peers."""
+    if patterns.strip() == "all":
+        pairs = [(t, x) for t in TOPOLOGIES for x in PLACEMENTS]
+    else:
+        pairs = []
+        for item in patterns.split(","):
+            t, sep, x = item.strip().partition(":")
+            if not sep:
+                raise ValueError(f"--patterns for proql are TOPOLOGY:DATA (e.g. chain:leaves), got {item!r}")
+            pairs.append((t, x))
+    out = []
+    for t, x in pairs:
+        out += parse_configs(t, peers, x)
+    return out
+
+
+def bench_cli(
+    peers: str, scales: str | None, patterns: str, repeat: int, warmup: int, master: str | None, out_dir: str,
+    command: str | None, say: Say,
+) -> str:
+    """``selp bench proql``: ``--patterns TOPOLOGY:DATA,...``, ``--peers``, ``--scales`` (base
+    entries per data-holding peer, default 100); writes OUT/results.json, OUT/results.md and
+    OUT/machine.json; returns the Markdown table."""
+    from selp.bench import machine_info
+    from selp.errors import SelpError
+
+    try:
+        configs = parse_patterns(patterns, peers)
+        base = int(scales) if scales else 100
+    except ValueError as err:
+        raise SelpError(str(err)) from None
+    machine = machine_info()
+    import os
+
+    machine["loadavg_at_start"] = [round(x, 2) for x in os.getloadavg()]
+    machine["command"] = command
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(out_dir) / "machine.json").write_text(json.dumps(machine, indent=2))
+    t0 = time.perf_counter()
+    rows = bench_proql(configs, base, out_dir, repeat, warmup, master=master, say=say)
+    say(f"total {time.perf_counter() - t0:.0f}s")
+    return markdown(rows)
 
 
 def main(argv: list[str] | None = None) -> None:
