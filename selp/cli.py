@@ -592,7 +592,7 @@ def _int_list(text: str, option: str, minimum: int) -> list[int]:
     return values
 
 
-BENCH_TARGETS = ("iris", "amie", "explain", "tc", "instrument", "topk", "cdss")
+BENCH_TARGETS = ("iris", "amie", "explain", "tc", "instrument", "topk", "cdss", "proql")
 
 
 @main.command()
@@ -660,6 +660,12 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
         params = {"peers": peer_list, "scales": scale_values, "fractions": fraction_list, "fanout": fanout, "topology": topology, "seed": seed, "timeout_s": timeout_s}
         for p in save_cdss(rows, out_dir, "selp bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None, params):
             say(f"wrote {p}")
+        return
+    if dataset == "proql":  # ProQL on chapter 8's topologies (selp.cdss.proql.bench; --patterns TOPOLOGY:DATA,...)
+        from selp.cdss.proql.bench import bench_cli
+
+        command = "selp bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
+        click.echo(bench_cli(peers, scales, patterns, repeat, warmup, master, out_dir, command, say))
         return
     if dataset == "instrument":
         from selp.bench import write_results
