@@ -264,3 +264,13 @@ def test_query_file_and_errors(bio, tmp_path):
     one_line_error(proql(bio, "FOR [Q $x] RETURN $x"), "<query>:1:5", "unknown relation Q")
     one_line_error(proql(bio, "FOR [U $x] RETURN $x", "--peer", "Nobody"), "unknown peer")
     one_line_error(proql(bio), "give the query")
+
+
+def test_peer_qualified_relation_names(bio):
+    # U tuples one m2 step from a G tuple: U(2,5) from G(3,5,2), U(3,2) from G(1,2,3)
+    q = "FOR [PuBio.U $x] <- [PGUS.G $y] WHERE $x in PuBio.U INCLUDE PATH [$x] <- [$y] RETURN $x"
+    doc = query(bio, q)
+    assert bindings(doc) == ["U(2,5)", "U(3,2)"]
+    assert sorted(doc["graph"]["nodes"]) == ["G(1,2,3)", "G(3,5,2)", "U(2,5)", "U(3,2)", "m2(1,2,3)", "m2(3,5,2)"]
+    one_line_error(proql(bio, "FOR [PuBio.B $x] RETURN $x"), "<query>:1:5", "peer PuBio has no relation B (its relations: U)")
+    one_line_error(proql(bio, "FOR [U $x] WHERE $x in Nobody.U RETURN $x"), "<query>:1:18", "unknown peer Nobody")

@@ -31,7 +31,7 @@ def spark_query(
     reflects, default the latest exchange), using the epoch's access support relations unless
     ``use_asrs`` is false; ``annotate=False`` computes the projection only (bindings and G′)."""
     from selp.cdss.proql.asr import attach_asrs
-    from selp.cdss.proql.check import check_query
+    from selp.cdss.proql.check import check_query, resolve_relations
     from selp.cdss.proql.parser import parse_query
     from selp.cdss.proql.spark_engine import run_spark_query
     from selp.cdss.proql.spark_graph import load_spark_graph
@@ -43,6 +43,7 @@ def spark_query(
         spark = get_spark()
     q = parse_query(text, file)
     with Store.open(directory) as store:
+        q = resolve_relations(q, store.compiled)
         s = check_query(q, store.compiled)
         g = load_spark_graph(spark, store, peer)
         if use_asrs:

@@ -200,3 +200,50 @@ def _check_mapping_cond(c: ast.Condition, a: ast.Assignment, s: Semiring, ch: _C
         raise ProqlError(f"a mapping CASE tests ${a.var} (the mapping) and ${a.arg} (its argument)", c.loc)
     else:
         raise ProqlError(f"a mapping CASE tests ${a.var} (the mapping) and ${a.arg} (its argument)", c.loc)
+
+
+def resolve_relations(q: ast.Query, compiled: CompiledCDSS) -> ast.Query:
+    """``q`` with every peer-qualified relation name (``[PBioSQL.B $x]``, ``$y in PuBio.U``)
+    replaced by the relation's base name in the compiled program (``B``, or ``PBioSQL_B`` when
+    two peers have a relation ``B``). An unqualified name is left to :func:`check_query`."""
+    from dataclasses import replace
+
+    names = compiled.names
+    qualified = {f"{r.peer}.{r.name}": names.base(r.ref) for r in compiled.cdss.relations()}
+    peers = {p.name for p in compiled.cdss.peers}
+
+    def rel(name: str | None, loc) -> str | None:
+        if name is None or "." not in name:
+            return name
+        if name in qualified:
+            return qualified[name]
+        peer = name.split(".", 1)[0]
+        if peer not in peers:
+            raise ProqlError(f"unknown peer {peer} in {name} (peers: {', '.join(sorted(peers))})", loc)
+        own = sorted(k.split(".", 1)[1] for k in qualified if k.startswith(peer + "."))
+        raise ProqlError(f"peer {peer} has no relation {name.split('.', 1)[1]} (its relations: {', '.join(own)})", loc)
+
+    def path(p: ast.Path) -> ast.Path:
+        return replace(p, nodes=tuple(replace(n, relation=rel(n.relation, n.loc)) for n in p.nodes))
+
+    def cond(c):
+        if c is None:
+            return None
+        if isinstance(c, (ast.And, ast.Or)):
+            return replace(c, parts=tuple(cond(x) for x in c.parts))
+        if isinstance(c, ast.Not):
+            return replace(c, part=cond(c.part))
+        if isinstance(c, ast.Membership):
+            return replace(c, relation=rel(c.relation, c.loc))
+        if isinstance(c, ast.PathCondition):
+            return replace(c, path=path(c.path))
+        return c
+
+    def assignment(a: ast.Assignment | None) -> ast.Assignment | None:
+        if a is None:
+            return None
+        return replace(a, cases=tuple(replace(k, condition=cond(k.condition)) for k in a.cases))
+
+    p = q.projection
+    proj = replace(p, for_paths=tuple(path(x) for x in p.for_paths), where=cond(p.where), include=tuple(path(x) for x in p.include))
+    return replace(q, projection=proj, leaf=assignment(q.leaf), mapping=assignment(q.mapping))

@@ -23,7 +23,7 @@ from selp.errors import SelpError
 def run(directory: str, text: str, file: str | None = None, peer: str | None = None, probabilities: dict[str, float] | None = None):
     """Parse, check and evaluate a query over the store of ``directory`` on the local engine;
     returns a :class:`~selp.cdss.proql.evaluate.QueryResult`."""
-    from selp.cdss.proql.check import check_query
+    from selp.cdss.proql.check import check_query, resolve_relations
     from selp.cdss.proql.evaluate import run_query
     from selp.cdss.proql.graph import load_graph
     from selp.cdss.proql.parser import parse_query
@@ -31,6 +31,7 @@ def run(directory: str, text: str, file: str | None = None, peer: str | None = N
 
     q = parse_query(text, file)
     with Store.open(directory) as store:
+        q = resolve_relations(q, store.compiled)
         s = check_query(q, store.compiled)
         g, epoch = load_graph(store, peer)
     result = run_query(q, g, s, probabilities)

@@ -6,7 +6,9 @@ or leaves things open, selp decides as follows (each is what the dissertation's 
 * **Keywords** are case-insensitive whole words (Q7 writes ``and`` in a CASE, the others ``AND``);
   relation, attribute, mapping and semiring names are case-sensitive identifiers
   ``[A-Za-z_][A-Za-z0-9_]*`` (semiring names are matched case-insensitively by the checker).
-  Relation names are the CDSS's base names (``B``, or ``PBioSQL_B`` when two peers have a ``B``).
+  Relation names are the CDSS's base names (``B``, or ``PBioSQL_B`` when two peers have a ``B``)
+  or peer-qualified, ``PBioSQL.B`` (in node patterns and ``$y in PEER.R``), which
+  :func:`~.check.resolve_relations` turns into the base name.
 * **Comments** ``-- ...`` and ``# ...`` run to the end of the line.
 * **pathExpression** ``node? (derivation node)*``: the first node is required (write ``[]`` for an
   anonymous one), so a path always starts with ``[``; a path in WHERE is told apart from a
@@ -165,10 +167,10 @@ class _Builder:
             if c.data == "node":
                 rel = var = None
                 for tok in c.children:
-                    if tok.type == "VAR":
-                        var = self.var(tok)
+                    if isinstance(tok, Tree):  # relname: R or PEER.R
+                        rel = ".".join(str(x) for x in tok.children)
                     else:
-                        rel = str(tok)
+                        var = self.var(tok)
                 nodes.append(ast.NodePattern(rel, var, self.loc(c)))
             else:
                 steps.append(self.step(c))
@@ -200,7 +202,7 @@ class _Builder:
             return ast.Comparison(self.operand(left), o, self.operand(right), loc)
         if t.data == "membership":
             v, _, rel = t.children
-            return ast.Membership(self.var(v), str(rel), loc)
+            return ast.Membership(self.var(v), ".".join(str(x) for x in rel.children), loc)
         if t.data == "path_cond":
             return ast.PathCondition(self.path(t.children[0]), loc)
         raise AssertionError(t.data)  # pragma: no cover
