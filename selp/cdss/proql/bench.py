@@ -158,6 +158,9 @@ def run_config(
     from selp.cdss.proql.api import spark_query
     from selp.cdss.proql.asr import build_asrs
     from selp.cdss.proql.cli import run
+    from selp.cdss.proql.evaluate import project
+    from selp.cdss.proql.graph import load_graph
+    from selp.cdss.proql.parser import parse_query
     from selp.cdss.store import Store
 
     g = generate_proql(topology, n, base, data)
@@ -181,8 +184,15 @@ def run_config(
         return answers, r.gnodes.count(), r.stats
 
     def on_local():
-        r = run(str(d), q)
-        return {str(x[0]) for x in r.rows}, len(r.graph.nodes)
+        if evaluate:
+            r = run(str(d), q)
+            return {str(x[0]) for x in r.rows}, len(r.graph.nodes)
+        # projection only, as on Spark: the default POLYNOMIAL would expand every derivation
+        # (a mapping with two inputs doubles the expression per level: 2^depth terms' text)
+        with Store.open(d) as st:
+            graph, _ = load_graph(st)
+        rows, sub = project(parse_query(q), graph)
+        return {str(x[0]) for x in rows}, len(sub.nodes)
 
     local_s, (local_ans, local_nodes) = _timed(on_local, repeat, warmup)
     spark_s, (ans, nodes, stats) = _timed(lambda: on_spark(False), repeat, warmup)
