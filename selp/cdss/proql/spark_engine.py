@@ -27,7 +27,9 @@ included mapping node (its siblings) are in G′ through ``inputs``.
 
 **Annotation.** Leaves (local tuples and tuple nodes with no derivation in G′) get their value
 from the ``ASSIGNING EACH leaf_node`` CASEs translated to a ``when`` chain; mapping functions
-likewise. Then Kleene iteration from 0 on DataFrames: a mapping node's value is the product of
+likewise. Then Kleene iteration from 0 on DataFrames, over all of G′ (which the
+projection built from the FOR bindings; it is not narrowed further to what the returned nodes
+depend on, as the local engine does): a mapping node's value is the product of
 its inputs' values (a group-by aggregate), a tuple's the sum of its leaf value and its
 derivations' values (another aggregate), until no value changes. The semirings with a native
 column representation iterate on Spark:
@@ -212,6 +214,8 @@ class SparkMatcher:
             v, col = self.condition(c.part, v, tag)
             return v, ~col
         if isinstance(c, ast.Membership):
+            if c.var in self.mapvars:  # a mapping node is in no relation
+                return v, F.lit(False)
             return v, relation_of(F.col(_v(c.var))) == c.relation
         if isinstance(c, ast.PathCondition):
             tag[0] += 1
@@ -532,6 +536,7 @@ def run_spark_query(
     spark = g.spark
     gout = _cut(reduce(DataFrame.unionByName, gouts, spark.createDataFrame([], "m string, t string")).distinct())
     ginputs = gout.select("m").distinct().join(g.inputs, "m")
+    gatoms = gout.select("m").distinct().join(g.input_atoms, "m").select("m", "u")  # with multiplicity
     bindings = v.select(*[F.col(_v(r.var)).alias(r.var) for r in p.returns]).distinct()
     roots = reduce(DataFrame.unionByName, [bindings.select(F.col(r.var).alias("node")) for r in p.returns]).distinct()
     gnodes = reduce(
@@ -552,7 +557,7 @@ def run_spark_query(
         result.driver_values = {}
         return result
     if nat is not None:
-        vals = _fixpoint_native(q, s, nat, tnodes.select("t"), leafcase, gout, ginputs, stats)
+        vals = _fixpoint_native(q, s, nat, tnodes.select("t"), leafcase, gout, gatoms, stats)
         result.values = roots.join(vals.withColumnRenamed("t", "node"), "node", "left").select(
             "node", F.coalesce(F.col("value"), nat.lit(s.zero)).alias("value")
         )
@@ -565,7 +570,7 @@ def run_spark_query(
             f" narrow the query or use {', '.join(NATIVE)}, which run on Spark"
         )
     stats.plan.append(f"annotation: {s.name} on the driver over G′ ({n} nodes collected)")
-    values = _driver_values(q, s, leafcase, gout, ginputs, roots, tnodes)
+    values = _driver_values(q, s, leafcase, gout, gatoms, roots, tnodes)
     result.driver_values = values
     if s.name == "PROBABILITY" and probabilities is not None:
         result.probabilities = {k: probability(x, probabilities) for k, x in values.items()}
@@ -622,13 +627,13 @@ def _leaf_value_column(a: ast.Assignment | None, s: Semiring, nat: Native) -> Co
     return out
 
 
-def _fixpoint_native(q, s, nat: Native, tnodes, leafcase, gout, ginputs, stats: Stats) -> DataFrame:
+def _fixpoint_native(q, s, nat: Native, tnodes, leafcase, gout, gatoms, stats: Stats) -> DataFrame:
     """Kleene iteration on DataFrames from 0 (module docstring); returns ``(t, value)``."""
     base = tnodes.join(leafcase.withColumn("_leaf", F.lit(True)), "t", "left")
     base = base.select("t", F.when(F.col("_leaf").isNotNull(), _leaf_value_column(q.leaf, s, nat)).otherwise(nat.lit(s.zero)).alias("leaf"))
     base = _cut(base)
-    mnames = ginputs.select("m").distinct().withColumn("_name", F.substring_index(F.col("m"), "(", 1))
-    gin = _cut(ginputs.select("m", "u"))
+    mnames = gatoms.select("m").distinct().withColumn("_name", F.substring_index(F.col("m"), "(", 1))
+    gin = _cut(gatoms.select("m", "u"))
     gout = _cut(gout.select("m", "t"))
     val = base.select("t", F.col("leaf").alias("value"))
     rounds = 0
@@ -651,11 +656,11 @@ def _fixpoint_native(q, s, nat: Native, tnodes, leafcase, gout, ginputs, stats: 
     return new
 
 
-def _driver_values(q, s, leafcase, gout, ginputs, roots, tnodes) -> dict[str, Any]:
+def _driver_values(q, s, leafcase, gout, gatoms, roots, tnodes) -> dict[str, Any]:
     """COUNT/POLYNOMIAL/PROBABILITY: the local fixpoint over G′ collected from Spark."""
     sub = Subgraph()
     inputs: dict[MappingNode, list[TupleNode]] = {}
-    for r in ginputs.collect():
+    for r in gatoms.collect():  # one row per body atom: a tuple read twice counts twice
         m, u = _node(r.m, True), _node(r.u, False)
         sub.inputs.add((u, m))
         sub.nodes.update((u, m))

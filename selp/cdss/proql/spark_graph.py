@@ -16,6 +16,9 @@ three relations so that ProQL can be evaluated by joins instead of pointer chasi
     program makes: ``f_m_z(frontier)``).
 ``inputs(m, u)``
     tuple ``u`` is among ``m``'s inputs (body atoms instantiated).
+``input_atoms(m, u, pos)``
+    the same per body atom ``pos``: a mapping whose body reads one tuple twice multiplies its
+    value twice (WEIGHT adds it twice), as the local engine does.
 
 Every column is built by native column expressions from the ``P_m`` and ``R_o/R_l/R_i`` files:
 no Python UDF, and only paths inside the store are handed to Spark, so it runs on a cluster
@@ -71,6 +74,7 @@ class SparkGraph:
     local_ids: DataFrame  # (id): the local contributions
     deriv: DataFrame
     inputs: DataFrame
+    input_atoms: DataFrame
     attributes: dict[str, tuple[str, ...]]  # relation -> attribute names
     types: dict[str, dict[str, str]]  # relation -> attribute -> int/str
     mappings: set[str]
@@ -214,10 +218,10 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
         for z in m.existentials:
             text = node_text(names.skolem(m.name, z), frontier_text)
             env[z] = (F.concat(F.lit(SKOLEM_MARK), text), text, "str")
-        for atom in m.body:
+        for pos, atom in enumerate(m.body):
             base = names.base(atom.relation)
             cols = _atom_columns(atom, env, names)
-            inputs.append(pdf.select(mid, node_text(base, [c[1] for c in cols]).alias("u")))
+            inputs.append(pdf.select(mid, node_text(base, [c[1] for c in cols]).alias("u"), F.lit(pos).alias("pos")))
         for atom in m.head:
             base = names.base(atom.relation)
             cols = _atom_columns(atom, env, names)
@@ -225,12 +229,13 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
             # a derived tuple is a node even if (rejected, distrusted) it is in no instance file
             parts.setdefault(base, []).append(pdf.select(*tuple_row(base, [c[0] for c in cols], [c[1] for c in cols], F.lit(False))))
     empty_d = spark.createDataFrame([], "t string, m string")
-    empty_i = spark.createDataFrame([], "m string, u string")
+    empty_i = spark.createDataFrame([], "m string, u string, pos int")
     deriv = reduce(DataFrame.unionByName, derivs, empty_d).distinct()
-    inp = reduce(DataFrame.unionByName, inputs, empty_i).distinct()
+    atoms = reduce(DataFrame.unionByName, inputs, empty_i).distinct().cache()
+    inp = atoms.select("m", "u").distinct()
     local_ids = reduce(DataFrame.unionByName, local_parts, spark.createDataFrame([], "id string")).distinct()
     g = SparkGraph(
-        spark, epoch, edir, parts, local_ids.cache(), deriv.cache(), inp.cache(), attributes, types, {m.name for m in cdss.mappings}
+        spark, epoch, edir, parts, local_ids.cache(), deriv.cache(), inp.cache(), atoms, attributes, types, {m.name for m in cdss.mappings}
     )
     if len(_CACHE) >= 4:
         _CACHE.pop(next(iter(_CACHE)))

@@ -1,0 +1,121 @@
+"""The Spark engine's Python API, its limits and options, and the chapter-8 topologies of
+``selp bench proql`` (worked out by hand). Q1-Q10 and the cyclic tests run on both engines in
+test_proql_queries.py and test_proql_cyclic.py."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from selp.cdss.proql import spark_engine
+from selp.cdss.proql.api import local_query, spark_query
+from selp.cdss.proql.bench import edges, parse_patterns, placement
+from selp.cli import main
+from selp.errors import SelpError
+from test_cdss_store import cdss_cli, load_running_example, make_cdss, ok, one_line_error
+
+Q = "FOR [B $x] INCLUDE PATH [$x] <-+ [] RETURN $x"
+
+
+@pytest.fixture(scope="module")
+def bio(tmp_path_factory):
+    d = make_cdss(tmp_path_factory.mktemp("proql-spark"), trust=False)
+    load_running_example(d)
+    ok(cdss_cli("exchange", d, "--peer", "PBioSQL", "--engine", "local", "-q"))
+    return d
+
+
+def test_python_api_dataframes_and_lists(bio, spark):
+    # WEIGHT with every leaf 1: B(3,5) local 1; B(1,3) = m1(g1) = 1; B(3,2) = min(m1(g2) = 1,
+    # m4(b·U(2,5)) = 1 + 1) = 1; B(3,3) = m4(B(3,2)·U(3,2)) = 1 + m2(g1) = 2
+    q = f"EVALUATE WEIGHT OF {{ {Q} }} ASSIGNING EACH leaf_node $y {{ DEFAULT : SET 1 }}"
+    r = spark_query(str(bio), q, spark=spark)
+    table = r.table
+    assert table.columns == ["x", "value_x"]
+    assert {row.x: row.value_x for row in table.collect()} == {"B(1,3)": 1.0, "B(3,2)": 1.0, "B(3,3)": 2.0, "B(3,5)": 1.0}
+    # G′ as DataFrames: B(3,3) derived by m4(3,2,3) from B(3,2) and U(3,2)
+    assert ("m4(3,2,3)", "B(3,3)") in {(x.m, x.t) for x in r.gout.collect()}
+    assert {x.u for x in r.ginputs.filter("m = 'm4(3,2,3)'").collect()} == {"B(3,2)", "U(3,2)"}
+    rows = local_query(str(bio), q)
+    assert rows == [{"x": "B(1,3)", "value(x)": 1}, {"x": "B(3,2)", "value(x)": 1}, {"x": "B(3,3)", "value(x)": 2}, {"x": "B(3,5)", "value(x)": 1}]
+
+
+def test_driver_semirings_refuse_a_large_projection(bio, spark, monkeypatch):
+    # G′ of Q has 4 B + 2 G + 2 U tuples and 6 mapping nodes (m1 x2, m2 x2, m4 x2) = 14 nodes
+    monkeypatch.setattr(spark_engine, "MAX_DRIVER_NODES", 13)
+    with pytest.raises(SelpError, match="COUNT is evaluated on the driver and the projected graph has 14 nodes"):
+        spark_query(str(bio), f"EVALUATE COUNT OF {{ {Q} }}", spark=spark)
+    monkeypatch.setattr(spark_engine, "MAX_DRIVER_NODES", 14)
+    r = spark_query(str(bio), f"EVALUATE COUNT OF {{ {Q} }}", spark=spark)
+    assert r.driver_values == {"B(1,3)": 1, "B(3,2)": 3, "B(3,3)": 3, "B(3,5)": 1}
+
+
+def test_spark_options_need_the_spark_engine(bio):
+    res = CliRunner().invoke(main, ["proql", str(bio), Q, "--engine", "local", "--explain"])
+    one_line_error(res, "--explain", "apply to the spark engine")
+    res = CliRunner().invoke(main, ["proql", str(bio), "--build-asrs", "--engine", "local"])
+    one_line_error(res, "--build-asrs applies to the spark engine")
+
+
+def test_bench_topologies():
+    assert edges("chain", 4) == [(0, 1), (1, 2), (2, 3)]
+    # 4-ary in-tree, root 5: BFS children of the root are peers 4, 3, 2, 1; peer 0 is 4's child
+    assert edges("tree", 6) == [(4, 5), (3, 5), (2, 5), (1, 5), (0, 4)]
+    assert placement("tree", 6, "leaves") == {0, 1, 2, 3}
+    # branched, 8 peers: branches 0->1 and 2->3 feed 4, then the chain 4->5->6->7
+    assert edges("branched", 8) == [(0, 1), (2, 3), (1, 4), (3, 4), (4, 5), (5, 6), (6, 7)]
+    assert placement("branched", 8, "leaves") == {0, 2}
+    # depths from the root 7: 6:1 5:2 4:3 1,3:4 0,2:5 -> half of 5 is 2: peer 5
+    assert placement("branched", 8, "leaves+middle") == {0, 2, 5}
+    assert placement("chain", 4, "every") == {0, 1, 2, 3}
+    assert parse_patterns("chain:leaves,tree:every", "3,5") == [("chain", 3, "leaves"), ("chain", 5, "leaves"), ("tree", 3, "every"), ("tree", 5, "every")]
+    with pytest.raises(ValueError, match="TOPOLOGY:DATA"):
+        parse_patterns("chain", "3")
+    with pytest.raises(ValueError, match="unknown topology 'ring'"):
+        parse_patterns("ring:leaves", "3")
+
+
+def test_bench_proql_rejects_bad_patterns():
+    res = CliRunner().invoke(main, ["bench", "proql", "--patterns", "chain:nowhere", "--peers", "3"])
+    one_line_error(res, "unknown data placement 'nowhere'")
+
+
+DUP_TOML = """name = "dup"
+mappings = ["m: R(x, y), R(y, x) -> S(x)"]
+
+[peers.P]
+[peers.P.relations.R]
+attributes = ["a: int", "b: int"]
+key = ["a", "b"]
+
+[peers.Q]
+[peers.Q.relations.S]
+attributes = ["a: int"]
+key = ["a"]
+"""
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_a_tuple_read_twice_counts_twice(tmp_path, engine, request):
+    # m joins R with its mirror: R(1,1) is both of m(1,1)'s inputs, R(2,3) and R(3,2) those of
+    # m(2,3) (and of m(3,2)). With every leaf costing 2, S(1) = 2 + 2 = 4 (not 2), as is S(2).
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    d = tmp_path / "dup"
+    d.mkdir()
+    (d / "cdss.toml").write_text(DUP_TOML)
+    ok(cdss_cli("init", d))
+    ok(cdss_cli("edit", d, "--peer", "P", "+R(1, 1)", "+R(2, 3)", "+R(3, 2)"))
+    ok(cdss_cli("publish", d, "--peer", "P"))
+    ok(cdss_cli("exchange", d, "--peer", "Q", "--engine", "local", "-q"))
+    body = "FOR [S $x] INCLUDE PATH [$x] <-+ [] RETURN $x"
+
+    def values(q: str) -> dict:
+        import json
+
+        doc = json.loads(ok(CliRunner().invoke(main, ["proql", str(d), q, "--format", "json", "--engine", engine])))
+        return {r["x"]: r["values"]["x"] for r in doc["rows"]}
+
+    weight = f"EVALUATE WEIGHT OF {{ {body} }} ASSIGNING EACH leaf_node $y {{ DEFAULT : SET 2 }}"
+    assert values(weight) == {"S(1)": 4, "S(2)": 4, "S(3)": 4}
+    assert values(body) == {"S(1)": "m(R(1,1)·R(1,1))", "S(2)": "m(R(2,3)·R(3,2))", "S(3)": "m(R(2,3)·R(3,2))"}
