@@ -91,6 +91,11 @@ Progress = Callable[[int, int, int], None]
 DEFAULT_MAX_ROUNDS = 10_000
 BROADCAST_ROWS_CONF = "spark.selp.broadcastRows"
 DEFAULT_BROADCAST_ROWS = 200_000
+# Candidates are checked against their fact's k-th best before they are shuffled, through a
+# broadcast of (fact key, k-th key) of the facts that have k entries: about 40 bytes a fact, so
+# by default up to 2M facts (80 MB); past that the check is skipped (it only saves work).
+PREFILTER_ROWS_CONF = "spark.selp.prefilterRows"
+DEFAULT_PREFILTER_ROWS = 2_000_000
 
 # Names no user relation or variable can have ('@' is not allowed in variables, ':' nowhere).
 _ENTRY = "@entry:"
@@ -204,6 +209,7 @@ class _Home:
     delta: DataFrame | None = None  # the entries admitted in the last round
     fresh: dict[str, int] = field(default_factory=dict)  # relation -> rows of ``delta``
     theta_rows: int = 0  # facts in theta
+    full_rows: int = 0  # facts in theta with k entries
 
     def all_entries(self) -> DataFrame | None:
         return union_all(self.pieces) if self.pieces else None
@@ -211,13 +217,14 @@ class _Home:
 
 class _Engine:
     def __init__(self, task: Task, db: SparkDatabase, spark: SparkSession, progress: Progress | None,
-                 max_rounds: int, broadcast_rows: int) -> None:
+                 max_rounds: int, broadcast_rows: int, prefilter_rows: int) -> None:
         self.task = task
         self.db = db
         self.spark = spark
         self.progress = progress
         self.max_rounds = max_rounds
         self.broadcast_rows = broadcast_rows
+        self.prefilter_rows = prefilter_rows
         self.k = task.k
         self.wt = _Weights(task.monoid)
         self.analysis = task.inst_analysis
@@ -451,21 +458,38 @@ class _Engine:
 
     _KEYS = ["_f", "_g"]
 
-    def _grouped(self, plans: list[DataFrame]) -> DataFrame:
+    def _prefiltered(self, home: _Home, plans: list[DataFrame]) -> DataFrame:
+        """The round's candidates without those that cannot enter their fact's k best: the fact
+        has k entries and the candidate sorts after the k-th. A fact's list only improves, so
+        such a candidate is never admitted; dropping it before the shuffle saves the most
+        expensive part of a round (late rounds mostly rediscover facts that are full). The k-th
+        keys reach the candidates in a broadcast, so this is done only while it is small."""
+        cand = union_all(plans)
+        theta = home.theta
+        if theta is None or not home.full_rows or home.full_rows > self.prefilter_rows:
+            return cand
+        kth = theta.filter(F.size("top") == self.k).select(*self._KEYS, F.element_at("top", self.k).alias("_kth"))
+        mine = F.struct(
+            self.wt.key(F.col("_w")).alias("k"), F.col("_s").alias("s"), F.col("_o").alias("o"),
+        ).cast(self.top_type.elementType)
+        return cand.join(F.broadcast(kth), self._KEYS, "left").filter(
+            F.col("_kth").isNull() | (mine < F.col("_kth"))
+        ).drop("_kth")
+
+    def _grouped(self, cand: DataFrame) -> DataFrame:
         """The round's candidates, one row per fact: ``_c`` = its k best distinct-origin
         candidates as (key, size, origin, weight, rule, children), best first.
 
         A hash aggregate (partial aggregation before the shuffle), not a window: nothing is
         sorted but each fact's own short list. Equal origins mean the same tree of P, hence the
         same key and size, so after sorting duplicates are neighbours."""
-        cand = union_all(plans)
         item = F.struct(
             self.wt.key(F.col("_w")).alias("k"), F.col("_s").alias("s"), F.col("_o").alias("o"),
             F.col("_w").alias("w"), F.col("_rule").alias("rule"), F.col("_ch").alias("ch"),
         ).cast(self.cand_type.elementType)
         g = cand.groupBy(*self._KEYS).agg(
             F.first("relation").alias("relation"), F.first("args").alias("args"),
-            F.array_sort(F.collect_list(item)).alias("_c"),
+            F.sort_array(F.collect_list(item)).alias("_c"),
         )
         unique = F.filter("_c", lambda x, i: F.coalesce(F.get(F.col("_c"), i - 1)["o"] != x["o"], F.lit(True)))
         return g.select(*self._KEYS, "relation", "args", F.slice(unique, 1, self.k).alias("_c"))
@@ -481,14 +505,17 @@ class _Engine:
         proj = F.transform(F.col("_n"), lambda x: F.struct(x["k"].alias("k"), x["s"].alias("s"), x["o"].alias("o")))
         j = j.select(*self._KEYS, "relation", "args", old.alias("_old"), newc.alias("_n"))
         j = j.select(*self._KEYS, "relation", "args", "_n",
-                     F.slice(F.array_sort(F.concat(F.col("_old"), proj.cast(self.top_type))), 1, self.k).alias("top"))
+                     F.slice(F.sort_array(F.concat(F.col("_old"), proj.cast(self.top_type))), 1, self.k).alias("top"))
         adm = F.filter("_n", lambda x: F.exists(F.col("top"), lambda m: m["o"] == x["o"]))
-        return j.select(*self._KEYS, "relation", "args", "top", adm.alias("_adm"))
+        # the arguments are kept only where an entry is admitted (the delta reads them): theta
+        # is rewritten every round, and most of its facts do not change
+        return j.select(*self._KEYS, "relation", F.when(F.size(adm) > 0, F.col("args")).alias("args"), "top",
+                        adm.alias("_adm"))
 
     def merge(self, members: list[str], home: _Home, plans: list[DataFrame]) -> int:
         """Admit the round's candidates into ``home``: new ``theta``, a new piece (the delta).
         Returns how many entries were admitted."""
-        g = self._grouped(plans)
+        g = self._grouped(self._prefiltered(home, plans))
         theta = home.theta
         if theta is None:
             j = g.select(*self._KEYS, "relation", "args", F.lit(None).cast(self.top_type).alias("top"), "_c")
@@ -528,6 +555,7 @@ class _Engine:
             release(theta)
         home.theta = new_theta.select(*self._KEYS, "relation", "top")
         home.theta_rows = counts["facts"]
+        home.full_rows = counts["full"]
         home.delta = delta
         home.fresh = fresh
         home.live = {rel: counts[f"live{i}"] for i, rel in enumerate(members)}
@@ -547,7 +575,8 @@ class _Engine:
         """Per relation of a group: entries ranked 1..k, and those admitted in the round."""
         key = tuple(members)
         if key not in self._counts:
-            cols = [F.count(F.lit(1)).alias("facts")]
+            cols = [F.count(F.lit(1)).alias("facts"),
+                    F.coalesce(F.sum(F.when(F.size("top") == self.k, 1).otherwise(0)), F.lit(0)).alias("full")]
             for i, rel in enumerate(members):
                 mine = F.col("relation") == rel
                 # coalesce: the sum over no rows is null
@@ -967,7 +996,8 @@ def run_topk_spark(
     db = load_spark_database(task.analysis, db_dir, spark)
     load_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
-    engine = _Engine(task, db, spark, progress, max_rounds, _broadcast_rows(spark, broadcast_rows))
+    prefilter_rows = int(spark.conf.get(PREFILTER_ROWS_CONF, str(DEFAULT_PREFILTER_ROWS)))
+    engine = _Engine(task, db, spark, progress, max_rounds, _broadcast_rows(spark, broadcast_rows), prefilter_rows)
     ok = False
     try:
         engine.leaves()
