@@ -15,8 +15,10 @@ components of P_p (and one for the EDB leaves):
 
 A round joins every rule body with the entries (one variant per recursive body atom reading
 only the entries admitted in the last round, the *delta*, so each combination of child entries
-is formed once its newest member exists), groups the candidates by fact keeping each fact's k
-best distinct origins, merges them with the fact's ``top`` (a candidate with the origin of a live
+is formed once its newest member exists), drops the candidates that sort after their fact's k-th
+best when the fact has k (a broadcast of those k-th keys, while it is small: most candidates of
+late rounds rediscover full facts), groups the rest by fact keeping each fact's k best distinct
+origins, merges them with the fact's ``top`` (a candidate with the origin of a live
 entry is that entry: no change), and admits the candidates that made it: a new ``theta``, and a
 new piece which is the next delta. A fact's list only improves and a tree grows with every
 non-copy step, so the rounds stop. A round rewrites ``theta`` (about a hundred bytes a fact), not
