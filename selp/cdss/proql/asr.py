@@ -314,21 +314,20 @@ def attach_asrs(g: SparkGraph) -> SparkGraph:
     entries = read_manifest(g.epoch_dir)
     if not entries:
         return g
-    edges, covered, used = [], set(), []
+    covered, used, pairs = set(), [], []
     for e in entries:
-        w = len(e["path"])
+        cols = _cols(len(e["path"]))
         rows = g.spark.read.parquet(str(g.epoch_dir / ASR_DIR / f"{e['name']}.parquet"))
-        cols = _cols(w)
         # a row's first node's outputs reach the inputs of every later node of the row in one
         # edge: the whole window in one round of the fixpoint (the intermediate nodes are
         # ancestors too, so edges to the bottom alone would not save a round)
         top = F.coalesce(*[F.col(c) for c in cols])
-        ends = reduce(DataFrame.unionByName, [rows.select(top.alias("top"), F.col(c).alias("bottom")) for c in cols])
-        ends = ends.filter(F.col("bottom").isNotNull()).distinct()
-        outs = g.deriv.select(F.col("m").alias("top"), "t")
-        ins = g.inputs.select(F.col("m").alias("bottom"), "u")
-        edges.append(ends.join(outs, "top").join(ins, "bottom").select("t", "u"))
+        pairs.append(rows.select(top.alias("top"), F.explode(F.array(*[F.col(c) for c in cols])).alias("bottom")))
         used.append(e["name"])
         if e["kind"] == "outer":
             covered |= set(e["path"])
+    ends = reduce(DataFrame.unionByName, pairs).filter(F.col("bottom").isNotNull()).distinct()
+    outs = g.deriv.select(F.col("m").alias("top"), "t")
+    ins = g.inputs.select(F.col("m").alias("bottom"), "u")
+    edges = [ends.join(outs, "top").join(ins, "bottom").select("t", "u")]
     return replace(g, asr_edges=edges, asr_used=used, asr_covered=covered, _edges=None)
