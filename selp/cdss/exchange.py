@@ -272,8 +272,9 @@ def _run_spark(store, base, start, incremental, strategy, spark, tmp, stats, say
     new_frames, inc_stats = incremental(
         store.compiled,
         frames,
-        {rel: frame_of(rows, rel) for rel, rows in inserts.items()},
-        {rel: frame_of(rows, rel) for rel, rows in deletes.items()},
+        # only relations that changed: an empty frame would still cost a Spark job to size
+        {rel: frame_of(rows, rel) for rel, rows in inserts.items() if rows},
+        {rel: frame_of(rows, rel) for rel, rows in deletes.items() if rows},
         spark,
         strategy,
     )

@@ -181,6 +181,8 @@ class Backend(Protocol):
 
     def empty(self, arity: int) -> Any: ...
     def size(self, r: Any) -> int: ...
+    def sizes(self, rs: list[Any]) -> list[int]: ...  # several at once (Spark: one job)
+    def keep(self, r: Any) -> Any: ...  # computed at most once from here on (Spark: lazy checkpoint)
     def union(self, a: Any, b: Any) -> Any: ...
     def minus(self, a: Any, b: Any) -> Any: ...
     def semijoin(self, a: Any, positions: tuple[int, ...], b: Any) -> Any: ...
@@ -231,6 +233,19 @@ class Maintainer:
         for comp in analysis.components:
             members = frozenset(comp.relations)
             self.components.append((comp, [prepare_rule(r, members) for r in comp.rules]))
+        # levels: a component comes one level above the highest component it reads, so the
+        # components of a level are independent and their deltas are sized together (Spark: one
+        # job per level instead of two per relation)
+        level_of: dict[str, int] = {}
+        self.levels: list[list[tuple[Component, list[PreparedRule]]]] = []
+        for comp, rules in self.components:
+            below = [level_of[rel] for p in rules for _, rel in p.lower_pos + p.lower_neg if rel in level_of]
+            lv = 1 + max(below, default=-1)
+            for rel in comp.relations:
+                level_of[rel] = lv
+            while len(self.levels) <= lv:
+                self.levels.append([])
+            self.levels[lv].append((comp, rules))
 
     def arity(self, rel: str) -> int:
         return self.analysis.arities[rel]
@@ -249,11 +264,15 @@ class Maintainer:
         new: dict[str, Any] = {}
         dplus: dict[str, Any] = {}
         dminus: dict[str, Any] = {}
+        edb_changes: list[tuple[str, Any, Any]] = []
         for rel in self.analysis.edb:
             o = old[rel]
             plus = b.minus(inserts[rel], o) if rel in inserts else None
             minus = b.semijoin(b.minus(deletes[rel], inserts[rel]) if rel in inserts else deletes[rel], tuple(range(self.arity(rel))), o) if rel in deletes else None
-            n = o
+            edb_changes.append((rel, plus, minus))
+        b.sizes([r for _, plus, minus in edb_changes for r in (plus, minus) if r is not None])
+        for rel, plus, minus in edb_changes:
+            n = old[rel]
             if self.nonempty(minus):
                 dminus[rel] = minus
                 n = b.minus(n, minus)
@@ -261,22 +280,35 @@ class Maintainer:
                 dplus[rel] = plus
                 n = b.union(n, plus)
             new[rel] = n
-        for comp, rules in self.components:
-            touched = any(rel in dplus or rel in dminus for p in rules for _, rel in p.lower_pos + p.lower_neg)
-            if not touched:
+        for level in self.levels:
+            done: list[tuple[str, Any, Any, Any]] = []  # (relation, new value, plus, minus) of this level
+            counted: list[tuple[str, Any]] = []  # statistics sized with the level's deltas
+            for comp, rules in level:
+                touched = any(rel in dplus or rel in dminus for p in rules for _, rel in p.lower_pos + p.lower_neg)
+                if not touched:
+                    for rel in comp.relations:
+                        new[rel] = old[rel]
+                    continue
+                stats.components += 1
+                if not any(p.rec for p in rules):
+                    res, changes = self.nonrecursive(comp, rules, old, new, dplus, dminus, strategy, counted)
+                else:
+                    mid = self.delete_phase(comp, rules, old, dplus, dminus, strategy, stats)
+                    res = self.insert_phase(comp, rules, mid, new, dplus, dminus)
+                    changes = {rel: (b.minus(res[rel], old[rel]), b.minus(old[rel], res[rel])) for rel in comp.relations}
                 for rel in comp.relations:
-                    new[rel] = old[rel]
-                continue
-            stats.components += 1
-            mid = self.delete_phase(comp, rules, old, dplus, dminus, strategy, stats)
-            res = self.insert_phase(comp, rules, mid, new, dplus, dminus)
-            for rel in comp.relations:
-                new[rel] = res[rel]
-                plus, minus = b.minus(res[rel], old[rel]), b.minus(old[rel], res[rel])
+                    new[rel] = res[rel]
+                    done.append((rel, res[rel], *changes[rel]))
+            # one batch: every delta of the level, the new values (materialised: lineage cut),
+            # and the statistics the non-recursive components counted
+            b.sizes([r for _, n, plus, minus in done for r in (plus, minus, n)] + [r for _, r in counted])
+            for rel, _, plus, minus in done:
                 if self.nonempty(plus):
                     dplus[rel] = plus
                 if self.nonempty(minus):
                     dminus[rel] = minus
+            for what, r in counted:
+                setattr(stats, what, getattr(stats, what) + b.size(r))
         for rel, r in dplus.items():
             stats.inserted[rel] = b.size(r)
         for rel, r in dminus.items():
@@ -328,10 +360,10 @@ class Maintainer:
         ``cur``); heads outside ``restrict`` (when given) are dropped. Returns the grown ``cur``."""
         b = self.b
         cur = dict(cur)
-        while any(self.nonempty(d) for d in delta.values()):
+        while any(n > 0 for n in b.sizes(list(delta.values()))):
             for rel, d in delta.items():
                 cur[rel] = b.union(cur[rel], d)
-                b.size(cur[rel])  # materialise (Spark: cuts the lineage every round)
+            b.sizes([cur[rel] for rel in delta])  # materialise (Spark: cuts the lineage every round)
             env = {**lower, **cur}
             new: dict[str, Any] = {}
             for p in rules:
@@ -346,6 +378,47 @@ class Maintainer:
                     n = b.semijoin(n, tuple(range(self.arity(rel))), restrict[rel])
                 delta[rel] = n
         return cur
+
+    # -- a component without recursion ---------------------------------------------------------
+    def nonrecursive(self, comp, rules, old, new, dplus, dminus, strategy: str, counted: list) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
+        """A component whose rules read only lower relations, in one step and without sizing
+        anything: a head of a killed old instance stays when some rule still has an instance of
+        it over the new lower relations (for DRed: the over-deleted tuple is re-derived), else it
+        goes; every instance over the new relations that uses an inserted tuple (or whose negated
+        atom lost one) adds its head. Instances that are neither killed nor new are unchanged, so
+        this is exact. Returns (new values, (plus, minus) per relation); statistics to size are
+        appended to ``counted``."""
+        b = self.b
+        members = comp.relations
+        env_old = {**self.lower_env(rules, lambda r: old[r], lambda r: old[r]), **{r: old[r] for r in members}}
+        env_new = self.lower_env(rules, lambda r: new[r], lambda r: new[r])
+        killed = self.killed(rules, env_old, dplus, dminus)
+        added = self.lower_delta_heads(rules, env_new, dplus, dminus)
+        res: dict[str, Any] = {}
+        changes: dict[str, tuple[Any, Any]] = {}
+        for rel in members:
+            # kept: read by the new value, the deltas and the statistics of one counting job
+            k = b.keep(killed[rel]) if rel in killed else None
+            gone = None
+            if k is not None:
+                stay = None
+                for p in rules:
+                    if p.head == rel:
+                        h = self.heads_with_instance(p, k, env_new)
+                        stay = h if stay is None else b.union(stay, h)
+                if stay is not None:
+                    stay = b.keep(stay)
+                gone = b.keep(b.minus(k, stay)) if stay is not None else k
+                counted.append(("killed", k))
+                if strategy == "dred":
+                    counted.append(("overdeleted", k))
+                    if stay is not None:
+                        counted.append(("rederived", stay))
+            plus = b.keep(b.minus(added[rel], old[rel])) if rel in added else b.empty(self.arity(rel))
+            minus = gone if gone is not None else b.empty(self.arity(rel))
+            res[rel] = b.union(b.minus(old[rel], minus), plus)
+            changes[rel] = (plus, minus)
+        return res, changes
 
     # -- deletion --------------------------------------------------------------------------------
     def killed(self, rules: list[PreparedRule], env_old: Env, dplus: dict[str, Any], dminus: dict[str, Any]) -> dict[str, Any]:
@@ -639,6 +712,12 @@ class LocalBackend:
 
     def size(self, r: Local) -> int:
         return len(r)
+
+    def sizes(self, rs: list[Local]) -> list[int]:
+        return [len(r) for r in rs]
+
+    def keep(self, r: Local) -> Local:
+        return r
 
     def union(self, a: Local, b: Local) -> Local:
         if not len(b):

@@ -7,8 +7,21 @@ as their marked canonical text). Every rule variant -- delta rules, the goal-dir
 look up a tuple's remaining instances, the instance rules that walk provenance backwards -- is
 compiled by :func:`selp.engines.spark_compile.compile_rule`, so there are no Python UDFs; set
 operations are anti/semi joins. A relation's size is what the algorithm branches on, and taking it
-materialises the frame with :func:`~selp.engines.spark_compile.materialize_count`, which cuts the
-lineage: every loop of the algorithm tests sizes, so plans never grow across rounds.
+materialises the frame, which cuts the lineage: every loop of the algorithm tests sizes, so plans
+never grow across rounds.
+
+**Few Spark jobs.** Sizes are taken in batches (:meth:`SparkBackend.sizes`: every frame marked
+for a lazy checkpoint, one aggregate over their union counts them all, and that job is what
+computes them): the EDB deltas together, then one job per *level* of the component graph (the
+components of a level read only lower ones, so their deltas, new values and statistics are
+counted together), and one per round of a recursive fixpoint. Components without recursion --
+most of an acyclic CDSS -- are maintained in one step without sizing anything
+(:meth:`~selp.cdss.incremental.Maintainer.nonrecursive`). Measured on a generated 10-peer chain
+(base 50, 10% insertion / 10% deletion, ``local[2]``, Spark's status tracker): materialising
+actions per batch went from 196 / 282 to 41 / 41; Spark jobs from 616 / 988 to 318 / 632 with
+adaptive execution on (every shuffle stage is a job of its own then) and from 243 / 509 to 45 /
+113 with it off. Wall time did not fall in proportion: what remains is the shuffle stages of the
+rule plans on tiny data.
 """
 
 from __future__ import annotations
@@ -28,6 +41,7 @@ from selp.engines.spark_compile import (
     empty_frame,
     materialize_count,
     rel_columns,
+    union_all,
 )
 from selp.language.ast import Atom, Rule, Var
 from selp.language.types import resolve_types
@@ -49,6 +63,14 @@ def _cols(arity: int) -> list[str]:
     return rel_columns(arity)
 
 
+def _cut(df: DataFrame) -> DataFrame:
+    """Mark a frame to be kept once computed (lineage cut), as :func:`materialize_count` does but
+    without counting: a reliable checkpoint when the context has a directory, else a lazy local one."""
+    if df.sparkSession.sparkContext.getCheckpointDir() is not None:
+        return df.checkpoint(eager=False)
+    return df.localCheckpoint(eager=False)
+
+
 class SparkBackend:
     """:class:`selp.cdss.incremental.Backend` over DataFrames."""
 
@@ -67,6 +89,31 @@ class SparkBackend:
             r.df, r.n = materialize_count(r.df)
             self.jobs += 1
         return r.n
+
+    def sizes(self, rs: list[SparkRel]) -> list[int]:
+        """Sizes of several relations with one Spark job: each unsized frame is marked for a lazy
+        checkpoint (lineage cut), then one aggregate over their union counts them all -- the job
+        that computes, and keeps, every one of them."""
+        todo: list[SparkRel] = []
+        for r in rs:
+            if r.n is None and all(r is not t for t in todo):
+                todo.append(r)
+        if len(todo) == 1:
+            self.size(todo[0])
+        elif todo:
+            for r in todo:
+                r.df = _cut(r.df)
+            tagged = [r.df.select(F.lit(i).alias("_i")) for i, r in enumerate(todo)]
+            counts = {row["_i"]: row["n"] for row in union_all(tagged).groupBy("_i").agg(F.count(F.lit(1)).alias("n")).collect()}
+            self.jobs += 1
+            for i, r in enumerate(todo):
+                r.n = int(counts.get(i, 0))
+        return [self.size(r) for r in rs]
+
+    def keep(self, r: SparkRel) -> SparkRel:
+        if r.n is not None:
+            return r
+        return SparkRel(_cut(r.df), None, r.arity)
 
     def _small(self, r: SparkRel) -> bool:
         return r.n is not None and r.n <= self.broadcast_rows
