@@ -47,6 +47,13 @@ of them exact.
    repeat until nothing is affected. The test's own fixpoint is nested inside a round and is not
    part of the outer termination check (digest §3.4, §9.3).
 
+**Components without recursion** (every component of an acyclic CDSS) are maintained in one
+step, the same for both strategies (:meth:`Maintainer.nonrecursive`): the heads of killed
+instances that keep an instance over the new lower relations stay (DRed's re-derivation and
+PropagateDelete's "still has provenance" coincide there), the others go, and the delta rules add
+the new heads. Components are grouped into *levels* (a level reads only lower levels) and each
+level's deltas are sized together: one Spark job per level.
+
 **What it requires of a program.** Any stratified selp program works (the maintenance is generic
 over rules; weights are ignored, it is set semantics). What makes the provenance strategy cheap is
 the CDSS shape: every rule either keeps all its body variables in its head (``P_m``, ``t_R``,
