@@ -138,3 +138,13 @@ def test_trust_report_above_threshold(tmp_path):
     data = json.loads(ok(cdss_cli("trust", d, "--peer", "PBioSQL", "--format", "json")))
     assert {tuple(t["args"]): t["within_threshold"] for t in data["tuples"]}[(3, 2)] is False
     one_line_error(cdss_cli("trust", d, "--peer", "Nope"), "unknown peer")
+
+
+def test_bench_on_spark_agrees_with_local_recomputation():
+    """--engine spark: every run through apply_changes_spark, its result checked against the local
+    engine's recomputation (``ok``), in a spawned child with its own Spark session."""
+    rows = bench_cdss([2], [6], [0.5], engine="spark", timeout_s=900)
+    assert [(r["op"], r["strategy"]) for r in rows] == [(op, s) for op, _, s in plan(["provenance", "dred", "recompute"], [0.5], 0.1)]
+    assert {r["engine"] for r in rows} == {"spark"}
+    assert all(r["status"] == "ok" and r["ok"] is True for r in rows), rows
+    assert rows[0]["instance"] > 0 and rows[0]["provenance"] > 0

@@ -42,7 +42,7 @@ STRATEGIES = ("provenance", "dred", "recompute")
 TIME_CAP = "did not finish: time cap"
 NOT_RUN = "not run: time cap earlier"
 COLUMNS = (
-    "peers", "base", "mappings", "op", "fraction", "strategy", "status", "seconds", "changed",
+    "engine", "peers", "base", "mappings", "op", "fraction", "strategy", "status", "seconds", "changed",
     "instance", "provenance", "prov_share", "total", "tests", "overdeleted", "rederived", "ok",
 )
 Say = Callable[[str], None]
@@ -64,8 +64,10 @@ def _sizes(state: dict[str, set], compiled: Any) -> dict[str, Any]:
     return {"instance": inst, "provenance": prov, "prov_share": round(prov / (inst + prov), 3) if inst + prov else 0.0, "total": total}
 
 
-def _run_config(g: SwissProtCDSS, steps: list[tuple[str, float | None, str]], insert_fraction: float, seed: int, emit: Callable[[dict], None]) -> None:
+def _run_config(g: SwissProtCDSS, steps: list[tuple[str, float | None, str]], insert_fraction: float, seed: int, emit: Callable[[dict], None], engine: str = "local") -> None:
     """Measure every step of one configuration (in the child process); ``emit`` reports a row."""
+    if engine == "spark":
+        return _run_config_spark(g, steps, insert_fraction, seed, emit)
     from selp.cdss.compile import compile_cdss
     from selp.cdss.config import parse_cdss
     from selp.cdss.incremental import apply_changes
@@ -81,7 +83,7 @@ def _run_config(g: SwissProtCDSS, steps: list[tuple[str, float | None, str]], in
     rng = random.Random(f"bench-cdss:{seed}:{g.peers}:{g.base_size}")
 
     def measured(op: str, fraction: float | None, strategy: str, seconds: float, stats: dict | None, changed: int, ok: bool, sizes: dict) -> None:
-        row = {"peers": g.peers, "base": g.base_size, "mappings": len(g.mappings), "op": op, "fraction": fraction,
+        row = {"engine": "local", "peers": g.peers, "base": g.base_size, "mappings": len(g.mappings), "op": op, "fraction": fraction,
                "strategy": strategy, "status": "ok", "seconds": round(seconds, 4), "changed": changed, **sizes,
                "tests": (stats or {}).get("derivability_tests"), "overdeleted": (stats or {}).get("overdeleted"),
                "rederived": (stats or {}).get("rederived"), "ok": ok}
@@ -101,14 +103,7 @@ def _run_config(g: SwissProtCDSS, steps: list[tuple[str, float | None, str]], in
             measured("build", None, s, stats["seconds"], stats, _changed(stats), new == state, sizes)
             del new
 
-    batches: list[tuple[str, float, dict, dict]] = []
-    fresh = g.fresh_entries(max(1, round(g.base_size * insert_fraction)))
-    batches.append(("insert", insert_fraction, g.base_data(fresh), {}))
-    for f in dict.fromkeys(fr for op, fr, _ in steps if op == "delete"):
-        assert f is not None
-        gone = [rng.sample(e, round(len(e) * f)) for e in g.entries]
-        batches.append(("delete", f, {}, {r: v & edb.get(r, set()) for r, v in g.base_data(gone).items()}))
-    for op, f, ins, dels in batches:
+    for op, f, ins, dels in _batches(g, steps, insert_fraction, edb, rng):
         ref, ref_stats = apply_changes(compiled, state, ins, dels, "recompute")
         for s in strategies:
             if s == "recompute":
@@ -121,13 +116,78 @@ def _run_config(g: SwissProtCDSS, steps: list[tuple[str, float | None, str]], in
     del n_base
 
 
+def _batches(g: SwissProtCDSS, steps: list, insert_fraction: float, edb: dict[str, set], rng: random.Random) -> list[tuple[str, float, dict, dict]]:
+    """The insertion batch and one deletion batch per fraction: (op, fraction, inserts, deletes)."""
+    batches: list[tuple[str, float, dict, dict]] = []
+    fresh = g.fresh_entries(max(1, round(g.base_size * insert_fraction)))
+    batches.append(("insert", insert_fraction, g.base_data(fresh), {}))
+    for f in dict.fromkeys(fr for op, fr, _ in steps if op == "delete"):
+        gone = [rng.sample(e, round(len(e) * f)) for e in g.entries]
+        batches.append(("delete", f, {}, {r: v & edb.get(r, set()) for r, v in g.base_data(gone).items()}))
+    return batches
+
+
+def _run_config_spark(g: SwissProtCDSS, steps: list[tuple[str, float | None, str]], insert_fraction: float, seed: int, emit: Callable[[dict], None]) -> None:
+    """:func:`_run_config` on Spark (``local[2]``-style session from :func:`get_spark`): every
+    strategy through :func:`selp.cdss.incremental_spark.apply_changes_spark` from the same
+    materialised state; ``ok`` compares the collected result with the local engine's
+    recomputation (collecting is not timed)."""
+    from selp.cdss.compile import compile_cdss
+    from selp.cdss.config import parse_cdss
+    from selp.cdss.incremental import apply_changes
+    from selp.cdss.incremental_spark import apply_changes_spark
+    from selp.engines.local import evaluate
+    from selp.engines.spark_compile import rel_schema
+    from selp.engines.spark_session import get_spark
+    from selp.language.validate import analyze
+    from selp.values import decode, encode
+
+    spark = get_spark()
+    compiled = compile_cdss(parse_cdss(g.toml(), "generated cdss.toml"))
+    analysis = analyze(compiled.program)
+    types = {d.relation: tuple(t for _, t in d.columns) for d in compiled.program.decls}
+    edb = {rel: set() for rel in analysis.edb}
+    edb.update(g.base_data())
+    strategies = list(dict.fromkeys(s for _, _, s in steps))
+    rng = random.Random(f"bench-cdss:{seed}:{g.peers}:{g.base_size}")
+
+    def frames(d: dict[str, set]) -> dict[str, Any]:
+        return {r: spark.createDataFrame([tuple(encode(v) for v in t) for t in rows], rel_schema(analysis.arities[r])) for r, rows in d.items() if rows}
+
+    def collected(fs: dict[str, Any]) -> dict[str, set]:
+        return {r: {tuple(decode(x, types[r][j]) for j, x in enumerate(row)) for row in df.collect()} for r, df in fs.items()}
+
+    def measured(op: str, fraction: float | None, strategy: str, stats: dict, ok: bool, sizes: dict) -> None:
+        emit({"engine": "spark", "peers": g.peers, "base": g.base_size, "mappings": len(g.mappings), "op": op, "fraction": fraction,
+              "strategy": strategy, "status": "ok", "seconds": round(stats["seconds"], 4), "changed": _changed(stats), **sizes,
+              "tests": stats.get("derivability_tests"), "overdeleted": stats.get("overdeleted"), "rederived": stats.get("rederived"), "ok": ok})
+
+    reference = {**edb, **evaluate(analysis, edb)}
+    sizes = _sizes(reference, compiled)
+    state = None
+    for s in ["recompute"] + [x for x in strategies if x != "recompute"]:
+        new, stats = apply_changes_spark(compiled, {}, frames(edb), {}, spark, s)
+        ok = {r: v for r, v in collected(new).items() if v} == {r: v for r, v in reference.items() if v}
+        if s == "recompute":
+            state = new
+        if s in strategies:
+            measured("build", None, s, stats, ok, sizes)
+    assert state is not None
+    for op, f, ins, dels in _batches(g, steps, insert_fraction, edb, rng):
+        ref, _ = apply_changes(compiled, reference, ins, dels, "recompute")
+        ref = {r: v for r, v in ref.items() if v}
+        for s in strategies:
+            new, stats = apply_changes_spark(compiled, state, frames(ins), frames(dels), spark, s)
+            measured(op, f, s, stats, {r: v for r, v in collected(new).items() if v} == ref, sizes)
+
+
 def _changed(stats: dict) -> int:
     return sum(stats.get("inserted", {}).values()) + sum(stats.get("deleted", {}).values())
 
 
-def _child(g: SwissProtCDSS, steps: list, insert_fraction: float, seed: int, q: Any) -> None:
+def _child(g: SwissProtCDSS, steps: list, insert_fraction: float, seed: int, q: Any, engine: str = "local") -> None:
     try:
-        _run_config(g, steps, insert_fraction, seed, q.put)
+        _run_config(g, steps, insert_fraction, seed, q.put, engine)
         q.put(None)
     except BaseException as err:  # reported as the error row of the run in progress
         q.put({"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"})
@@ -148,8 +208,10 @@ def bench_cdss(
     say: Say = lambda msg: None,
 ) -> list[dict[str, Any]]:
     """One row per (peers, base, op, fraction, strategy); see the module docstring."""
-    if engine != "local":
-        raise ValueError("selp bench cdss runs on the local engine only (the Spark engine is not wired yet); use --engine local")
+    engines = [e.strip() for e in engine.split(",") if e.strip()]
+    for e in engines:
+        if e not in ("local", "spark"):
+            raise ValueError(f"unknown engine {e!r} (choose local, spark)")
     strategies = list(strategies)
     for s in strategies:
         if s not in STRATEGIES:
@@ -160,34 +222,37 @@ def bench_cdss(
     steps = plan(strategies, fractions, insert_fraction)
     ctx = multiprocessing.get_context("fork")  # the child inherits the imports; nothing to pickle
     rows: list[dict[str, Any]] = []
-    for n in peers:
-        for m in scales:
-            g = generate(n, m, fanout, topology, seed, overlap)
-            say(f"cdss: {n} peers, base {m}, {len(g.mappings)} mappings ({topology}, fan-in {fanout})")
-            q = ctx.Queue()
-            proc = ctx.Process(target=_child, args=(g, steps, insert_fraction, seed, q), daemon=True)
-            proc.start()
-            stopped: str | None = None
-            for op, frac, strat in steps:
-                base = {"peers": n, "base": m, "mappings": len(g.mappings), "op": op, "fraction": frac, "strategy": strat}
-                if stopped:
-                    rows.append({**base, "status": stopped})
-                    continue
-                try:
-                    got = q.get(timeout=timeout_s)
-                except queue.Empty:
-                    rows.append({**base, "status": TIME_CAP})
-                    stopped = NOT_RUN
-                    continue
-                if got is None or "error" in got:
-                    stopped = f"error: {got['error']}" if got else "error: the run ended early"
-                    rows.append({**base, "status": stopped})
-                    continue
-                rows.append(got)
-                say(f"  {op} {'' if frac is None else frac} {strat}: {got['seconds']}s (ok={got['ok']})")
-            if proc.is_alive():
-                proc.terminate()  # our own child, by handle
-            proc.join(5)
+    configs = [(e, n, m) for e in engines for n in peers for m in scales]
+    for eng, n, m in configs:
+        g = generate(n, m, fanout, topology, seed, overlap)
+        say(f"cdss on {eng}: {n} peers, base {m}, {len(g.mappings)} mappings ({topology}, fan-in {fanout})")
+        # Spark children are spawned, not forked: a forked child would share the parent's JVM
+        # gateway if the parent ever started Spark (a test session, say)
+        c = multiprocessing.get_context("spawn") if eng == "spark" else ctx
+        q = c.Queue()
+        proc = c.Process(target=_child, args=(g, steps, insert_fraction, seed, q, eng), daemon=True)
+        proc.start()
+        stopped: str | None = None
+        for op, frac, strat in steps:
+            base = {"engine": eng, "peers": n, "base": m, "mappings": len(g.mappings), "op": op, "fraction": frac, "strategy": strat}
+            if stopped:
+                rows.append({**base, "status": stopped})
+                continue
+            try:
+                got = q.get(timeout=timeout_s)
+            except queue.Empty:
+                rows.append({**base, "status": TIME_CAP})
+                stopped = NOT_RUN
+                continue
+            if got is None or "error" in got:
+                stopped = f"error: {got['error']}" if got else "error: the run ended early"
+                rows.append({**base, "status": stopped})
+                continue
+            rows.append(got)
+            say(f"  {op} {'' if frac is None else frac} {strat}: {got['seconds']}s (ok={got['ok']})")
+        if proc.is_alive():
+            proc.terminate()  # our own child, by handle
+        proc.join(5)
     return rows
 
 
@@ -242,11 +307,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--topology", default="chain")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--engine", default="local", help="local and/or spark, comma-separated")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     rows = bench_cdss(parse_list(a.peers, "--peers", int), parse_list(a.scales, "--scales", int),
                       parse_list(a.fractions, "--fractions", float), a.strategies.split(","), a.fanout, a.topology,
-                      a.seed, timeout_s=a.timeout, say=print)
+                      a.seed, timeout_s=a.timeout, engine=a.engine, say=print)
     print(markdown(rows))
     if a.out:
         save(rows, a.out)
