@@ -164,13 +164,13 @@ def _cols(w: int) -> list[str]:
 
 
 def _nodes(g: SparkGraph, mapping: str) -> DataFrame:
-    from selp.cdss.proql._spark import DataFrame, F, load_epoch_graph, reduce, relation_of  # noqa: F401
+    from selp.cdss.proql._spark import F, relation_of
     return g.inputs.select("m").filter(relation_of(F.col("m")) == mapping).distinct()
 
 
 def _links(g: SparkGraph, upper: str, lower: str) -> DataFrame:
     """``(hi, lo)``: mapping node ``lo`` (of ``lower``) derives an input of ``hi`` (of ``upper``)."""
-    from selp.cdss.proql._spark import DataFrame, F, load_epoch_graph, reduce, relation_of  # noqa: F401
+    from selp.cdss.proql._spark import F, relation_of
     ins = g.inputs.filter(relation_of(F.col("m")) == upper).select(F.col("m").alias("hi"), "u")
     outs = g.deriv.filter(relation_of(F.col("m")) == lower).select(F.col("t").alias("u"), F.col("m").alias("lo"))
     return ins.join(outs, "u").select("hi", "lo").distinct()
@@ -179,7 +179,7 @@ def _links(g: SparkGraph, upper: str, lower: str) -> DataFrame:
 def _extend(g: SparkGraph, d: AsrDef, rows: DataFrame, a: int, b: int, lo: int, hi: int, outer: bool) -> list[DataFrame]:
     """Extend rows covering levels ``a..b`` down to ``hi`` and up to ``lo``; every extension when
     ``outer`` (all subpaths), else only the complete ones."""
-    from selp.cdss.proql._spark import DataFrame, F, load_epoch_graph, reduce, relation_of  # noqa: F401
+    from selp.cdss.proql._spark import F
     downs = [(rows, b)]
     cur = rows
     for i in range(b, hi):
@@ -201,14 +201,14 @@ def _extend(g: SparkGraph, d: AsrDef, rows: DataFrame, a: int, b: int, lo: int, 
 
 
 def _pad(df: DataFrame, w: int) -> DataFrame:
-    from selp.cdss.proql._spark import DataFrame, F, load_epoch_graph, reduce, relation_of  # noqa: F401
+    from selp.cdss.proql._spark import F
     return df.select(*[F.col(c) if c in df.columns else F.lit(None).cast("string").alias(c) for c in _cols(w)])
 
 
 def compute_asr(g: SparkGraph, d: AsrDef, anchors: dict[int, DataFrame] | None = None) -> DataFrame:
     """The rows of ``d`` in ``g`` (``anchors``: only those through one of the given mapping
     nodes per level, the delta rule used by maintenance)."""
-    from selp.cdss.proql._spark import DataFrame, F, load_epoch_graph, reduce, relation_of  # noqa: F401
+    from selp.cdss.proql._spark import DataFrame, F, reduce
     w, outer = d.width, d.kind == "outer"
     parts: list[DataFrame] = []
     levels = range(w) if (outer or anchors is not None) else [0]
@@ -260,7 +260,7 @@ def build_asrs(
 ) -> list[dict]:
     """Create the ASRs of an epoch (default: the latest exchange; ``defs`` default: the
     heuristic's choice) and return the manifest entries. Later exchanges maintain them."""
-    from selp.cdss.proql._spark import DataFrame, F, load_epoch_graph, reduce, relation_of  # noqa: F401
+    from selp.cdss.proql._spark import load_epoch_graph
     if epoch is None:
         last = store.last_exchange()
         if last is None:
@@ -275,7 +275,7 @@ def maintain_asrs(store: Store, epoch: int, spark: SparkSession | None = None, s
     """Update exchange's hook, right after ``epoch`` is committed: carry the previous epoch's
     ASRs over to ``epoch`` by their deltas (module docstring). Does nothing (and starts no
     Spark) when the previous epoch has no ASRs; never raises."""
-    from selp.cdss.proql._spark import DataFrame, F, load_epoch_graph, reduce, relation_of  # noqa: F401
+    from selp.cdss.proql._spark import F, load_epoch_graph
     try:
         prev = [e for e in (x.epoch for x in store.exchanges()) if e < epoch and read_manifest(store.epoch_dir(e))]
         if not prev:
@@ -310,7 +310,7 @@ def maintain_asrs(store: Store, epoch: int, spark: SparkSession | None = None, s
 # -- use -----------------------------------------------------------------------------------------
 def attach_asrs(g: SparkGraph) -> SparkGraph:
     """``g`` with the ancestor edges of its epoch's ASRs (``g`` itself when it has none)."""
-    from selp.cdss.proql._spark import DataFrame, F, load_epoch_graph, reduce, relation_of  # noqa: F401
+    from selp.cdss.proql._spark import DataFrame, F, reduce
     entries = read_manifest(g.epoch_dir)
     if not entries:
         return g
