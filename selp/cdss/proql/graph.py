@@ -135,17 +135,23 @@ def build_graph(compiled: CompiledCDSS, relations: dict[str, set[Row]]) -> Prove
     return g
 
 
-def load_graph(store: Store, peer: str | None = None) -> tuple[ProvenanceGraph, int]:
-    """The graph of the epoch ``peer``'s instance reflects (default: the latest exchange)."""
+def query_epoch(store: Store, peer: str | None = None) -> int:
+    """The epoch a query reads: the one ``peer``'s instance reflects (default: the latest
+    exchange); a clear error when there is none yet."""
     if peer is not None:
         epoch = store.peer_epoch(peer)
         if epoch is None:
             raise SelpError(f"peer {peer} has no exchanged instance yet; run `selp cdss exchange {store.directory} --peer {peer}`")
-    else:
-        last = store.last_exchange()
-        if last is None:
-            raise SelpError(f"no exchange in {store.directory} yet; run `selp cdss exchange {store.directory} --peer P`")
-        epoch = last.epoch
+        return epoch
+    last = store.last_exchange()
+    if last is None:
+        raise SelpError(f"no exchange in {store.directory} yet; run `selp cdss exchange {store.directory} --peer P`")
+    return last.epoch
+
+
+def load_graph(store: Store, peer: str | None = None) -> tuple[ProvenanceGraph, int]:
+    """The graph of the epoch ``peer``'s instance reflects (default: the latest exchange)."""
+    epoch = query_epoch(store, peer)
     compiled = store.compiled
     wanted = [names for names in store.relation_names() if names.endswith(("_o", "_l", "_i")) or names.startswith("P_")]
     return build_graph(compiled, store.read_epoch(epoch, wanted)), epoch

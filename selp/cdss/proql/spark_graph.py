@@ -34,6 +34,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from selp.cdss.proql.graph import query_epoch
 from selp.cdss.store import Store
 from selp.errors import SelpError
 from selp.language.ast import Const, Var
@@ -142,16 +143,7 @@ def _atom_columns(atom, env: dict, names) -> list[tuple[Column, Column, str]]:
 
 def load_spark_graph(spark: SparkSession, store: Store, peer: str | None = None) -> SparkGraph:
     """The graph of the epoch ``peer``'s instance reflects (default: the latest exchange)."""
-    if peer is not None:
-        epoch = store.peer_epoch(peer)
-        if epoch is None:
-            raise SelpError(f"peer {peer} has no exchanged instance yet; run `selp cdss exchange {store.directory} --peer {peer}`")
-    else:
-        last = store.last_exchange()
-        if last is None:
-            raise SelpError(f"no exchange in {store.directory} yet; run `selp cdss exchange {store.directory} --peer P`")
-        epoch = last.epoch
-    return load_epoch_graph(spark, store, epoch)
+    return load_epoch_graph(spark, store, query_epoch(store, peer))
 
 
 def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGraph:
