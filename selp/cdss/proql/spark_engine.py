@@ -69,6 +69,7 @@ from selp.cdss.proql.graph import MappingNode, TupleNode
 from selp.cdss.proql.parser import ProqlError
 from selp.cdss.proql.semirings import Semiring, probability
 from selp.cdss.proql.spark_graph import SparkGraph, relation_of
+from selp.engines.spark_compile import release
 from selp.errors import SelpError
 from selp.values import SKOLEM_MARK, encode
 
@@ -118,21 +119,33 @@ def _semi_naive(first: DataFrame, step, keys: list[str], stats: Stats, what: str
     cut once) and unioned at the end, so a round costs one job on the new rows only."""
     pieces = [first]
     frontier = first
+    orphan = None  # a frontier merged out of ``pieces``: freed once the next round has read it
     rounds = 1
     while True:
         known = reduce(DataFrame.unionByName, pieces)
         nxt = _cut(step(frontier).distinct().join(known, keys, "left_anti"))
+        if orphan is not None:
+            release(orphan)  # a long fixpoint would otherwise keep every round's blocks
+            orphan = None
         if nxt.isEmpty():
+            release(nxt)
             break
         rounds += 1
         if rounds > MAX_ROUNDS:
             raise SelpError(f"{what}: no fixpoint after {rounds} rounds")
         pieces.append(nxt)
         if len(pieces) >= 16:  # keep the plans short: merge the pieces every 16 rounds
-            pieces = [_cut(reduce(DataFrame.unionByName, pieces))]
+            merged = _cut(reduce(DataFrame.unionByName, pieces))
+            for piece in pieces[:-1]:
+                release(piece)
+            orphan = pieces[-1]  # still the next round's frontier
+            pieces = [merged]
         frontier = nxt
     stats.rounds.append((what, rounds))
-    return _cut(reduce(DataFrame.unionByName, pieces))
+    out = _cut(reduce(DataFrame.unionByName, pieces))
+    for piece in pieces:
+        release(piece)
+    return out
 
 
 # -- the matcher ------------------------------------------------------------------------------
@@ -647,7 +660,10 @@ def _fixpoint_native(q, s, nat: Native, tnodes, leafcase, gout, gatoms, stats: S
         )
         new = _cut(new)
         changed = new.join(val.withColumnRenamed("value", "old"), "t").filter(~F.col("value").eqNullSafe(F.col("old")))
-        if changed.isEmpty():
+        done = changed.isEmpty()
+        if rounds > 1:
+            release(val)  # the previous round's values (round 1 reads base, which stays)
+        if done:
             break
         if rounds > MAX_ROUNDS:
             raise SelpError(f"{s.name}: no fixpoint after {rounds} rounds")
