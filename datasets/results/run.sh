@@ -11,3 +11,4 @@ selp bench tc --scales 30000 --patterns p10 -k 1,3,7 --engine local,spark --mode
 # this is hours, not minutes, on a shared 2-core machine; run it when the engines are faster):
 # selp bench tc --scales 100000,300000,1000000 --patterns p10 -k 1,3,7 --engine local,spark --repeat 3 --timeout 1800 --memory-cap 12288 --out datasets/results/tc-k-large
 selp bench tc --scales 30000 --patterns p10 -k 1,3,7 --engine spark --modes semi-naive,top-k --repeat 1 --timeout 300 --memory-cap 6144 --out datasets/results/tc-k-spark
+selp bench tc --scales 30000,100000 --patterns p10 -k 1,3,7 --engine spark --modes semi-naive,top-k --repeat 1 --timeout 600 --memory-cap 8192 --out datasets/results/tc-k-spark-prefilter
