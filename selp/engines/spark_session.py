@@ -26,6 +26,12 @@ _GENERAL_DEFAULTS = {
     # PySpark 4 records a Python call site for every column expression (extra JVM round trips);
     # selp builds many expressions per round, and the trade top-k ran 17 s -> 10 s without it
     "spark.python.sql.dataFrameDebugging.enabled": "false",
+    # Fixpoints run hundreds of SQL executions and jobs; the status store keeps each one's plan
+    # and metrics (1000 by default), which filled a 4 GiB driver heap on the ~100-round ProQL
+    # fixpoints of a 100-peer chain. Keep only the recent ones.
+    "spark.sql.ui.retainedExecutions": "50",
+    "spark.ui.retainedJobs": "200",
+    "spark.ui.retainedStages": "200",
 }
 # Settings for a session running inside this process's machine (master None or local[...]).
 _LOCAL_DEFAULTS = {
