@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from selp.errors import Location, ProgramError
 from selp.language.ast import Atom, Comparison, Const, Program, Rule, SkolemTerm, Var, term_vars
+from selp.scc import strongly_connected
 
 
 @dataclass(frozen=True)
@@ -173,52 +174,8 @@ def _components(program: Program, idb: frozenset[str]) -> tuple[Component, ...]:
                 if a.negated:
                     neg.setdefault((r.head.relation, a.relation), a)
 
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    sccs: list[list[str]] = []
-    counter = 0
-
-    def strongconnect(v: str) -> None:  # iterative Tarjan to survive deep dependency chains
-        nonlocal counter
-        work = [(v, iter(sorted(deps[v])))]
-        index[v] = low[v] = counter
-        counter += 1
-        stack.append(v)
-        on_stack.add(v)
-        while work:
-            node, it = work[-1]
-            advanced = False
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(sorted(deps[w]))))
-                    advanced = True
-                    break
-                if w in on_stack:
-                    low[node] = min(low[node], index[w])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == node:
-                        break
-                sccs.append(sorted(comp))
-
-    for v in sorted(idb):
-        if v not in index:
-            strongconnect(v)
+    # a component after every component it reads; sorted for reproducible output
+    sccs = [sorted(c) for c in strongly_connected(sorted(idb), lambda v: sorted(deps[v]))]
 
     comp_of = {rel: i for i, comp in enumerate(sccs) for rel in comp}
     for (head, body), atom in sorted(neg.items()):

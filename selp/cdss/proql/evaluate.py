@@ -45,6 +45,7 @@ from selp.cdss.proql.graph import MappingNode, Node, ProvenanceGraph, TupleNode
 from selp.cdss.proql.parser import ProqlError
 from selp.cdss.proql.semirings import Semiring, probability
 from selp.engines.joins import compare as engine_compare
+from selp.scc import strongly_connected
 from selp.values import Skolem, format_value
 
 Env = dict[str, Node]
@@ -345,47 +346,8 @@ def leaf_function(a: ast.Assignment | None, s: Semiring, g: ProvenanceGraph) -> 
 
 # -- the fixpoint -------------------------------------------------------------------------------
 def _sccs(nodes: list[Node], deps: dict[Node, list[Node]]) -> list[list[Node]]:
-    """Tarjan's strongly connected components, dependencies first (iterative)."""
-    index: dict[Node, int] = {}
-    low: dict[Node, int] = {}
-    on: set[Node] = set()
-    stack: list[Node] = []
-    out: list[list[Node]] = []
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, iter(deps.get(root, ())))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on.add(root)
-        while work:
-            v, it = work[-1]
-            advanced = False
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(deps.get(w, ()))))
-                    advanced = True
-                    break
-                if w in on:
-                    low[v] = min(low[v], index[w])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                out.append(comp)
-    return out
+    """The strongly connected components, dependencies first."""
+    return strongly_connected(nodes, lambda v: deps.get(v, ()))
 
 
 def annotate(
