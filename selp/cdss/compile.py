@@ -412,6 +412,11 @@ def has_threshold(cdss: CDSS, peer: str) -> bool:
     return ranked is not None and ranked.threshold is not None
 
 
+def thresholded_peers(cdss: CDSS) -> list[str]:
+    """The peers whose ranked trust has a threshold, in declaration order."""
+    return [p.name for p in cdss.peers if has_threshold(cdss, p.name)]
+
+
 def compile_cdss(cdss: CDSS, viewpoint: str | None = None) -> CompiledCDSS:
     """Compile ``cdss`` to a datalog^sk program (see the module docstring for its shape).
 

@@ -137,15 +137,12 @@ def _write_threshold_rejections(compiled: CompiledCDSS, analysis: Any, db: str, 
     """Write ``R_x`` (imports above their owner's ranked-trust threshold, computed by
     :mod:`selp.cdss.ranked` from the base data in ``db``) into ``db``, so the evaluation keeps
     exactly what exchange would."""
-    from selp.cdss.ranked import RankedProgram, threshold_rejections
+    from selp.cdss.compile import thresholded_peers
+    from selp.cdss.ranked import threshold_rejections
     from selp.database import load_database, write_parquet
 
-    if not RankedProgram(compiled).thresholds:
-        return
-    if engine == "spark" and spark is None:
-        from selp.engines.spark_session import get_spark
-
-        spark = get_spark()
+    if not thresholded_peers(compiled.cdss):
+        return  # no R_x to write: skip reading the base data
     base = load_database(analysis, db).facts
     for rel, rows in threshold_rejections(compiled, base, engine, spark).items():
         decl = next(d for d in compiled.program.decls if d.relation == rel)

@@ -143,22 +143,19 @@ def exchange(
 def _threshold_rejections(store: Store, base: dict[str, set[Row]], engine: str, spark: Any, strategy: str, say: Say) -> int | None:
     """Add ``R_x`` (imports above their owner's ranked-trust threshold, :mod:`selp.cdss.ranked`)
     to ``base``; the number of such tuples, or None when no peer has a threshold."""
-    from selp.cdss.ranked import RankedProgram, threshold_rejections
+    from selp.cdss.compile import thresholded_peers
+    from selp.cdss.ranked import threshold_rejections
 
-    rp = RankedProgram(store.compiled)
-    if not rp.thresholds:
+    viewpoints = thresholded_peers(store.compiled.cdss)
+    if not viewpoints:
         return None
     t0 = time.perf_counter()
-    if engine == "spark" and spark is None:
-        from selp.engines.spark_session import get_spark
-
-        spark = get_spark()
     rejections = threshold_rejections(store.compiled, base, engine, spark)
     base.update(rejections)
     n = sum(map(len, rejections.values()))
     how = "" if strategy == "recompute" else f"; {strategy} then maintains the instances with them like rejections"
     say(
-        f"ranked trust of {', '.join(rp.viewpoints)}: {n} import(s) above the threshold"
+        f"ranked trust of {', '.join(viewpoints)}: {n} import(s) above the threshold"
         f" (costs recomputed in full from the base data, {time.perf_counter() - t0:.2f}s{how})"
     )
     return n

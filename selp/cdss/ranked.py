@@ -54,7 +54,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from selp.cdss.compile import CompiledCDSS, has_threshold
+from selp.cdss.compile import CompiledCDSS, thresholded_peers
 from selp.language.ast import Atom, Const, Rule, Var
 
 Row = tuple
@@ -105,7 +105,7 @@ class RankedProgram:
     def __init__(self, compiled: CompiledCDSS, extra: tuple[str, ...] = ()) -> None:
         cdss = compiled.cdss
         self.compiled = compiled
-        thresholded = [p.name for p in cdss.peers if has_threshold(cdss, p.name)]
+        thresholded = thresholded_peers(cdss)
         self.viewpoints: list[str] = thresholded + [p for p in extra if p not in thresholded]
         self.thresholds = {p: cdss.peer(p).policy.ranked.threshold for p in thresholded}  # type: ignore[union-attr]
         names = compiled.names
@@ -268,11 +268,16 @@ def threshold_rejections(
     """``R_x`` of every relation of a thresholded peer (empty dict when no peer has a threshold):
     the Boolean-trusted imports over accepted tuples that cost their owner more than its
     threshold. ``base`` holds ``R_l``/``R_r`` as Python values; ``engine`` ``spark`` computes on
-    Spark (``spark``: the session) and collects only ``R_x``."""
+    Spark (``spark``: the session, default :func:`~selp.engines.spark_session.get_spark`) and
+    collects only ``R_x``."""
     rp = RankedProgram(compiled)
     if not rp.thresholds:
         return {}
     if engine == "spark":
+        if spark is None:
+            from selp.engines.spark_session import get_spark
+
+            spark = get_spark()
         return ranked_spark(rp, base, spark).rejections
     return ranked_local(rp, base).rejections
 
