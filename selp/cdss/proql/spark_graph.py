@@ -41,6 +41,11 @@ from selp.language.ast import Const, Var
 from selp.values import SKOLEM_MARK, encode, format_value
 
 
+def _cut(df: DataFrame) -> DataFrame:
+    """Materialise ``df`` on the executors and replace its plan by a scan of the blocks."""
+    return df.localCheckpoint(eager=True)
+
+
 def display(col: Column, typ: str) -> Column:
     """``format_value`` of an encoded column of type ``typ``: labeled nulls lose their mark,
     strings are quoted (``\\`` and ``"`` escaped), ints stay as they are."""
@@ -92,7 +97,7 @@ class SparkGraph:
         if self._tuples is None:
             t = reduce(DataFrame.unionByName, [df for parts in self._tuple_parts.values() for df in parts])
             keep = [F.first(c, ignorenulls=True).alias(c) for c in t.columns if c not in ("id", "local")]
-            self._tuples = t.groupBy("id").agg(F.max("local").alias("local"), *keep).cache()
+            self._tuples = _cut(t.groupBy("id").agg(F.max("local").alias("local"), *keep))
         return self._tuples
 
     def tuple_ids(self, relation: str | None) -> DataFrame:
@@ -108,7 +113,7 @@ class SparkGraph:
     def edges(self) -> DataFrame:
         """``(t, u)``: ``u`` is an input of a mapping node deriving ``t`` (one step back)."""
         if self._edges is None:
-            self._edges = self.deriv.join(self.inputs, "m").select("t", "u").distinct().cache()
+            self._edges = _cut(self.deriv.join(self.inputs, "m").select("t", "u").distinct())
         return self._edges
 
     def ancestor_edges(self) -> DataFrame:
@@ -222,13 +227,15 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
             parts.setdefault(base, []).append(pdf.select(*tuple_row(base, [c[0] for c in cols], [c[1] for c in cols], F.lit(False))))
     empty_d = spark.createDataFrame([], "t string, m string")
     empty_i = spark.createDataFrame([], "m string, u string, pos int")
-    deriv = reduce(DataFrame.unionByName, derivs, empty_d).distinct()
-    atoms = reduce(DataFrame.unionByName, inputs, empty_i).distinct().cache()
-    inp = atoms.select("m", "u").distinct()
-    local_ids = reduce(DataFrame.unionByName, local_parts, spark.createDataFrame([], "id string")).distinct()
-    g = SparkGraph(
-        spark, epoch, edir, parts, local_ids.cache(), deriv.cache(), inp.cache(), atoms, attributes, types, {m.name for m in cdss.mappings}
-    )
+    # Materialised once per epoch and cut from their lineage: the plans above union a scan and
+    # a projection (regex display expressions) per relation file and per mapping, thousands of
+    # operators at 100 peers; every fixpoint round would otherwise carry, analyse and record
+    # (UI plan info) that whole tree again, which filled the driver heap on a 100-peer chain.
+    deriv = _cut(reduce(DataFrame.unionByName, derivs, empty_d).distinct())
+    atoms = _cut(reduce(DataFrame.unionByName, inputs, empty_i).distinct())
+    inp = _cut(atoms.select("m", "u").distinct())
+    local_ids = _cut(reduce(DataFrame.unionByName, local_parts, spark.createDataFrame([], "id string")).distinct())
+    g = SparkGraph(spark, epoch, edir, parts, local_ids, deriv, inp, atoms, attributes, types, {m.name for m in cdss.mappings})
     if len(_CACHE) >= 4:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = g
