@@ -20,7 +20,10 @@ three relations so that ProQL can be evaluated by joins instead of pointer chasi
     the same per body atom ``pos``: a mapping whose body reads one tuple twice multiplies its
     value twice (WEIGHT adds it twice), as the local engine does.
 
-Every column is built by native column expressions from the ``P_m`` and ``R_o/R_l/R_i`` files:
+Every column is built by native column expressions from the ``P_m`` and ``R_o/R_l/R_i`` files,
+with plans whose size does not grow with the number of relations and mappings (one scan of all
+tuple files, one of all provenance files, the schema as broadcast lookup tables; see the comment
+above :func:`load_epoch_graph`), all materialised once per epoch and cut from their lineage:
 no Python UDF, and only paths inside the store are handed to Spark, so it runs on a cluster
 whose executors see the store directory.
 """
@@ -36,6 +39,7 @@ from pyspark.sql import functions as F
 
 from selp.cdss.proql.graph import query_epoch
 from selp.cdss.store import Store
+from selp.engines.spark_compile import release
 from selp.errors import SelpError
 from selp.language.ast import Const, Var
 from selp.values import SKOLEM_MARK, encode, format_value
@@ -46,22 +50,17 @@ def _cut(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
-def display(col: Column, typ: str) -> Column:
-    """``format_value`` of an encoded column of type ``typ``: labeled nulls lose their mark,
-    strings are quoted (``\\`` and ``"`` escaped), ints stay as they are."""
+def display(col: Column, is_int: Column) -> Column:
+    """``format_value`` of an encoded column whose declared type is ``int`` where ``is_int``:
+    labeled nulls lose their mark, strings are quoted (``\\`` and ``"`` escaped), ints stay."""
     marked = col.startswith(SKOLEM_MARK)
-    stripped = F.substring(col, 2, 1 << 30)
-    if typ == "int":
-        return F.when(marked, stripped).otherwise(col)
     quoted = F.concat(F.lit('"'), F.regexp_replace(F.regexp_replace(col, r"\\", r"\\\\"), '"', '\\\\"'), F.lit('"'))
-    return F.when(marked, stripped).otherwise(quoted)
+    return F.when(marked, F.substring(col, 2, 1 << 30)).when(is_int, col).otherwise(quoted)
 
 
-def node_text(name: str, parts: list[Column]) -> Column:
-    """``name(p1,p2,...)`` from already displayed parts."""
-    if not parts:
-        return F.lit(f"{name}()")
-    return F.concat(F.lit(name + "("), F.concat_ws(",", *parts), F.lit(")"))
+def node_text(name: Column, parts: Column) -> Column:
+    """``name(p1,p2,...)`` from an array of displayed parts."""
+    return F.concat(name, F.lit("("), F.array_join(parts, ","), F.lit(")"))
 
 
 def relation_of(node: Column) -> Column:
@@ -76,7 +75,7 @@ class SparkGraph:
     spark: SparkSession
     epoch: int
     epoch_dir: Path
-    _tuple_parts: dict[str, list[DataFrame]]  # relation -> its rows' tuple columns (per file)
+    tuple_rows: DataFrame  # (id, base, local, a_*, k_*): one row per tuple file row or head atom
     local_ids: DataFrame  # (id): the local contributions
     deriv: DataFrame
     inputs: DataFrame
@@ -95,8 +94,8 @@ class SparkGraph:
         """Every tuple node with its attributes (built on first use: only attribute conditions
         and patterns without a relation need it)."""
         if self._tuples is None:
-            t = reduce(DataFrame.unionByName, [df for parts in self._tuple_parts.values() for df in parts])
-            keep = [F.first(c, ignorenulls=True).alias(c) for c in t.columns if c not in ("id", "local")]
+            t = self.tuple_rows
+            keep = [F.first(c, ignorenulls=True).alias(c) for c in t.columns if c not in ("id", "base", "local")]
             self._tuples = _cut(t.groupBy("id").agg(F.max("local").alias("local"), *keep))
         return self._tuples
 
@@ -104,10 +103,7 @@ class SparkGraph:
         """``(id)``: the tuple nodes of ``relation`` (every one when None)."""
         if relation is None:
             return self.tuples.select("id")
-        parts = [df.select("id") for df in self._tuple_parts.get(relation, [])]
-        if not parts:
-            return self.spark.createDataFrame([], "id string")
-        return reduce(DataFrame.unionByName, parts).distinct()
+        return self.tuple_rows.filter(F.col("base") == relation).select("id").distinct()
 
     @property
     def edges(self) -> DataFrame:
@@ -129,26 +125,32 @@ class SparkGraph:
         return reduce(DataFrame.unionByName, [base, *self.asr_edges]).distinct()
 
 
-def _value(name: str, typ: str, col: Column) -> tuple[Column, Column]:
-    """(encoded, displayed) of a P_m column."""
-    return col, display(col, typ)
-
-
-def _atom_columns(atom, env: dict, names) -> list[tuple[Column, Column, str]]:
-    """(encoded, displayed, type) per argument of an instantiated atom."""
-    out = []
-    for t in atom.args:
-        if isinstance(t, Var):
-            out.append(env[t])
-        else:
-            v = t.value if isinstance(t, Const) else t
-            out.append((F.lit(encode(v)), F.lit(format_value(v)), "int" if isinstance(v, int) else "str"))
-    return out
-
-
 def load_spark_graph(spark: SparkSession, store: Store, peer: str | None = None) -> SparkGraph:
     """The graph of the epoch ``peer``'s instance reflects (default: the latest exchange)."""
     return load_epoch_graph(spark, store, query_epoch(store, peer))
+
+
+# The loader below builds every relation with a plan whose size does not depend on the schema:
+# one scan over all tuple files and one over all P_m files (the file's name says whose rows they
+# are), and small lookup tables, joined by broadcast, that describe each relation's attributes and
+# each mapping's atoms as data. Expressions per relation or per mapping would make a plan of
+# thousands of operators at 100 peers (minutes of planning, and a plan the driver keeps).
+_FILE = r"([^/]+)\.parquet(/[^/]*)?$"  # the relation of a file path (a file or Spark's directory)
+
+_ARG = "struct<kind: string, idx: int, enc: string, shown: string, sk: array<int>>"
+
+
+def _scan(spark: SparkSession, paths: list[Path], columns: list[str]) -> DataFrame:
+    """Every file of ``paths`` as rows of the string ``columns`` (NULL where a file has no such
+    column) plus ``_file``: the relation the row comes from."""
+    schema = ", ".join(f"`{c}` string" for c in columns) or "`_none` string"
+    df = spark.read.schema(schema).parquet(*(str(p) for p in paths))
+    return df.select(*[F.col(f"`{c}`") for c in columns], F.regexp_extract(F.col("_metadata.file_path"), _FILE, 1).alias("_file"))
+
+
+def _const(t) -> tuple[str, str, bool]:
+    v = t.value if isinstance(t, Const) else t
+    return encode(v), format_value(v), isinstance(v, int)
 
 
 def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGraph:
@@ -161,13 +163,11 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
     if key in _CACHE:  # a committed epoch never changes: reuse its graph within this session
         return _CACHE[key]
 
-    def read(rel: str) -> DataFrame:
-        path = edir / f"{rel}.parquet"
-        if not path.exists():
-            raise SelpError(f"{path}: missing from the store (was the epoch garbage-collected meanwhile? run the command again)")
-        # the schema is known (every column a string): no footer reading to infer it
-        schema = ", ".join(f"`{c}` string" for c, _ in store.columns(rel))
-        return spark.read.schema(schema).parquet(str(path)) if schema else spark.read.parquet(str(path))
+    def path(rel: str) -> Path:
+        p = edir / f"{rel}.parquet"
+        if not p.exists():
+            raise SelpError(f"{p}: missing from the store (was the epoch garbage-collected meanwhile? run the command again)")
+        return p
 
     attributes: dict[str, tuple[str, ...]] = {}
     types: dict[str, dict[str, str]] = {}
@@ -176,66 +176,106 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
         attributes[base] = tuple(r.attribute_names)
         cols = store.columns(names.relation(r.ref, "o"))
         types[base] = {a: t for a, (_, t) in zip(r.attribute_names, cols)}
-    all_attrs = sorted({a for attrs in attributes.values() for a in attrs})
+    universe = sorted({a for attrs in attributes.values() for a in attrs})
 
-    def tuple_row(base: str, encoded: list[Column], shown: list[Column], local: Column) -> list[Column]:
-        """The columns of ``tuples`` for one relation's rows."""
-        cols = [node_text(base, shown).alias("id"), local.alias("local")]
+    def rel_info(base: str) -> tuple:
+        """(kinds map, 1-based position in the relation of each universe attribute, 0 if none)."""
         attrs = attributes[base]
-        for a in all_attrs:
-            if a in attrs:
-                i = attrs.index(a)
-                cols += [encoded[i].alias(f"a_{a}"), F.lit(types[base][a]).alias(f"k_{a}")]
-            else:
-                cols += [F.lit(None).cast("string").alias(f"a_{a}"), F.lit(None).cast("string").alias(f"k_{a}")]
-        return cols
+        return types[base], [attrs.index(a) + 1 if a in attrs else 0 for a in universe]
 
-    parts: dict[str, list[DataFrame]] = {}
-    local_parts: list[DataFrame] = []
+    def attribute_columns(enc: Column) -> list[Column]:
+        """``a_<attr>``/``k_<attr>`` of every universe attribute, from the row's encoded
+        arguments ``enc`` (relation order) and the joined ``kinds``/``where`` lookup columns."""
+        out = []
+        for i, a in enumerate(universe):
+            at = F.col("where")[i]
+            out.append(F.when(at > 0, F.element_at(enc, F.greatest(at, F.lit(1)))).alias(f"a_{a}"))
+            out.append(F.when(at > 0, F.col("kinds")[F.lit(a)]).alias(f"k_{a}"))
+        return out
+
+    # -- tuple files: R_o, R_l, R_i of every relation ---------------------------------------
+    files, tpaths = [], []
     for r in cdss.relations():
         base = names.base(r.ref)
+        kinds, where = rel_info(base)
         for kind in ("o", "l", "i"):
             rel = names.relation(r.ref, kind)
-            df = read(rel)
-            cols = [c for c, _ in store.columns(rel)]
-            enc = [F.col(c) for c in cols]
-            shown = [display(F.col(c), types[base][a]) for c, a in zip(cols, attributes[base])]
-            parts.setdefault(base, []).append(df.select(*tuple_row(base, enc, shown, F.lit(kind == "l"))))
-            if kind == "l":
-                local_parts.append(df.select(node_text(base, shown).alias("id")))
-    derivs: list[DataFrame] = []
-    inputs: list[DataFrame] = []
+            tpaths.append(path(rel))
+            # the relation's attributes as 1-based indexes into the scan's universe columns
+            idx = [universe.index(a) + 1 for a in attributes[base]]
+            files.append((rel, base, kind == "l", idx, [types[base][a] == "int" for a in attributes[base]], kinds, where))
+    fschema = "_file string, base string, local boolean, idx array<int>, ints array<boolean>, kinds map<string,string>, where array<int>"
+    flook = F.broadcast(spark.createDataFrame(files, fschema))
+    trows = _scan(spark, tpaths, universe).join(flook, "_file")
+    allcols = F.array(*[F.col(f"`{a}`") for a in universe]) if universe else F.array().cast("array<string>")
+    enc = F.transform(F.col("idx"), lambda i: F.element_at(allcols, i))
+    trows = trows.select(F.col("base"), F.col("local"), F.col("ints"), F.col("kinds"), F.col("where"), enc.alias("enc"))
+    shown = F.transform(F.col("enc"), lambda x, j: display(x, F.col("ints")[j]))
+    tfile_rows = trows.select(node_text(F.col("base"), shown).alias("id"), "base", "local", *attribute_columns(F.col("enc")))
+
+    # -- provenance files: one P_m per mapping, its rows instantiating the mapping's atoms ------
+    pvars = sorted({c for m in cdss.mappings for c, _ in store.columns(names.provenance(m.name))})
+    maps, atoms, ppaths = [], [], []
     for m in cdss.mappings:
         prel = names.provenance(m.name)
-        pdf = read(prel)
+        ppaths.append(path(prel))
         pcols = store.columns(prel)
-        env = {v: (F.col(c), display(F.col(c), t), t) for v, (c, t) in zip(m.body_vars, pcols)}
-        mid = node_text(m.name, [env[v][1] for v in m.body_vars]).alias("m")
-        frontier_text = [env[v][1] for v in m.frontier]
-        for z in m.existentials:
-            text = node_text(names.skolem(m.name, z), frontier_text)
-            env[z] = (F.concat(F.lit(SKOLEM_MARK), text), text, "str")
-        for pos, atom in enumerate(m.body):
-            base = names.base(atom.relation)
-            cols = _atom_columns(atom, env, names)
-            inputs.append(pdf.select(mid, node_text(base, [c[1] for c in cols]).alias("u"), F.lit(pos).alias("pos")))
-        for atom in m.head:
-            base = names.base(atom.relation)
-            cols = _atom_columns(atom, env, names)
-            derivs.append(pdf.select(node_text(base, [c[1] for c in cols]).alias("t"), mid))
-            # a derived tuple is a node even if (rejected, distrusted) it is in no instance file
-            parts.setdefault(base, []).append(pdf.select(*tuple_row(base, [c[0] for c in cols], [c[1] for c in cols], F.lit(False))))
-    empty_d = spark.createDataFrame([], "t string, m string")
-    empty_i = spark.createDataFrame([], "m string, u string, pos int")
-    # Materialised once per epoch and cut from their lineage: the plans above union a scan and
-    # a projection (regex display expressions) per relation file and per mapping, thousands of
-    # operators at 100 peers; every fixpoint round would otherwise carry, analyse and record
-    # (UI plan info) that whole tree again, which filled the driver heap on a 100-peer chain.
-    deriv = _cut(reduce(DataFrame.unionByName, derivs, empty_d).distinct())
-    atoms = _cut(reduce(DataFrame.unionByName, inputs, empty_i).distinct())
-    inp = _cut(atoms.select("m", "u").distinct())
-    local_ids = _cut(reduce(DataFrame.unionByName, local_parts, spark.createDataFrame([], "id string")).distinct())
-    g = SparkGraph(spark, epoch, edir, parts, local_ids, deriv, inp, atoms, attributes, types, {m.name for m in cdss.mappings})
+        maps.append((prel, m.name, [pvars.index(c) + 1 for c, _ in pcols], [t == "int" for _, t in pcols]))
+        pos_of = {v: i + 1 for i, v in enumerate(m.body_vars)}
+        frontier = [pos_of[v] for v in m.frontier]
+        for out, group in ((False, m.body), (True, m.head)):
+            for pos, atom in enumerate(group):
+                base = names.base(atom.relation)
+                args = []
+                for t in atom.args:
+                    if isinstance(t, Var) and t in pos_of:
+                        args.append(("v", pos_of[t], None, None, None))
+                    elif isinstance(t, Var):  # an existential: the Skolem term the program makes
+                        args.append(("s", 0, None, names.skolem(m.name, t), frontier))
+                    else:
+                        e, shown_c, _ = _const(t)
+                        args.append(("c", 0, e, shown_c, None))
+                kinds, where = rel_info(base)
+                atoms.append((m.name, out, pos, base, args, kinds, where))
+    if not ppaths:  # no mappings: no mapping nodes
+        patoms = spark.createDataFrame([], "m string, out boolean, pos int, node string, base string, enc array<string>, kinds map<string,string>, where array<int>")
+    else:
+        mschema = "_file string, mapping string, bidx array<int>, bints array<boolean>"
+        mlook = F.broadcast(spark.createDataFrame(maps, mschema))
+        alook = F.broadcast(spark.createDataFrame(atoms, f"mapping string, out boolean, pos int, base string, args array<{_ARG}>, kinds map<string,string>, where array<int>"))
+        pcolsall = F.array(*[F.col(f"`{c}`") for c in pvars])
+        prows = _scan(spark, ppaths, pvars).join(mlook, "_file")
+        penc = F.transform(F.col("bidx"), lambda i: F.element_at(pcolsall, i))
+        prows = prows.select("mapping", penc.alias("penc"), "bints")
+        prows = prows.select("mapping", "penc", F.transform(F.col("penc"), lambda x, j: display(x, F.col("bints")[j])).alias("pshown"))
+        prows = prows.select("*", node_text(F.col("mapping"), F.col("pshown")).alias("m"))
+        pa = prows.join(alook, "mapping")
+
+        def skolem(a: Column) -> Column:
+            return node_text(a["shown"], F.transform(a["sk"], lambda i: F.element_at(F.col("pshown"), i)))
+
+        arg_shown = F.transform(
+            F.col("args"),
+            lambda a: F.when(a["kind"] == "v", F.element_at(F.col("pshown"), a["idx"])).when(a["kind"] == "c", a["shown"]).otherwise(skolem(a)),
+        )
+        arg_enc = F.transform(
+            F.col("args"),
+            lambda a: F.when(a["kind"] == "v", F.element_at(F.col("penc"), a["idx"]))
+            .when(a["kind"] == "c", a["enc"])
+            .otherwise(F.concat(F.lit(SKOLEM_MARK), skolem(a))),
+        )
+        patoms = pa.select("m", "out", "pos", node_text(F.col("base"), arg_shown).alias("node"), "base", arg_enc.alias("enc"), "kinds", "where")
+    # Materialised once per epoch and cut from their lineage: every fixpoint round joins them.
+    patoms = _cut(patoms)
+    deriv = _cut(patoms.filter("out").select(F.col("node").alias("t"), "m").distinct())
+    atoms_df = _cut(patoms.filter(~F.col("out")).select("m", F.col("node").alias("u"), "pos").distinct())
+    inp = _cut(atoms_df.select("m", "u").distinct())
+    # a derived tuple is a node even if (rejected, distrusted) it is in no instance file
+    heads = patoms.filter("out").select(F.col("node").alias("id"), "base", F.lit(False).alias("local"), *attribute_columns(F.col("enc")))
+    tuple_rows = _cut(tfile_rows.unionByName(heads))
+    local_ids = _cut(tuple_rows.filter("local").select("id").distinct())
+    release(patoms)
+    g = SparkGraph(spark, epoch, edir, tuple_rows, local_ids, deriv, inp, atoms_df, attributes, types, {m.name for m in cdss.mappings})
     if len(_CACHE) >= 4:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = g
