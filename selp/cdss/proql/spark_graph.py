@@ -237,17 +237,20 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
                         args.append(("c", 0, e, shown_c, None))
                 kinds, where = rel_info(base)
                 atoms.append((m.name, out, pos, base, args, kinds, where))
+    lookup = "kinds map<string,string>, where array<int>"
     if not ppaths:  # no mappings: no mapping nodes
-        patoms = spark.createDataFrame([], "m string, out boolean, pos int, node string, base string, enc array<string>, kinds map<string,string>, where array<int>")
+        patoms = spark.createDataFrame([], f"m string, out boolean, pos int, node string, base string, enc array<string>, {lookup}")
     else:
         mschema = "_file string, mapping string, bidx array<int>, bints array<boolean>"
         mlook = F.broadcast(spark.createDataFrame(maps, mschema))
-        alook = F.broadcast(spark.createDataFrame(atoms, f"mapping string, out boolean, pos int, base string, args array<{_ARG}>, kinds map<string,string>, where array<int>"))
+        aschema = f"mapping string, out boolean, pos int, base string, args array<{_ARG}>, {lookup}"
+        alook = F.broadcast(spark.createDataFrame(atoms, aschema))
         pcolsall = F.array(*[F.col(f"`{c}`") for c in pvars])
         prows = _scan(spark, ppaths, pvars).join(mlook, "_file")
         penc = F.transform(F.col("bidx"), lambda i: F.element_at(pcolsall, i))
         prows = prows.select("mapping", penc.alias("penc"), "bints")
-        prows = prows.select("mapping", "penc", F.transform(F.col("penc"), lambda x, j: display(x, F.col("bints")[j])).alias("pshown"))
+        pshown = F.transform(F.col("penc"), lambda x, j: display(x, F.col("bints")[j]))
+        prows = prows.select("mapping", "penc", pshown.alias("pshown"))
         prows = prows.select("*", node_text(F.col("mapping"), F.col("pshown")).alias("m"))
         pa = prows.join(alook, "mapping")
 
@@ -256,7 +259,9 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
 
         arg_shown = F.transform(
             F.col("args"),
-            lambda a: F.when(a["kind"] == "v", F.element_at(F.col("pshown"), a["idx"])).when(a["kind"] == "c", a["shown"]).otherwise(skolem(a)),
+            lambda a: F.when(a["kind"] == "v", F.element_at(F.col("pshown"), a["idx"]))
+            .when(a["kind"] == "c", a["shown"])
+            .otherwise(skolem(a)),
         )
         arg_enc = F.transform(
             F.col("args"),
@@ -264,7 +269,8 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
             .when(a["kind"] == "c", a["enc"])
             .otherwise(F.concat(F.lit(SKOLEM_MARK), skolem(a))),
         )
-        patoms = pa.select("m", "out", "pos", node_text(F.col("base"), arg_shown).alias("node"), "base", arg_enc.alias("enc"), "kinds", "where")
+        node = node_text(F.col("base"), arg_shown)
+        patoms = pa.select("m", "out", "pos", node.alias("node"), "base", arg_enc.alias("enc"), "kinds", "where")
     # Materialised once per epoch and cut from their lineage: every fixpoint round joins them.
     patoms = _cut(patoms)
     deriv = _cut(patoms.filter("out").select(F.col("node").alias("t"), "m").distinct())
