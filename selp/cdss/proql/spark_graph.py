@@ -39,7 +39,6 @@ from pyspark.sql import functions as F
 
 from selp.cdss.proql.graph import query_epoch
 from selp.cdss.store import Store
-from selp.engines.spark_compile import release
 from selp.errors import SelpError
 from selp.language.ast import Const, Var
 from selp.values import SKOLEM_MARK, encode, format_value
@@ -271,16 +270,17 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
         )
         node = node_text(F.col("base"), arg_shown)
         patoms = pa.select("m", "out", "pos", node.alias("node"), "base", arg_enc.alias("enc"), "kinds", "where")
-    # Materialised once per epoch and cut from their lineage: every fixpoint round joins them.
-    patoms = _cut(patoms)
-    deriv = _cut(patoms.filter("out").select(F.col("node").alias("t"), "m").distinct())
-    atoms_df = _cut(patoms.filter(~F.col("out")).select("m", F.col("node").alias("u"), "pos").distinct())
+    # Materialised once per epoch and cut from their lineage (three jobs): every fixpoint round
+    # joins these, and the relations below are narrow filters of them. ``patoms`` has one row per
+    # (m, out, pos), so an input atom occurs once: a mapping's value multiplies each input atom once.
+    patoms = _cut(patoms.dropDuplicates(["m", "out", "pos"]))  # the rest follows from these
+    deriv = patoms.filter("out").select(F.col("node").alias("t"), "m")  # (t, m) twice: a repeated head atom
+    atoms_df = patoms.filter(~F.col("out")).select("m", F.col("node").alias("u"), "pos")
     inp = _cut(atoms_df.select("m", "u").distinct())
     # a derived tuple is a node even if (rejected, distrusted) it is in no instance file
     heads = patoms.filter("out").select(F.col("node").alias("id"), "base", F.lit(False).alias("local"), *attribute_columns(F.col("enc")))
     tuple_rows = _cut(tfile_rows.unionByName(heads))
-    local_ids = _cut(tuple_rows.filter("local").select("id").distinct())
-    release(patoms)
+    local_ids = tuple_rows.filter("local").select("id").distinct()
     g = SparkGraph(spark, epoch, edir, tuple_rows, local_ids, deriv, inp, atoms_df, attributes, types, {m.name for m in cdss.mappings})
     if len(_CACHE) >= 4:
         _CACHE.pop(next(iter(_CACHE)))
