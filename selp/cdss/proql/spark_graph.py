@@ -147,9 +147,10 @@ def _scan(spark: SparkSession, paths: list[Path], columns: list[str]) -> DataFra
     return df.select(*[F.col(f"`{c}`") for c in columns], F.regexp_extract(F.col("_metadata.file_path"), _FILE, 1).alias("_file"))
 
 
-def _const(t) -> tuple[str, str, bool]:
+def _const(t: object) -> tuple[str, str]:
+    """(encoded, displayed) of a constant argument of a mapping atom."""
     v = t.value if isinstance(t, Const) else t
-    return encode(v), format_value(v), isinstance(v, int)
+    return encode(v), format_value(v)
 
 
 def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGraph:
@@ -232,7 +233,7 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
                     elif isinstance(t, Var):  # an existential: the Skolem term the program makes
                         args.append(("s", 0, None, names.skolem(m.name, t), frontier))
                     else:
-                        e, shown_c, _ = _const(t)
+                        e, shown_c = _const(t)
                         args.append(("c", 0, e, shown_c, None))
                 kinds, where = rel_info(base)
                 atoms.append((m.name, out, pos, base, args, kinds, where))
