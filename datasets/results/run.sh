@@ -12,3 +12,9 @@ selp bench tc --scales 30000 --patterns p10 -k 1,3,7 --engine local,spark --mode
 # selp bench tc --scales 100000,300000,1000000 --patterns p10 -k 1,3,7 --engine local,spark --repeat 3 --timeout 1800 --memory-cap 12288 --out datasets/results/tc-k-large
 selp bench tc --scales 30000 --patterns p10 -k 1,3,7 --engine spark --modes semi-naive,top-k --repeat 1 --timeout 300 --memory-cap 6144 --out datasets/results/tc-k-spark
 selp bench tc --scales 30000,100000 --patterns p10 -k 1,3,7 --engine spark --modes semi-naive,top-k --repeat 1 --timeout 600 --memory-cap 8192 --out datasets/results/tc-k-spark-prefilter
+# issue 4's scale on Spark (about 15 min on 2 cores: top-7 alone takes about 8)
+selp bench tc --scales 1000000 --patterns p10 -k 1,3,7 --engine spark --modes semi-naive,top-k --repeat 1 --warmup 0 --timeout 1800 --no-plots --out datasets/results/tc-k-spark-1m
+# ProQL, chapter 8 (about 25 min)
+selp bench proql --patterns chain:leaves --peers 10,25,50,100 --scales 20 --repeat 1 --warmup 0 --out datasets/results/proql/chain
+selp bench proql --patterns chain:every,chain:leaves+middle,branched:leaves,tree:leaves --peers 10,50,100 --scales 20 --repeat 1 --warmup 0 --out datasets/results/proql/topologies
+selp bench proql --patterns chain:leaves --peers 10,50,100 --scales 1000 --repeat 1 --warmup 0 --out datasets/results/proql/chain-1000
