@@ -243,12 +243,12 @@ class SparkMatcher:
 
     def _attr(self, v: DataFrame, a: ast.AttrRef) -> tuple[DataFrame, Column, Column]:
         """(v, encoded value, type) of ``$x.a`` (NULL when $x's relation has no ``a``)."""
-        enc, typ = f"_a_{a.var}_{a.attribute}", f"_k_{a.var}_{a.attribute}"
+        cols = self.g.attribute_columns(a.attribute)
+        n = cols[0][2:] if cols else f"none_{a.attribute.lower()}"  # numbered: Name and name differ
+        enc, typ = f"_a_{a.var}_{n}", f"_k_{a.var}_{n}"
         if enc not in v.columns:
-            if f"a_{a.attribute}" in self.g.tuples.columns:
-                t = self.g.tuples.select(
-                    F.col("id").alias(_v(a.var)), F.col(f"a_{a.attribute}").alias(enc), F.col(f"k_{a.attribute}").alias(typ)
-                )
+            if cols is not None:
+                t = self.g.tuples.select(F.col("id").alias(_v(a.var)), F.col(cols[0]).alias(enc), F.col(cols[1]).alias(typ))
                 v = v.join(t, _v(a.var), "left")
             else:
                 v = v.withColumn(enc, F.lit(None).cast("string")).withColumn(typ, F.lit(None).cast("string"))

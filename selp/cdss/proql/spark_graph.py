@@ -3,11 +3,13 @@
 The same graph as :mod:`.graph` (read that docstring for what the nodes and edges are), kept as
 three relations so that ProQL can be evaluated by joins instead of pointer chasing:
 
-``tuples(id, local, a_<attr>..., k_<attr>...)``
+``tuples(id, local, a_<i>..., k_<i>...)``
     one row per tuple node. ``id`` is the node's display text (``B(3,5)``, ``U(2,f_m3_c(2))``,
     exactly :class:`~.graph.TupleNode`'s ``str``), so results need no decoding and the relation
-    is the text before the first ``(``. ``a_<attr>`` holds the attribute's value in selp's uniform
-    string encoding (labeled nulls marked with NUL) and ``k_<attr>`` its declared type (``int``
+    is the text before the first ``(``. ``a_<i>`` holds the value of attribute number ``i``
+    (:meth:`SparkGraph.attribute_columns`: attribute names across relations, numbered so that
+    ``Name`` and ``name`` stay apart although Spark resolves columns case-insensitively) in selp's
+    uniform string encoding (labeled nulls marked with NUL) and ``k_<i>`` its declared type (``int``
     or ``str``); both are NULL when the node's relation has no such attribute (a heterogeneous
     variable), which makes every comparison on it false, as in the local engine.
 ``deriv(t, m)``
@@ -30,6 +32,8 @@ whose executors see the store directory.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
@@ -82,6 +86,7 @@ class SparkGraph:
     attributes: dict[str, tuple[str, ...]]  # relation -> attribute names
     types: dict[str, dict[str, str]]  # relation -> attribute -> int/str
     mappings: set[str]
+    universe: list[str]  # every attribute name of every relation, sorted: a_<i> is universe[i]
     asr_edges: list[DataFrame] = field(default_factory=list)  # extra (t, u) ancestor edges
     asr_used: list[str] = field(default_factory=list)
     asr_covered: set[str] = field(default_factory=set)  # mappings whose edges an outer ASR holds
@@ -97,6 +102,14 @@ class SparkGraph:
             keep = [F.first(c, ignorenulls=True).alias(c) for c in t.columns if c not in ("id", "base", "local")]
             self._tuples = _cut(t.groupBy("id").agg(F.max("local").alias("local"), *keep))
         return self._tuples
+
+    def attribute_columns(self, attribute: str) -> tuple[str, str] | None:
+        """The ``(a_<i>, k_<i>)`` columns of ``tuples`` for an attribute name (None: no relation
+        has it)."""
+        if attribute not in self.universe:
+            return None
+        i = self.universe.index(attribute)
+        return f"a_{i}", f"k_{i}"
 
     def tuple_ids(self, relation: str | None) -> DataFrame:
         """``(id)``: the tuple nodes of ``relation`` (every one when None)."""
@@ -147,6 +160,20 @@ def _scan(spark: SparkSession, paths: list[Path], columns: list[str]) -> DataFra
     return df.select(*[F.col(f"`{c}`") for c in columns], F.regexp_extract(F.col("_metadata.file_path"), _FILE, 1).alias("_file"))
 
 
+@contextlib.contextmanager
+def _case_sensitive(spark: SparkSession) -> Iterator[None]:
+    """Resolve column names case-sensitively while the graph is read and materialised: two
+    relations may have attributes ``Name`` and ``name`` (and one P_m variables ``x`` and ``X``),
+    which the scans' schemas must keep apart. Every frame is cut before this ends, so no later
+    plan resolves these names again."""
+    old = spark.conf.get("spark.sql.caseSensitive", "false")
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.caseSensitive", old)
+
+
 def _const(t: object) -> tuple[str, str]:
     """(encoded, displayed) of a constant argument of a mapping atom."""
     v = t.value if isinstance(t, Const) else t
@@ -184,105 +211,110 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
         return types[base], [attrs.index(a) + 1 if a in attrs else 0 for a in universe]
 
     def attribute_columns(enc: Column) -> list[Column]:
-        """``a_<attr>``/``k_<attr>`` of every universe attribute, from the row's encoded
+        """``a_<i>``/``k_<i>`` of every universe attribute, from the row's encoded
         arguments ``enc`` (relation order) and the joined ``kinds``/``where`` lookup columns."""
         out = []
         for i, a in enumerate(universe):
             at = F.col("where")[i]
-            out.append(F.when(at > 0, F.element_at(enc, F.greatest(at, F.lit(1)))).alias(f"a_{a}"))
-            out.append(F.when(at > 0, F.col("kinds")[F.lit(a)]).alias(f"k_{a}"))
+            out.append(F.when(at > 0, F.element_at(enc, F.greatest(at, F.lit(1)))).alias(f"a_{i}"))
+            out.append(F.when(at > 0, F.col("kinds")[F.lit(a)]).alias(f"k_{i}"))
         return out
 
-    # -- tuple files: R_o, R_l, R_i of every relation ---------------------------------------
-    files, tpaths = [], []
-    for r in cdss.relations():
-        base = names.base(r.ref)
-        kinds, where = rel_info(base)
-        for kind in ("o", "l", "i"):
-            rel = names.relation(r.ref, kind)
-            tpaths.append(path(rel))
-            # the relation's attributes as 1-based indexes into the scan's universe columns
-            idx = [universe.index(a) + 1 for a in attributes[base]]
-            files.append((rel, base, kind == "l", idx, [types[base][a] == "int" for a in attributes[base]], kinds, where))
-    fschema = "_file string, base string, local boolean, idx array<int>, ints array<boolean>, kinds map<string,string>, where array<int>"
-    flook = F.broadcast(spark.createDataFrame(files, fschema))
-    trows = _scan(spark, tpaths, universe).join(flook, "_file")
-    allcols = F.array(*[F.col(f"`{a}`") for a in universe]) if universe else F.array().cast("array<string>")
-    enc = F.transform(F.col("idx"), lambda i: F.element_at(allcols, i))
-    trows = trows.select(F.col("base"), F.col("local"), F.col("ints"), F.col("kinds"), F.col("where"), enc.alias("enc"))
-    shown = F.transform(F.col("enc"), lambda x, j: display(x, F.col("ints")[j]))
-    tfile_rows = trows.select(node_text(F.col("base"), shown).alias("id"), "base", "local", *attribute_columns(F.col("enc")))
+    lookup = "kinds map<string,string>, where array<int>"  # the relation columns of the lookup tables
+    with _case_sensitive(spark):
+        # -- tuple files: R_o, R_l, R_i of every relation ---------------------------------------
+        files, tpaths = [], []
+        for r in cdss.relations():
+            base = names.base(r.ref)
+            kinds, where = rel_info(base)
+            for kind in ("o", "l", "i"):
+                rel = names.relation(r.ref, kind)
+                tpaths.append(path(rel))
+                # the relation's attributes as 1-based indexes into the scan's universe columns
+                idx = [universe.index(a) + 1 for a in attributes[base]]
+                files.append((rel, base, kind == "l", idx, [types[base][a] == "int" for a in attributes[base]], kinds, where))
+        fschema = "_file string, base string, local boolean, idx array<int>, ints array<boolean>, " + lookup
+        flook = F.broadcast(spark.createDataFrame(files, fschema))
+        trows = _scan(spark, tpaths, universe).join(flook, "_file")
+        allcols = F.array(*[F.col(f"`{a}`") for a in universe]) if universe else F.array().cast("array<string>")
+        enc = F.transform(F.col("idx"), lambda i: F.element_at(allcols, i))
+        trows = trows.select(F.col("base"), F.col("local"), F.col("ints"), F.col("kinds"), F.col("where"), enc.alias("enc"))
+        shown = F.transform(F.col("enc"), lambda x, j: display(x, F.col("ints")[j]))
+        tfile_rows = trows.select(node_text(F.col("base"), shown).alias("id"), "base", "local", *attribute_columns(F.col("enc")))
 
-    # -- provenance files: one P_m per mapping, its rows instantiating the mapping's atoms ------
-    pvars = sorted({c for m in cdss.mappings for c, _ in store.columns(names.provenance(m.name))})
-    maps, atoms, ppaths = [], [], []
-    for m in cdss.mappings:
-        prel = names.provenance(m.name)
-        ppaths.append(path(prel))
-        pcols = store.columns(prel)
-        maps.append((prel, m.name, [pvars.index(c) + 1 for c, _ in pcols], [t == "int" for _, t in pcols]))
-        pos_of = {v: i + 1 for i, v in enumerate(m.body_vars)}
-        frontier = [pos_of[v] for v in m.frontier]
-        for out, group in ((False, m.body), (True, m.head)):
-            for pos, atom in enumerate(group):
-                base = names.base(atom.relation)
-                args = []
-                for t in atom.args:
-                    if isinstance(t, Var) and t in pos_of:
-                        args.append(("v", pos_of[t], None, None, None))
-                    elif isinstance(t, Var):  # an existential: the Skolem term the program makes
-                        args.append(("s", 0, None, names.skolem(m.name, t), frontier))
-                    else:
-                        e, shown_c = _const(t)
-                        args.append(("c", 0, e, shown_c, None))
-                kinds, where = rel_info(base)
-                atoms.append((m.name, out, pos, base, args, kinds, where))
-    lookup = "kinds map<string,string>, where array<int>"
-    if not ppaths:  # no mappings: no mapping nodes
-        patoms = spark.createDataFrame([], f"m string, out boolean, pos int, node string, base string, enc array<string>, {lookup}")
-    else:
-        mschema = "_file string, mapping string, bidx array<int>, bints array<boolean>"
-        mlook = F.broadcast(spark.createDataFrame(maps, mschema))
-        aschema = f"mapping string, out boolean, pos int, base string, args array<{_ARG}>, {lookup}"
-        alook = F.broadcast(spark.createDataFrame(atoms, aschema))
-        pcolsall = F.array(*[F.col(f"`{c}`") for c in pvars])
-        prows = _scan(spark, ppaths, pvars).join(mlook, "_file")
-        penc = F.transform(F.col("bidx"), lambda i: F.element_at(pcolsall, i))
-        prows = prows.select("mapping", penc.alias("penc"), "bints")
-        pshown = F.transform(F.col("penc"), lambda x, j: display(x, F.col("bints")[j]))
-        prows = prows.select("mapping", "penc", pshown.alias("pshown"))
-        prows = prows.select("*", node_text(F.col("mapping"), F.col("pshown")).alias("m"))
-        pa = prows.join(alook, "mapping")
+        # -- provenance files: one P_m per mapping, its rows instantiating the mapping's atoms ------
+        pvars = sorted({c for m in cdss.mappings for c, _ in store.columns(names.provenance(m.name))})
+        maps, atoms, ppaths = [], [], []
+        for m in cdss.mappings:
+            prel = names.provenance(m.name)
+            ppaths.append(path(prel))
+            pcols = store.columns(prel)
+            maps.append((prel, m.name, [pvars.index(c) + 1 for c, _ in pcols], [t == "int" for _, t in pcols]))
+            pos_of = {v: i + 1 for i, v in enumerate(m.body_vars)}
+            frontier = [pos_of[v] for v in m.frontier]
+            for out, group in ((False, m.body), (True, m.head)):
+                for pos, atom in enumerate(group):
+                    base = names.base(atom.relation)
+                    args = []
+                    for t in atom.args:
+                        if isinstance(t, Var) and t in pos_of:
+                            args.append(("v", pos_of[t], None, None, None))
+                        elif isinstance(t, Var):  # an existential: the Skolem term the program makes
+                            args.append(("s", 0, None, names.skolem(m.name, t), frontier))
+                        else:
+                            e, shown_c = _const(t)
+                            args.append(("c", 0, e, shown_c, None))
+                    kinds, where = rel_info(base)
+                    atoms.append((m.name, out, pos, base, args, kinds, where))
+        if not ppaths:  # no mappings: no mapping nodes
+            patoms = spark.createDataFrame([], f"m string, out boolean, pos int, node string, base string, enc array<string>, {lookup}")
+        else:
+            mschema = "_file string, mapping string, bidx array<int>, bints array<boolean>"
+            mlook = F.broadcast(spark.createDataFrame(maps, mschema))
+            aschema = f"mapping string, out boolean, pos int, base string, args array<{_ARG}>, {lookup}"
+            alook = F.broadcast(spark.createDataFrame(atoms, aschema))
+            pcolsall = F.array(*[F.col(f"`{c}`") for c in pvars])
+            prows = _scan(spark, ppaths, pvars).join(mlook, "_file")
+            penc = F.transform(F.col("bidx"), lambda i: F.element_at(pcolsall, i))
+            prows = prows.select("mapping", penc.alias("penc"), "bints")
+            pshown = F.transform(F.col("penc"), lambda x, j: display(x, F.col("bints")[j]))
+            prows = prows.select("mapping", "penc", pshown.alias("pshown"))
+            prows = prows.select("*", node_text(F.col("mapping"), F.col("pshown")).alias("m"))
+            pa = prows.join(alook, "mapping")
 
-        def skolem(a: Column) -> Column:
-            return node_text(a["shown"], F.transform(a["sk"], lambda i: F.element_at(F.col("pshown"), i)))
+            def skolem(a: Column) -> Column:
+                return node_text(a["shown"], F.transform(a["sk"], lambda i: F.element_at(F.col("pshown"), i)))
 
-        arg_shown = F.transform(
-            F.col("args"),
-            lambda a: F.when(a["kind"] == "v", F.element_at(F.col("pshown"), a["idx"]))
-            .when(a["kind"] == "c", a["shown"])
-            .otherwise(skolem(a)),
+            arg_shown = F.transform(
+                F.col("args"),
+                lambda a: F.when(a["kind"] == "v", F.element_at(F.col("pshown"), a["idx"]))
+                .when(a["kind"] == "c", a["shown"])
+                .otherwise(skolem(a)),
+            )
+            arg_enc = F.transform(
+                F.col("args"),
+                lambda a: F.when(a["kind"] == "v", F.element_at(F.col("penc"), a["idx"]))
+                .when(a["kind"] == "c", a["enc"])
+                .otherwise(F.concat(F.lit(SKOLEM_MARK), skolem(a))),
+            )
+            node = node_text(F.col("base"), arg_shown)
+            patoms = pa.select("m", "out", "pos", node.alias("node"), "base", arg_enc.alias("enc"), "kinds", "where")
+        # Materialised once per epoch and cut from their lineage (three jobs): every fixpoint round
+        # joins these, and the relations below are narrow filters of them. ``patoms`` has one row per
+        # (m, out, pos), so an input atom occurs once: a mapping's value multiplies each input atom once.
+        patoms = _cut(patoms.dropDuplicates(["m", "out", "pos"]))  # the rest follows from these
+        deriv = patoms.filter("out").select(F.col("node").alias("t"), "m")  # (t, m) twice: a repeated head atom
+        atoms_df = patoms.filter(~F.col("out")).select("m", F.col("node").alias("u"), "pos")
+        inp = _cut(atoms_df.select("m", "u").distinct())
+        # a derived tuple is a node even if (rejected, distrusted) it is in no instance file
+        heads = patoms.filter("out").select(
+            F.col("node").alias("id"), "base", F.lit(False).alias("local"), *attribute_columns(F.col("enc"))
         )
-        arg_enc = F.transform(
-            F.col("args"),
-            lambda a: F.when(a["kind"] == "v", F.element_at(F.col("penc"), a["idx"]))
-            .when(a["kind"] == "c", a["enc"])
-            .otherwise(F.concat(F.lit(SKOLEM_MARK), skolem(a))),
-        )
-        node = node_text(F.col("base"), arg_shown)
-        patoms = pa.select("m", "out", "pos", node.alias("node"), "base", arg_enc.alias("enc"), "kinds", "where")
-    # Materialised once per epoch and cut from their lineage (three jobs): every fixpoint round
-    # joins these, and the relations below are narrow filters of them. ``patoms`` has one row per
-    # (m, out, pos), so an input atom occurs once: a mapping's value multiplies each input atom once.
-    patoms = _cut(patoms.dropDuplicates(["m", "out", "pos"]))  # the rest follows from these
-    deriv = patoms.filter("out").select(F.col("node").alias("t"), "m")  # (t, m) twice: a repeated head atom
-    atoms_df = patoms.filter(~F.col("out")).select("m", F.col("node").alias("u"), "pos")
-    inp = _cut(atoms_df.select("m", "u").distinct())
-    # a derived tuple is a node even if (rejected, distrusted) it is in no instance file
-    heads = patoms.filter("out").select(F.col("node").alias("id"), "base", F.lit(False).alias("local"), *attribute_columns(F.col("enc")))
-    tuple_rows = _cut(tfile_rows.unionByName(heads))
-    local_ids = tuple_rows.filter("local").select("id").distinct()
-    g = SparkGraph(spark, epoch, edir, tuple_rows, local_ids, deriv, inp, atoms_df, attributes, types, {m.name for m in cdss.mappings})
+        tuple_rows = _cut(tfile_rows.unionByName(heads))
+        local_ids = tuple_rows.filter("local").select("id").distinct()
+    g = SparkGraph(
+        spark, epoch, edir, tuple_rows, local_ids, deriv, inp, atoms_df, attributes, types, {m.name for m in cdss.mappings}, universe
+    )
     if len(_CACHE) >= 4:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = g
