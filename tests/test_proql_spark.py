@@ -80,6 +80,26 @@ def test_bench_proql_rejects_bad_patterns():
     one_line_error(res, "unknown data placement 'nowhere'")
 
 
+def exchanged(tmp_path, name: str, toml: str, edits: dict[str, list[str]], peer: str):
+    """A store built from ``toml``: each peer's edits published, then one local exchange for ``peer``."""
+    d = tmp_path / name
+    d.mkdir()
+    (d / "cdss.toml").write_text(toml)
+    ok(cdss_cli("init", d))
+    for p, es in edits.items():
+        ok(cdss_cli("edit", d, "--peer", p, *es))
+        ok(cdss_cli("publish", d, "--peer", p))
+    ok(cdss_cli("exchange", d, "--peer", peer, "--engine", "local", "-q"))
+    return d
+
+
+def proql_json(d, q: str, engine: str) -> dict:
+    """``selp proql --format json`` as a user runs it."""
+    import json
+
+    return json.loads(ok(CliRunner().invoke(main, ["proql", str(d), q, "--format", "json", "--engine", engine])))
+
+
 DUP_TOML = """name = "dup"
 mappings = ["m: R(x, y), R(y, x) -> S(x)"]
 
@@ -101,20 +121,11 @@ def test_a_tuple_read_twice_counts_twice(tmp_path, engine, request):
     # m(2,3) (and of m(3,2)). With every leaf costing 2, S(1) = 2 + 2 = 4 (not 2), as is S(2).
     if engine == "spark":
         request.getfixturevalue("spark")
-    d = tmp_path / "dup"
-    d.mkdir()
-    (d / "cdss.toml").write_text(DUP_TOML)
-    ok(cdss_cli("init", d))
-    ok(cdss_cli("edit", d, "--peer", "P", "+R(1, 1)", "+R(2, 3)", "+R(3, 2)"))
-    ok(cdss_cli("publish", d, "--peer", "P"))
-    ok(cdss_cli("exchange", d, "--peer", "Q", "--engine", "local", "-q"))
+    d = exchanged(tmp_path, "dup", DUP_TOML, {"P": ["+R(1, 1)", "+R(2, 3)", "+R(3, 2)"]}, "Q")
     body = "FOR [S $x] INCLUDE PATH [$x] <-+ [] RETURN $x"
 
     def values(q: str) -> dict:
-        import json
-
-        doc = json.loads(ok(CliRunner().invoke(main, ["proql", str(d), q, "--format", "json", "--engine", engine])))
-        return {r["x"]: r["values"]["x"] for r in doc["rows"]}
+        return {r["x"]: r["values"]["x"] for r in proql_json(d, q, engine)["rows"]}
 
     weight = f"EVALUATE WEIGHT OF {{ {body} }} ASSIGNING EACH leaf_node $y {{ DEFAULT : SET 2 }}"
     assert values(weight) == {"S(1)": 4, "S(2)": 4, "S(3)": 4}
@@ -156,15 +167,8 @@ def test_spark_graph_equals_the_local_graph(tmp_path, spark):
     from selp.cdss.proql.spark_graph import load_spark_graph
     from selp.cdss.store import Store
 
-    d = tmp_path / "mixed"
-    d.mkdir()
-    (d / "cdss.toml").write_text(MIXED_TOML)
-    ok(cdss_cli("init", d))
-    ok(cdss_cli("edit", d, "--peer", "P", '+R(1, 2, "a\\"b")', '+R(3, 4, "x\\\\y")', '+R(5, 2, "plain")', '+R(2, 9, "q")'))
-    ok(cdss_cli("edit", d, "--peer", "Q", '+R(2, "v", "w")'))
-    for p in ("P", "Q"):
-        ok(cdss_cli("publish", d, "--peer", p))
-    ok(cdss_cli("exchange", d, "--peer", "Q", "--engine", "local", "-q"))
+    edits = {"P": ['+R(1, 2, "a\\"b")', '+R(3, 4, "x\\\\y")', '+R(5, 2, "plain")', '+R(2, 9, "q")'], "Q": ['+R(2, "v", "w")']}
+    d = exchanged(tmp_path, "mixed", MIXED_TOML, edits, "Q")
     with Store.open(d) as st:
         local, _ = load_graph(st)
         g = load_spark_graph(spark, st)
@@ -210,21 +214,10 @@ def test_attribute_names_differing_only_in_case(tmp_path, engine, request):
     # and S.Name apart (S has both), and S.Name holds strings where S.name holds ints.
     if engine == "spark":
         request.getfixturevalue("spark")
-    d = tmp_path / "case"
-    d.mkdir()
-    (d / "cdss.toml").write_text(CASE_TOML)
-    ok(cdss_cli("init", d))
-    ok(cdss_cli("edit", d, "--peer", "P", "+R(1)", "+R(5)"))
-    ok(cdss_cli("edit", d, "--peer", "Q", '+S(9, "z")'))
-    for p in ("P", "Q"):
-        ok(cdss_cli("publish", d, "--peer", p))
-    ok(cdss_cli("exchange", d, "--peer", "Q", "--engine", "local", "-q"))
+    d = exchanged(tmp_path, "case", CASE_TOML, {"P": ["+R(1)", "+R(5)"], "Q": ['+S(9, "z")']}, "Q")
 
     def rows(q: str) -> set:
-        import json
-
-        doc = json.loads(ok(CliRunner().invoke(main, ["proql", str(d), q, "--format", "json", "--engine", engine])))
-        return {r["x"] for r in doc["rows"]}
+        return {r["x"] for r in proql_json(d, q, engine)["rows"]}
 
     assert rows("FOR [S $x] WHERE $x.name > 2 RETURN $x") == {"S(5,f_m_y(5))", 'S(9,"z")'}
     assert rows('FOR [S $x] WHERE $x.Name = "z" RETURN $x') == {'S(9,"z")'}
