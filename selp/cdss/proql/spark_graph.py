@@ -41,10 +41,12 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from selp.cdss.compile import InternalNames
+from selp.cdss.model import Mapping, MappingAtom
 from selp.cdss.proql.graph import query_epoch
 from selp.cdss.store import Store
 from selp.errors import SelpError
-from selp.language.ast import Const, Var
+from selp.language.ast import Var
 from selp.values import SKOLEM_MARK, encode, format_value
 
 
@@ -83,9 +85,6 @@ class SparkGraph:
     deriv: DataFrame
     inputs: DataFrame
     input_atoms: DataFrame
-    attributes: dict[str, tuple[str, ...]]  # relation -> attribute names
-    types: dict[str, dict[str, str]]  # relation -> attribute -> int/str
-    mappings: set[str]
     universe: list[str]  # every attribute name of every relation, sorted: a_<i> is universe[i]
     asr_edges: list[DataFrame] = field(default_factory=list)  # extra (t, u) ancestor edges
     asr_used: list[str] = field(default_factory=list)
@@ -174,10 +173,20 @@ def _case_sensitive(spark: SparkSession) -> Iterator[None]:
         spark.conf.set("spark.sql.caseSensitive", old)
 
 
-def _const(t: object) -> tuple[str, str]:
-    """(encoded, displayed) of a constant argument of a mapping atom."""
-    v = t.value if isinstance(t, Const) else t
-    return encode(v), format_value(v)
+def _atom_args(m: Mapping, atom: MappingAtom, names: InternalNames) -> list[tuple]:
+    """The ``_ARG`` structs of an atom of ``m``: a body variable (its 1-based position in the
+    ``P_m`` row), an existential (the Skolem term the compiled program makes, over the
+    frontier's positions) or a constant (encoded and displayed)."""
+    pos_of = {v: i + 1 for i, v in enumerate(m.body_vars)}
+    args: list[tuple] = []
+    for t in atom.args:
+        if isinstance(t, Var) and t in pos_of:
+            args.append(("v", pos_of[t], None, None, None))
+        elif isinstance(t, Var):
+            args.append(("s", 0, None, names.skolem(m.name, t), [pos_of[v] for v in m.frontier]))
+        else:
+            args.append(("c", 0, encode(t.value), format_value(t.value), None))
+    return args
 
 
 def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGraph:
@@ -205,10 +214,12 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
         types[base] = {a: t for a, (_, t) in zip(r.attribute_names, cols)}
     universe = sorted({a for attrs in attributes.values() for a in attrs})
 
+    upos = {a: i + 1 for i, a in enumerate(universe)}  # 1-based: element_at
+
     def rel_info(base: str) -> tuple:
         """(kinds map, 1-based position in the relation of each universe attribute, 0 if none)."""
-        attrs = attributes[base]
-        return types[base], [attrs.index(a) + 1 if a in attrs else 0 for a in universe]
+        at = {a: i + 1 for i, a in enumerate(attributes[base])}
+        return types[base], [at.get(a, 0) for a in universe]
 
     def attribute_columns(enc: Column) -> list[Column]:
         """``a_<i>``/``k_<i>`` of every universe attribute, from the row's encoded
@@ -227,12 +238,12 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
         for r in cdss.relations():
             base = names.base(r.ref)
             kinds, where = rel_info(base)
+            idx = [upos[a] for a in attributes[base]]  # the relation's attributes among the scan's columns
+            ints = [types[base][a] == "int" for a in attributes[base]]
             for kind in ("o", "l", "i"):
                 rel = names.relation(r.ref, kind)
                 tpaths.append(path(rel))
-                # the relation's attributes as 1-based indexes into the scan's universe columns
-                idx = [universe.index(a) + 1 for a in attributes[base]]
-                files.append((rel, base, kind == "l", idx, [types[base][a] == "int" for a in attributes[base]], kinds, where))
+                files.append((rel, base, kind == "l", idx, ints, kinds, where))
         fschema = "_file string, base string, local boolean, idx array<int>, ints array<boolean>, " + lookup
         flook = F.broadcast(spark.createDataFrame(files, fschema))
         trows = _scan(spark, tpaths, universe).join(flook, "_file")
@@ -250,22 +261,10 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
             ppaths.append(path(prel))
             pcols = store.columns(prel)
             maps.append((prel, m.name, [pvars.index(c) + 1 for c, _ in pcols], [t == "int" for _, t in pcols]))
-            pos_of = {v: i + 1 for i, v in enumerate(m.body_vars)}
-            frontier = [pos_of[v] for v in m.frontier]
             for out, group in ((False, m.body), (True, m.head)):
                 for pos, atom in enumerate(group):
                     base = names.base(atom.relation)
-                    args = []
-                    for t in atom.args:
-                        if isinstance(t, Var) and t in pos_of:
-                            args.append(("v", pos_of[t], None, None, None))
-                        elif isinstance(t, Var):  # an existential: the Skolem term the program makes
-                            args.append(("s", 0, None, names.skolem(m.name, t), frontier))
-                        else:
-                            e, shown_c = _const(t)
-                            args.append(("c", 0, e, shown_c, None))
-                    kinds, where = rel_info(base)
-                    atoms.append((m.name, out, pos, base, args, kinds, where))
+                    atoms.append((m.name, out, pos, base, _atom_args(m, atom, names), *rel_info(base)))
         if not ppaths:  # no mappings: no mapping nodes
             patoms = spark.createDataFrame([], f"m string, out boolean, pos int, node string, base string, enc array<string>, {lookup}")
         else:
@@ -312,9 +311,7 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
         )
         tuple_rows = _cut(tfile_rows.unionByName(heads))
         local_ids = tuple_rows.filter("local").select("id").distinct()
-    g = SparkGraph(
-        spark, epoch, edir, tuple_rows, local_ids, deriv, inp, atoms_df, attributes, types, {m.name for m in cdss.mappings}, universe
-    )
+    g = SparkGraph(spark, epoch, edir, tuple_rows, local_ids, deriv, inp, atoms_df, universe)
     if len(_CACHE) >= 4:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = g
