@@ -21,10 +21,11 @@ late rounds rediscover full facts), groups the rest by fact keeping each fact's 
 origins, merges them with the fact's ``top`` (a candidate with the origin of a live
 entry is that entry: no change), and admits the candidates that made it: a new ``theta``, and a
 new piece which is the next delta. A fact's list only improves and a tree grows with every
-non-copy step, so the rounds stop. A round rewrites ``theta`` (about a hundred bytes a fact), not
-the entries; in the long tail of a fixpoint, ``theta`` streams past a broadcast of the few
-candidates instead of being shuffled. Each round is one materialisation (lineage cut), whose
-counts come from an :class:`~pyspark.sql.Observation` rather than a job of their own.
+non-copy step, so the rounds stop. A large round rewrites ``theta`` (about a hundred bytes a
+fact), never the entries; a small one -- the long tail of a fixpoint -- merges the facts it
+touches into ``over``, a small overlay of ``theta`` folded in when it grows (see
+:meth:`_Engine.merge`). Rounds are materialisations (lineage cut) whose counts come from an
+:class:`~pyspark.sql.Observation` rather than a job of their own.
 
 Rules are compiled by :mod:`selp.engines.spark_compile` (comparisons, negation and Skolem heads
 behave exactly as in the Spark engine) in an *extended* form: each positive atom ``R(t..)``
