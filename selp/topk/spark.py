@@ -579,7 +579,7 @@ class _Engine:
 
     def _merge_small(self, members: list[str], home: _Home, g: DataFrame) -> int:
         """A small round (see :meth:`merge`): merge the touched facts into ``home.over``."""
-        gm, n = materialize_count(g)
+        gm, _ = materialize_count(g)
         self.owned.append(gm)
         touched = F.broadcast(gm.select(*self._KEYS))
         cur = home.theta.join(touched, self._KEYS, "left_semi")  # type: ignore[union-attr]
@@ -819,8 +819,8 @@ class SparkDTable:
                 return self._ranked
             edb = sorted(self.task.inst_analysis.edb)
             # one narrow row per fact (the origins of its k best) against the entries: the rank
-            # of an entry is its origin's position (a join with the exploded lists moved k rows
-            # a fact; at TC 1M, k = 3 this took 21 s of 110)
+            # of an entry is its origin's position (rather than joining the exploded lists, k
+            # rows a fact, on fact and origin)
             ranks = [t.select("_f", "_g", F.col("top.o").alias("_os")) for t in self.thetas]
             out = self.every
             if ranks:
