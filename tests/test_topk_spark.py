@@ -263,7 +263,7 @@ def test_small_rounds_change_nothing(spark, tmp_path, monkeypatch):
     """Rounds that touch few facts merge them into a small overlay of theta instead of
     rewriting theta (folded in when it grows): the DTable is the same as when every round
     rewrites theta -- same facts, and per fact the same weights, sizes and origins in order."""
-    # a ring of 40 nodes and two chords: about 20 rounds, the late ones changing a few facts
+    # a ring of 40 nodes and two chords: 14 rounds, the late ones changing a few facts
     db_dir = tmp_path / "ring"
     db_dir.mkdir()
     n = 40
