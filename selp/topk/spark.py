@@ -247,7 +247,6 @@ class _Engine:
         self._frames: dict[tuple[str, str], DataFrame] = {}  # input frames of this round
         self._entry_cols: dict[str, list[Column]] = {}  # per rule: the columns of its entries
         self._counts: dict[tuple[str, ...], list[Column]] = {}
-        self._delta_counts: dict[tuple[str, ...], list[Column]] = {}
         self.types: dict[str, tuple[str, ...]] = {}
         for rel in self.arity:
             t = task.types[rel]
@@ -556,7 +555,7 @@ class _Engine:
         is folded into theta once it grows. Before, every round rewrote all of theta: at TC 1M
         that was 2-3 s a round for rounds changing a few dozen facts."""
         g = self._grouped(self._prefiltered(home, plans))
-        if home.theta is not None and self._small_round(home):
+        if self._small_round(home):
             self.small_rounds += 1
             return self._merge_small(members, home, g)
         self._fold(home)
@@ -572,9 +571,7 @@ class _Engine:
         if theta is not None:
             release(theta)
         home.theta = new_theta.select(*self._KEYS, "relation", "top")
-        home.theta_rows = counts["facts"]
-        home.full_rows = counts["full"]
-        home.live = {rel: counts[f"live{i}"] for i, rel in enumerate(members)}
+        self._account(members, home, counts)
         return n_fresh
 
     def _merge_small(self, members: list[str], home: _Home, g: DataFrame) -> int:
@@ -590,7 +587,7 @@ class _Engine:
         cur, _ = materialize_count(cur.select(*self._KEYS, "top"))
         self.owned.append(cur)
         j = gm.join(F.broadcast(cur), self._KEYS, "left").select(*self._KEYS, "relation", "args", "top", "_c")
-        changed, counts = _materialize_observed(self._merged(j), self._delta_count_columns(members))
+        changed, counts = _materialize_observed(self._merged(j), self._count_columns(members))
         n_fresh = self._admit(members, home, changed, counts)
         # only facts that admitted something changed; the others keep their rows where they are
         rows = changed.filter(F.size("_adm") > 0).select(*self._KEYS, "relation", "top")
@@ -601,10 +598,7 @@ class _Engine:
             release(over)
         self.owned.append(changed)
         home.over, home.over_rows = new_over, over_rows
-        home.theta_rows += counts["facts"]
-        home.full_rows += counts["full"]
-        for i, rel in enumerate(members):
-            home.live[rel] = home.live.get(rel, 0) + counts[f"live{i}"]
+        self._account(members, home, counts)
         if over_rows * _FANOUT > self.broadcast_rows:
             self._fold(home)
         return n_fresh
@@ -663,35 +657,35 @@ class _Engine:
         home.piece_rows = [sum(home.piece_rows[i] for i in pick)] + [home.piece_rows[i] for i in keep]
 
     def _count_columns(self, members: list[str]) -> list[Column]:
-        """Per relation of a group: entries ranked 1..k, and those admitted in the round."""
+        """What a round changed, over the rows of :meth:`_merged` it wrote (``_n0``: the fact's
+        entries before, -1 for a new fact): new facts, newly full facts, and per relation of the
+        group the growth of its ranked entries and the entries admitted. A row whose fact did
+        not change adds nothing, so this serves rounds that write all of theta and those that
+        write only the facts they touch."""
         key = tuple(members)
         if key not in self._counts:
-            cols = [F.count(F.lit(1)).alias("facts"),
-                    F.coalesce(F.sum(F.when(F.size("top") == self.k, 1).otherwise(0)), F.lit(0)).alias("full")]
-            for i, rel in enumerate(members):
-                mine = F.col("relation") == rel
-                # coalesce: the sum over no rows is null
-                cols.append(F.coalesce(F.sum(F.when(mine, F.size("top")).otherwise(0)), F.lit(0)).alias(f"live{i}"))
-                cols.append(F.coalesce(F.sum(F.when(mine, F.size("_adm")).otherwise(0)), F.lit(0)).alias(f"fresh{i}"))
-            self._counts[key] = cols
-        return self._counts[key]
-
-    def _delta_count_columns(self, members: list[str]) -> list[Column]:
-        """Like :meth:`_count_columns`, as changes over the touched facts of a small round."""
-        key = tuple(members)
-        if key not in self._delta_counts:
             k = self.k
             n0 = F.col("_n0")
-            full0 = F.when(n0 == k, 1).otherwise(0)
-            cols = [F.coalesce(F.sum(F.when(n0 < 0, 1).otherwise(0)), F.lit(0)).alias("facts"),
-                    F.coalesce(F.sum(F.when(F.size("top") == k, 1).otherwise(0) - full0), F.lit(0)).alias("full")]
+
+            def total(c: Column) -> Column:
+                return F.coalesce(F.sum(c), F.lit(0))  # the sum over no rows is null
+
+            cols = [total(F.when(n0 < 0, 1).otherwise(0)).alias("facts"),
+                    total(F.when(F.size("top") == k, 1).otherwise(0) - F.when(n0 == k, 1).otherwise(0)).alias("full")]
             for i, rel in enumerate(members):
                 mine = F.col("relation") == rel
                 grown = F.size("top") - F.greatest(n0, F.lit(0))
-                cols.append(F.coalesce(F.sum(F.when(mine, grown).otherwise(0)), F.lit(0)).alias(f"live{i}"))
-                cols.append(F.coalesce(F.sum(F.when(mine, F.size("_adm")).otherwise(0)), F.lit(0)).alias(f"fresh{i}"))
-            self._delta_counts[key] = cols
-        return self._delta_counts[key]
+                cols.append(total(F.when(mine, grown).otherwise(0)).alias(f"live{i}"))
+                cols.append(total(F.when(mine, F.size("_adm")).otherwise(0)).alias(f"fresh{i}"))
+            self._counts[key] = cols
+        return self._counts[key]
+
+    def _account(self, members: list[str], home: _Home, counts: dict[str, Any]) -> None:
+        """Apply a round's :meth:`_count_columns` to ``home``'s counts."""
+        home.theta_rows += counts["facts"]
+        home.full_rows += counts["full"]
+        for i, rel in enumerate(members):
+            home.live[rel] = home.live.get(rel, 0) + counts[f"live{i}"]
 
     def component(self, batch: list[Component]) -> None:
         """Evaluate a group of components that do not read each other (see :func:`_batches`),
