@@ -96,7 +96,8 @@ def test_memory_cap_gives_a_did_not_finish_row(tmp_path: Path) -> None:
                      memory_cap_mb=60, workdir=tmp_path)
     (row,) = rows
     assert row["status"] == "did not finish: memory cap"
-    assert row["peak_memory_mb"] > 60 and row.get("seconds") is None
+    # the worker is stopped as soon as it passes the cap, and the peak is rounded to 0.1 MiB
+    assert row["peak_memory_mb"] >= 60 and row.get("seconds") is None
 
 
 def test_add_ratios_leaves_failed_rows_without_ratios() -> None:

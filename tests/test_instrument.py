@@ -119,6 +119,25 @@ def test_example_3_11_trees_are_in_p2() -> None:
     assert check_proposition_4_2(analysis, edb, pattern) > 0
 
 
+def test_a_pattern_node_that_constrains_nothing_reads_p_itself() -> None:
+    """``tc(*, *)`` matches every tree of tc: P_p is P, answered from tc (evaluating a copy of
+    tc would double the work); a node below that constrains nothing is read from tc too, while
+    a node that does constrain (the root of ``tc / tc``, which excludes r1) keeps its copy."""
+    analysis = analyze(parse_program_file("datasets/tc.dl"))
+    single = instrument(analysis, parse_pattern("tc(*, *)"))
+    assert single.roots == ("tc",)
+    assert {r.name for r in single.program.rules} == {"r1", "r2", "r3"}
+    assert instrument(analysis, parse_pattern("tc(*, *)"), merge_copies=False).roots == ("tc@v0",)
+    chain = instrument(analysis, parse_pattern("tc(*, *) / tc(*, *)"))
+    assert chain.roots == ("tc@v0",)
+    assert {r.head.relation for r in chain.program.rules} == {"tc", "tc@v0"}
+    assert all(a.relation in ("tc", "edge") for r in chain.program.rules for a in r.body)
+    edb = {"edge": {(1, 2), (2, 1), (2, 3), (3, 2)}}
+    for text in ("tc(*, *)", "tc(*, *) / tc(*, *)", "tc(*, *) // edge(2, 3)", "tc(1, *) / tc(*, *)"):
+        for merge in (True, False):
+            assert check_proposition_4_2(analysis, edb, parse_pattern(text), optimize=merge) > 0, text
+
+
 @st.composite
 def _patterns(draw, arities: dict[str, int], constants: list, idb: list[str]) -> Pattern:
     """Random patterns over a program's relations: one tree, or AND/OR of two; at most 4 nodes in

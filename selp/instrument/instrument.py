@@ -20,6 +20,9 @@ Decisions where the paper is terse:
   mapped to atom ``a`` requires ``a`` to locally match ``v_j`` and propagates ``v_j``'s constants
   into the whole rule (bottom-up), dropping expansions that cannot match; a non-transitive leaf
   mapped to an EDB atom uses the EDB relation itself (with the constants) instead of a copy.
+  A third, ours: an annotated relation whose rules are exactly its origin's (a node that
+  constrains nothing, such as the single node of ``tc(*, *)``) is replaced by the origin
+  (:mod:`selp.instrument.copies`), so such a pattern costs no more than P.
 * **Cleanup** keeps the rules whose positive body relations are all derivable and whose head is
   needed (transitively) by a root relation; comparisons between two constants after substitution
   are decided statically.
@@ -37,6 +40,7 @@ from selp.language.ast import Atom, Comparison, Const, Literal, Program, Rule, S
 from selp.language.pattern import DESCENDANT, And, Not, Or, Pattern, PatternNode, TreePattern
 from selp.language.validate import Analysis, analyze
 from selp.engines.joins import compare
+from selp.instrument.copies import copies, replace_copies
 from selp.values import Value
 
 Subst = dict[Var, Value]
@@ -301,6 +305,7 @@ def instrument(
     *,
     propagate_constants: bool | None = None,
     edb_leaves: bool | None = None,
+    merge_copies: bool | None = None,
 ) -> Instrumented:
     """The program P_p whose root relations carry exactly the derivations matching ``pattern``.
 
@@ -308,8 +313,10 @@ def instrument(
     operands; a conjunction instruments the output of the previous conjunct (pattern labels are
     then matched against origin relations, and the previous copy steps are transparent).
     A negation is pushed down to tree patterns (De Morgan) and compiled by
-    :mod:`selp.instrument.negation`. ``optimize`` switches both section-4.1 optimisations;
-    ``propagate_constants`` and ``edb_leaves`` override it one by one.
+    :mod:`selp.instrument.negation`. ``optimize`` switches the optimisations: the two of section
+    4.1 and the replacement of annotated relations that are exact copies of their relation in P
+    (:mod:`selp.instrument.copies`); ``propagate_constants``, ``edb_leaves`` and ``merge_copies``
+    override it one by one.
     """
     t0 = time.perf_counter()
     flags = (
@@ -319,9 +326,25 @@ def instrument(
     if isinstance(pattern, PatternNode):
         pattern = TreePattern(pattern)
     result = _apply(identity(analysis), pattern, flags)
+    if optimize if merge_copies is None else merge_copies:
+        result = _without_copies(result)
     result.stats["rules_before"] = len(analysis.program.rules)
     result.stats["seconds"] = time.perf_counter() - t0
     return result
+
+
+def _without_copies(inst: Instrumented) -> Instrumented:
+    """``inst`` reading P's relations in place of their exact copies (see :mod:`selp.instrument.copies`)."""
+    rules = list(inst.program.rules)
+    rename = copies(rules, inst.relation_origin, inst.rule_origin)
+    if not rename:
+        return inst
+    kept, roots = replace_copies(rules, list(inst.roots or ()), rename)
+    base = dataclasses.replace(inst, stats={**inst.stats, "rules_generated": 0})
+    out = _result(base, kept, roots, inst.relation_origin, inst.rule_origin, 0, 0, inst.next_node)
+    out.stats.update({k: v for k, v in inst.stats.items() if k != "rules_after"})
+    out.stats["rules_of_copies"] = len(rules) - len(kept)
+    return out
 
 
 def _apply(base: Instrumented, pattern: Pattern, flags: tuple[bool, bool]) -> Instrumented:

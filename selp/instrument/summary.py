@@ -29,10 +29,11 @@ def summarize(analysis: Analysis, pattern: Pattern, result: Instrumented, optimi
         after = len(result.program.rules)
         saved["constant propagation"] = len(instrument(analysis, pattern, propagate_constants=False).program.rules) - after
         saved["EDB leaves without copies"] = len(instrument(analysis, pattern, edb_leaves=False).program.rules) - after
+        saved["copies of P's relations replaced by them"] = len(instrument(analysis, pattern, merge_copies=False).program.rules) - after
     st = result.stats
     lines = [
         f"rules: {st['rules_before']} before, {st['rules_after']} after"
-        f" ({st['rules_generated']} generated, {st['rules_generated'] + st['rules_before'] - st['rules_after']} removed by cleanup)",
+        f" ({st['rules_generated']} generated, {st['rules_generated'] + st['rules_before'] - st['rules_after'] - st.get('rules_of_copies', 0)} removed by cleanup)",
         "rules per pattern node: " + ", ".join(f"{k}: {v}" for k, v in per_node.items()),
         f"root relations: {', '.join(result.roots) or 'none (no derivation can match the pattern)'}",
     ]
