@@ -239,7 +239,7 @@ def eval_cmd(program: str, db_dir: str | None, engine: str | None, out_dir: str 
 @click.option("--pattern", "pattern_text", required=True, help="A selPQL tree pattern, e.g. 'dealsWith(Cuba, *) // exports(Cuba, tobacco)'.")
 @click.option("--db", "db_dir", type=click.Path(file_okay=False), help="Database directory, to type the pattern's constants like the data.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the instrumented program to this file (atomically) instead of stdout.")
-@click.option("--no-optimize", is_flag=True, help="Skip the constant-propagation and EDB-leaf optimisations.")
+@click.option("--no-optimize", is_flag=True, help="Skip the optimisations: constant propagation, EDB leaves without copies, copies of P's relations replaced by them.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def instrument_cmd(program: str, pattern_text: str, db_dir: str | None, out_file: str | None, no_optimize: bool, as_json: bool) -> None:
     """Rewrite PROGRAM so that its R@v0 relations derive exactly the trees matching --pattern.
