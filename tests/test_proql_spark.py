@@ -4,6 +4,8 @@ test_proql_queries.py and test_proql_cyclic.py."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -95,13 +97,11 @@ def exchanged(tmp_path, name: str, toml: str, edits: dict[str, list[str]], peer:
 
 def proql_json(d, q: str, engine: str) -> dict:
     """``selp proql --format json`` as a user runs it."""
-    import json
-
     return json.loads(ok(CliRunner().invoke(main, ["proql", str(d), q, "--format", "json", "--engine", engine])))
 
 
-DUP_TOML = """name = "dup"
-mappings = ["m: R(x, y), R(y, x) -> S(x)"]
+RS_TOML = """name = "rs"
+mappings = {mappings}
 
 [peers.P]
 [peers.P.relations.R]
@@ -113,38 +113,26 @@ key = ["a", "b"]
 attributes = ["a: int"]
 key = ["a"]
 """
+S_PATHS = "FOR [S $x] INCLUDE PATH [$x] <-+ [] RETURN $x"
+
+
+def s_values(tmp_path, engine: str, request, mappings: list[str], rows: list[str]):
+    """A store where peer P's relation R(a, b) maps to Q's S(a) by ``mappings``, P's ``rows``
+    exchanged into Q; returns ``query -> {S fact: value of $x}`` as `selp proql` on ``engine`` gives."""
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    d = exchanged(tmp_path, "rs", RS_TOML.format(mappings=json.dumps(mappings)), {"P": rows}, "Q")
+    return lambda q: {r["x"]: r["values"]["x"] for r in proql_json(d, q, engine)["rows"]}
 
 
 @pytest.mark.parametrize("engine", ["local", "spark"])
 def test_a_tuple_read_twice_counts_twice(tmp_path, engine, request):
     # m joins R with its mirror: R(1,1) is both of m(1,1)'s inputs, R(2,3) and R(3,2) those of
     # m(2,3) (and of m(3,2)). With every leaf costing 2, S(1) = 2 + 2 = 4 (not 2), as is S(2).
-    if engine == "spark":
-        request.getfixturevalue("spark")
-    d = exchanged(tmp_path, "dup", DUP_TOML, {"P": ["+R(1, 1)", "+R(2, 3)", "+R(3, 2)"]}, "Q")
-    body = "FOR [S $x] INCLUDE PATH [$x] <-+ [] RETURN $x"
-
-    def values(q: str) -> dict:
-        return {r["x"]: r["values"]["x"] for r in proql_json(d, q, engine)["rows"]}
-
-    weight = f"EVALUATE WEIGHT OF {{ {body} }} ASSIGNING EACH leaf_node $y {{ DEFAULT : SET 2 }}"
+    values = s_values(tmp_path, engine, request, ["m: R(x, y), R(y, x) -> S(x)"], ["+R(1, 1)", "+R(2, 3)", "+R(3, 2)"])
+    weight = f"EVALUATE WEIGHT OF {{ {S_PATHS} }} ASSIGNING EACH leaf_node $y {{ DEFAULT : SET 2 }}"
     assert values(weight) == {"S(1)": 4, "S(2)": 4, "S(3)": 4}
-    assert values(body) == {"S(1)": "m(R(1,1)·R(1,1))", "S(2)": "m(R(2,3)·R(3,2))", "S(3)": "m(R(2,3)·R(3,2))"}
-
-
-REPEATED_HEAD_TOML = """name = "rephead"
-mappings = ["m: R(x, y) -> S(x), S(x)", "n: R(x, y) -> S(y)"]
-
-[peers.P]
-[peers.P.relations.R]
-attributes = ["a: int", "b: int"]
-key = ["a", "b"]
-
-[peers.Q]
-[peers.Q.relations.S]
-attributes = ["a: int"]
-key = ["a"]
-"""
+    assert values(S_PATHS) == {"S(1)": "m(R(1,1)·R(1,1))", "S(2)": "m(R(2,3)·R(3,2))", "S(3)": "m(R(2,3)·R(3,2))"}
 
 
 @pytest.mark.parametrize("engine", ["local", "spark"])
@@ -152,16 +140,9 @@ def test_a_head_atom_written_twice_is_one_derivation(tmp_path, engine, request):
     # m's head names S(x) twice: that is still one derivation of S(x) per valuation of m, on
     # both engines (the Spark graph's deriv has the (t, m) row twice; its evaluation must not
     # count it twice). S(2) has three: m(R(2,2)), n(R(1,2)), n(R(2,2)).
-    if engine == "spark":
-        request.getfixturevalue("spark")
-    d = exchanged(tmp_path, "rephead", REPEATED_HEAD_TOML, {"P": ["+R(1, 2)", "+R(2, 2)"]}, "Q")
-    body = "FOR [S $x] INCLUDE PATH [$x] <-+ [] RETURN $x"
-
-    def values(q: str) -> dict:
-        return {r["x"]: r["values"]["x"] for r in proql_json(d, q, engine)["rows"]}
-
-    assert values(body) == {"S(1)": "m(R(1,2))", "S(2)": "m(R(2,2)) + n(R(1,2)) + n(R(2,2))"}
-    assert values(f"EVALUATE COUNT OF {{ {body} }}") == {"S(1)": 1, "S(2)": 3}
+    values = s_values(tmp_path, engine, request, ["m: R(x, y) -> S(x), S(x)", "n: R(x, y) -> S(y)"], ["+R(1, 2)", "+R(2, 2)"])
+    assert values(S_PATHS) == {"S(1)": "m(R(1,2))", "S(2)": "m(R(2,2)) + n(R(1,2)) + n(R(2,2))"}
+    assert values(f"EVALUATE COUNT OF {{ {S_PATHS} }}") == {"S(1)": 1, "S(2)": 3}
 
 
 MIXED_TOML = """name = "mixed"
