@@ -341,7 +341,6 @@ def _without_copies(inst: Instrumented) -> Instrumented:
         return inst
     kept, roots = replace_copies(rules, list(inst.roots or ()), rename)
     out = _result(inst, kept, roots, inst.relation_origin, inst.rule_origin, 0, 0, inst.next_node)
-    out.stats.update({k: v for k, v in inst.stats.items() if k != "rules_after"})
     out.stats["rules_of_copies"] = len(rules) - len(kept)
     return out
 

@@ -223,6 +223,10 @@ class _Home:
     def all_entries(self) -> DataFrame | None:
         return union_all(self.pieces) if self.pieces else None
 
+    def expected_candidates(self) -> int:
+        """About how many candidates the next round makes (its size guessed before it runs)."""
+        return sum(self.fresh.values()) * _FANOUT
+
 
 class _Engine:
     def __init__(self, task: Task, db: SparkDatabase, spark: SparkSession, progress: Progress | None,
@@ -478,7 +482,7 @@ class _Engine:
         theta = home.theta
         if theta is None or not home.full_rows or home.full_rows > self.prefilter_rows:
             return cand
-        if sum(home.fresh.values()) * _FANOUT < home.full_rows:
+        if home.expected_candidates() < home.full_rows:
             # the tail of a fixpoint: few candidates (a few per entry of the delta) cost less to
             # shuffle than broadcasting the k-th key of every full fact (1-3 s a round at 1M)
             return cand
@@ -543,7 +547,7 @@ class _Engine:
     def _small_round(self, home: _Home) -> bool:
         """Whether this round's candidates are few next to theta (the long tail of a fixpoint):
         then only the facts they touch are merged, into ``home.over`` (see :meth:`merge`)."""
-        fresh = sum(home.fresh.values()) * _FANOUT
+        fresh = home.expected_candidates()
         return home.theta is not None and fresh <= self.broadcast_rows and fresh < home.theta_rows
 
     def merge(self, members: list[str], home: _Home, plans: list[DataFrame]) -> int:
