@@ -15,9 +15,15 @@ from typing import Callable, NoReturn
 
 import click
 
+from selp.engines.registry import names as engine_names
 from selp.errors import SelpError
 
 EXAMPLE_PROGRAM = "examples/trade/trade.dl"
+ENGINE_CHOICES = engine_names()  # the registry's names, and local (the old name of reference)
+ENGINE_HELP = (
+    "embedded (DuckDB, in process), spark, or reference (pure Python) [default: --master implies spark,"
+    " else SELP_ENGINE, else selp.toml beside the program, else embedded]."
+)
 
 
 def _fail(message: str) -> NoReturn:
@@ -75,14 +81,14 @@ def _start_spark(master: str | None, conf: dict[str, str], quiet: bool):
         raise SelpError(f"could not start Spark: {first}") from None
 
 
-def _progress_printer(quiet: bool, engine: str) -> Callable:
-    """Per-iteration progress on stderr; for the local engine only once a run takes a while."""
+def _progress_printer(quiet: bool, always: bool) -> Callable:
+    """Per-iteration progress on stderr; for in-process engines only once a run takes a while."""
     start = time.perf_counter()
 
     def report(comp, iteration: int, delta: int, total: int) -> None:
         if quiet:
             return
-        if engine == "local" and time.perf_counter() - start < 1.0:
+        if not always and time.perf_counter() - start < 1.0:
             return
         rels = ",".join(comp.relations)
         click.echo(
@@ -160,7 +166,7 @@ def check(program: str, db_dir: str | None, as_json: bool) -> None:
 @main.command(name="eval")
 @click.argument("program", type=click.Path(dir_okay=False))
 @click.option("--db", "db_dir", type=click.Path(file_okay=False), help="Directory of REL.csv / REL.parquet files (one per EDB relation).")
-@click.option("--engine", type=click.Choice(["local", "spark"]), default=None, help="Evaluation engine [default: SELP_ENGINE, else selp.toml beside the program, else spark].")
+@click.option("--engine", type=click.Choice(ENGINE_CHOICES), default=None, help=ENGINE_HELP)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write every IDB relation to OUT/REL.<format> (atomically).")
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True, help="Format for --out.")
 @click.option("--show", multiple=True, metavar="REL", help="Print the tuples of REL ('*' for all IDB relations); repeatable.")
@@ -178,22 +184,17 @@ def eval_cmd(program: str, db_dir: str | None, engine: str | None, out_dir: str 
       SELP_ENGINE=local selp eval prog.dl --db data/ --json
     """
     from selp.config import choose_engine
+    from selp.engines.registry import get_engine
     from selp.values import format_value
 
     analysis = _load(program)
-    engine = choose_engine(engine, program)
-    if engine == "local" and (master or conf):
+    engine = choose_engine(engine, program, master)
+    eng = get_engine(engine)
+    if not eng.uses_spark and (master or conf):
         raise SelpError("--master/--conf apply to the spark engine; add --engine spark")
-    progress = _progress_printer(quiet, engine)
-    if engine == "spark":
-        spark = _start_spark(master, _parse_conf(conf), quiet)
-        from selp.engines.spark import run_spark
-
-        result = run_spark(analysis, db_dir, spark, progress)
-    else:
-        from selp.engines.result import run_local
-
-        result = run_local(analysis, db_dir, progress)
+    progress = _progress_printer(quiet, eng.uses_spark)
+    spark = _start_spark(master, _parse_conf(conf), quiet) if eng.uses_spark else None
+    result = eng.run(analysis, db_dir, progress, spark)
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     relations = result.relations()
@@ -289,7 +290,7 @@ def _topk_options(f: Callable) -> Callable:
     """Options shared by topk, explain and query."""
     opts = [
         click.option("--db", "db_dir", type=click.Path(file_okay=False), help="Directory of REL.csv / REL.parquet files."),
-        click.option("--engine", type=click.Choice(["local", "spark"]), default=None, help="Engine [default: SELP_ENGINE, else selp.toml, else spark]."),
+        click.option("--engine", type=click.Choice(ENGINE_CHOICES), default=None, help=ENGINE_HELP),
         click.option("--algorithm", type=click.Choice(["heuristic", "iterative"]), default="heuristic", show_default=True, help="Local top-k algorithm (paper sections 5.3 / 5.2)."),
         click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default="text", show_default=True, help="Tree drawings, the JSON contract, or Graphviz."),
         click.option("--fact", "fact_text", default=None, help="Only answers carrying this label, e.g. 'dealsWith(Cuba, *)'."),
@@ -307,15 +308,17 @@ def _topk_options(f: Callable) -> Callable:
 def _run_topk(program: str, pattern, pattern_text: str | None, k: int, monoid: str, opts: dict) -> None:
     """Compute, then print or write the answers in the chosen format."""
     from selp.config import choose_engine
+    from selp.engines.registry import get_engine
     from selp.topk.api import parse_fact_filter, topk
 
     analysis = _load(program)
-    engine = choose_engine(opts["engine"], program)
-    if engine == "local" and (opts["master"] or opts["conf"]):
+    engine = choose_engine(opts["engine"], program, opts["master"])
+    uses_spark = get_engine(engine).uses_spark
+    if not uses_spark and (opts["master"] or opts["conf"]):
         raise SelpError("--master/--conf apply to the spark engine; add --engine spark")
     fact_filter = parse_fact_filter(opts["fact_text"]) if opts["fact_text"] else None
     quiet = opts["quiet"]
-    spark = _start_spark(opts["master"], _parse_conf(opts["conf"]), quiet) if engine == "spark" else None
+    spark = _start_spark(opts["master"], _parse_conf(opts["conf"]), quiet) if uses_spark else None
     t0 = time.perf_counter()
 
     def progress(*args) -> None:

@@ -1,5 +1,6 @@
-"""Where the default engine comes from: ``--engine``, then ``SELP_ENGINE``, then ``selp.toml``
-beside the program (``engine = "local"``), then ``spark`` — the product's pipeline."""
+"""Where the engine comes from: ``--engine``, then ``--master`` (a Spark master asks for Spark),
+then ``SELP_ENGINE``, then ``selp.toml`` beside the program (``engine = "spark"``), then the
+embedded engine. One :func:`choose_engine` serves every command."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from selp.engines import ENGINES
 from selp.errors import Location, SelpError
 
-DEFAULT_ENGINE = "spark"
+DEFAULT_ENGINE = "embedded"
 CONFIG_NAME = "selp.toml"
 
 
@@ -25,20 +26,25 @@ def read_config(program_path: str | Path) -> dict:
         raise SelpError(f"invalid TOML: {err}", Location(str(path))) from None
 
 
-def choose_engine(flag: str | None, program_path: str | Path) -> str:
-    """Resolve the engine by precedence; rejects unknown names with their source."""
+def choose_engine(flag: str | None, program_path: str | Path, master: str | None = None) -> str:
+    """Resolve the engine by precedence (aliases such as ``local`` become their registered
+    name); rejects unknown names with their source."""
+    from selp.engines.registry import canonical
+
     if flag:
-        return flag
+        return canonical(flag)
+    if master:
+        return "spark"
     env = os.environ.get("SELP_ENGINE")
     if env:
         if env not in ENGINES:
             raise SelpError(f"SELP_ENGINE={env!r} is not an engine; use one of {', '.join(ENGINES)}")
-        return env
+        return canonical(env)
     cfg = read_config(program_path)
     if "engine" in cfg:
         eng = cfg["engine"]
         if eng not in ENGINES:
             where = Path(program_path).parent / CONFIG_NAME
             raise SelpError(f"engine = {eng!r} is not an engine; use one of {', '.join(ENGINES)}", Location(str(where)))
-        return eng
+        return canonical(eng)
     return DEFAULT_ENGINE

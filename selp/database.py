@@ -251,6 +251,21 @@ def load_database(analysis: Analysis, db_dir: str | Path | None) -> Database:
     return Database(facts, weights, types, columns, warnings)
 
 
+def fact_types(analysis: Analysis, facts: dict[str, Iterable[tuple[Value, ...]]]) -> dict[str, tuple[str, ...]]:
+    """Column types for EDB facts given as Python values: a column is ``int`` when every value in
+    it (labeled nulls aside) is an integer -- what files say through :func:`raw_evidence`."""
+    evidence: dict[tuple[str, int], DataEvidence] = {}
+    for rel, rows in facts.items():
+        if rel not in analysis.arities:
+            continue
+        rows = list(rows)
+        for i in range(analysis.arities[rel]):
+            plain = [r[i] for r in rows if not isinstance(r[i], Skolem)]
+            if plain:
+                evidence[(rel, i)] = DataEvidence(all(isinstance(v, int) for v in plain))
+    return resolve_types(analysis, evidence)
+
+
 def _check_str(tf: TableFile):
     def conv(v: str) -> str:
         if v.startswith(SKOLEM_MARK):

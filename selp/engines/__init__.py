@@ -1,3 +1,5 @@
-"""Evaluation engines: ``local`` (in-process semi-naive) and ``spark`` (PySpark DataFrames)."""
+"""Evaluation engines, registered by name in :mod:`selp.engines.registry`: ``embedded`` (DuckDB,
+the default), ``spark`` (PySpark DataFrames) and ``reference`` (pure Python, the tests' oracle;
+formerly ``local``)."""
 
-ENGINES = ("local", "spark")
+ENGINES = ("embedded", "spark", "reference", "local")

@@ -1,0 +1,98 @@
+"""How each column of a program is stored in DuckDB: typed where it can be, encoded where it must.
+
+Joins on ``BIGINT`` are much faster than on text, but a labeled null must fit any column. So each
+column gets a *kind*:
+
+* ``int`` -- ``BIGINT``: an integer column no labeled null can reach;
+* ``str`` -- ``VARCHAR``, the string as is; a labeled null is ``SKOLEM_MARK`` + its canonical text
+  (no user string starts with the mark: the loaders reject it);
+* ``enc`` -- ``VARCHAR`` in the uniform encoding of :mod:`selp.values`: an integer column that a
+  labeled null can reach (integers as canonical decimal text).
+
+A labeled null can only travel through variables, so the columns a program connects (a variable
+shared between atoms, passed from body to head, or compared) form groups -- the same groups that
+:mod:`selp.language.types` types -- and a group is *tainted* when one of its columns is the head
+position of a Skolem term or holds a labeled null in the input. Every column of a group has one
+SQL type, so joins never cast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from selp.language.ast import Atom, SkolemTerm, Var
+from selp.language.validate import Analysis
+
+Column = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """The storage of one column: its logical type and whether labeled nulls can reach it."""
+
+    logical: str  # "int" or "str"
+    tainted: bool
+
+    @property
+    def sql(self) -> str:
+        return "BIGINT" if self.logical == "int" and not self.tainted else "VARCHAR"
+
+    @property
+    def native_int(self) -> bool:
+        """Stored as a plain ``BIGINT``."""
+        return self.sql == "BIGINT"
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[Column, Column] = {}
+
+    def find(self, x: Column) -> Column:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: Column, b: Column) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def column_kinds(
+    analysis: Analysis,
+    types: Mapping[str, tuple[str, ...]],
+    tainted_input: Iterable[Column] = (),
+) -> dict[str, tuple[Kind, ...]]:
+    """The kind of every column of every relation of ``analysis``.
+
+    ``types`` are the logical column types (:func:`selp.language.types.resolve_types`);
+    ``tainted_input`` are input columns that hold labeled nulls (only possible for facts handed
+    over as Python values, e.g. by the CDSS layer).
+    """
+    uf = _UnionFind()
+    for rel, n in analysis.arities.items():
+        for i in range(n):
+            uf.find((rel, i))
+    seeds: set[Column] = set(tainted_input)
+    for r in analysis.program.rules:
+        first: dict[Var, Column] = {}
+        for a in [r.head] + [b for b in r.body if isinstance(b, Atom)]:
+            for i, t in enumerate(a.args):
+                if isinstance(t, Var) and not t.anonymous:
+                    if t in first:
+                        uf.union(first[t], (a.relation, i))
+                    else:
+                        first[t] = (a.relation, i)
+                elif isinstance(t, SkolemTerm) and a is r.head:
+                    seeds.add((a.relation, i))
+        for c in r.comparisons:
+            if isinstance(c.left, Var) and isinstance(c.right, Var):
+                uf.union(first[c.left], first[c.right])
+    tainted_roots = {uf.find(c) for c in seeds}
+    return {
+        rel: tuple(Kind(types[rel][i], uf.find((rel, i)) in tainted_roots) for i in range(n))
+        for rel, n in analysis.arities.items()
+    }

@@ -1,0 +1,258 @@
+"""Rules compiled to DuckDB SQL over the column kinds of :mod:`selp.engines.embedded.physical`.
+
+A relation of arity ``n`` is a table with columns ``c0..c{n-1}`` (a nullary relation has the one
+column ``_unit``, a row meaning true). :func:`compile_body` turns a rule into the pieces of a
+``SELECT``: the body's positive atoms as aliased tables in ``FROM``, joins, constants, repeated
+variables, comparisons and negations (``NOT EXISTS``, which DuckDB plans as an anti-join) in
+``WHERE``, and the head's columns as expressions -- Skolem terms included -- so nothing runs in
+Python per row. The semantics are those of :func:`selp.engines.joins.compare`: labeled nulls are
+equal only to themselves and never ordered; an integer and a string are never equal or ordered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from selp.engines.embedded.physical import Kind
+from selp.engines.joins import compare
+from selp.language.ast import Atom, Comparison, Const, Rule, SkolemTerm, Term, Var
+from selp.values import Skolem, Value, format_value
+
+UNIT = "_unit"
+MARK = "chr(0)"  # SQL for selp.values.SKOLEM_MARK
+
+
+def ident(name: str) -> str:
+    """A quoted SQL identifier (relation names may hold ``@``, ``!`` and other characters)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def columns(arity: int) -> list[str]:
+    """The column names of a relation table."""
+    return [f"c{i}" for i in range(arity)] if arity else [UNIT]
+
+
+def sql_string(s: str) -> str:
+    """A SQL string literal (the Skolem mark, NUL, cannot appear inside a literal)."""
+    if "\x00" in s:
+        parts = s.split("\x00")
+        return "(" + f" || {MARK} || ".join(sql_string(p) for p in parts) + ")"
+    return "'" + s.replace("'", "''") + "'"
+
+
+def literal(v: Value, kind: Kind) -> str | None:
+    """The SQL literal of ``v`` in a column of ``kind``; None when ``v`` can never be stored
+    there (a string in an integer column or the reverse: such a condition is false)."""
+    if isinstance(v, Skolem):
+        return f"({MARK} || {sql_string(format_value(v))})" if kind.sql == "VARCHAR" else None
+    if isinstance(v, int) and not isinstance(v, bool):
+        if kind.logical != "int":
+            return None
+        return f"CAST({v} AS BIGINT)" if kind.native_int else sql_string(str(v))
+    if kind.logical != "str":
+        return None
+    return sql_string(v)
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A SQL expression and the kind of the value it yields."""
+
+    sql: str
+    kind: Kind
+
+
+def as_encoded(e: Expr) -> str:
+    """The value in the uniform encoding (what ``VARCHAR`` columns hold)."""
+    return f"CAST({e.sql} AS VARCHAR)" if e.kind.native_int else e.sql
+
+
+def skolem_arg_text(e: Expr) -> str:
+    """The canonical text of a value inside a Skolem term (``format_value``)."""
+    if e.kind.native_int:
+        return f"CAST({e.sql} AS VARCHAR)"
+    if e.kind.logical == "int":
+        plain = e.sql
+    else:
+        plain = f"('\"' || replace(replace({e.sql}, '\\', '\\\\'), '\"', '\\\"') || '\"')"
+    if not e.kind.tainted:
+        return plain
+    return f"(CASE WHEN starts_with({e.sql}, {MARK}) THEN substr({e.sql}, 2) ELSE {plain} END)"
+
+
+def convert(e: Expr, kind: Kind) -> str:
+    """``e`` stored in a column of ``kind`` (only native int -> encoded text ever converts)."""
+    if e.kind.sql == kind.sql:
+        return e.sql
+    if kind.sql == "VARCHAR":
+        return as_encoded(e)
+    raise AssertionError(f"cannot store a {e.kind} value in a {kind} column")
+
+
+def _orderable(e: Expr) -> str:
+    """The value for ``<``: NULL (so the comparison is false) for a labeled null."""
+    if e.kind.native_int:
+        return e.sql
+    if e.kind.logical == "int":
+        return f"TRY_CAST({e.sql} AS BIGINT)"
+    if e.kind.tainted:
+        return f"(CASE WHEN starts_with({e.sql}, {MARK}) THEN NULL ELSE {e.sql} END)"
+    return e.sql
+
+
+def comparison(op: str, a: Expr, b: Expr) -> str:
+    """``a op b`` with selp's semantics (a SQL NULL result counts as false in WHERE)."""
+    if a.kind.logical != b.kind.logical:
+        # an int and a string are never equal -- unless both are the same labeled null
+        same_null = f"({as_encoded(a)} = {as_encoded(b)} AND starts_with({as_encoded(a)}, {MARK}))"
+        if op == "=":
+            return same_null
+        if op == "!=":
+            return f"NOT {same_null}"
+        return "FALSE"
+    if op in ("=", "!="):
+        sql_op = "=" if op == "=" else "<>"
+        if a.kind.sql == b.kind.sql:
+            return f"({a.sql} {sql_op} {b.sql})"
+        return f"({as_encoded(a)} {sql_op} {as_encoded(b)})"
+    return f"({_orderable(a)} {op} {_orderable(b)})"
+
+
+@dataclass
+class Body:
+    """The pieces of a rule's ``SELECT``: ``FROM`` items, ``WHERE`` conditions, head columns and
+    the alias of every positive body atom (by body index)."""
+
+    froms: list[str]
+    where: list[str]
+    head: list[str]  # one expression per head column (``_unit`` for a nullary head)
+    alias: dict[int, str]
+    nullary: bool = False
+
+    def select(self, distinct: bool = True, extra: list[str] | None = None) -> str:
+        """The ``SELECT`` of the head columns ``c0..`` (plus ``extra`` columns)."""
+        named = [f"{h} AS {c}" for h, c in zip(self.head, columns(len(self.head)) if not self.nullary else [UNIT])]
+        cols = ", ".join(named + (extra or []))
+        sql = f"SELECT {'DISTINCT ' if distinct else ''}{cols}"
+        if self.froms:
+            sql += " FROM " + ", ".join(self.froms)
+        if self.where:
+            sql += " WHERE " + " AND ".join(self.where)
+        return sql
+
+
+def compile_body(
+    rule: Rule,
+    kinds: Mapping[str, tuple[Kind, ...]],
+    table: Callable[[int, str], str],
+) -> Body:
+    """Compile ``rule``; ``table(body index, relation)`` names the table each positive atom
+    reads (full, delta or a CTE); negated atoms read ``table(-1, relation)``."""
+    froms: list[str] = []
+    where: list[str] = []
+    alias: dict[int, str] = {}
+    home: dict[Var, Expr] = {}
+    for i, b in enumerate(rule.body):
+        if not isinstance(b, Atom) or b.negated:
+            continue
+        a = f"a{i}"
+        alias[i] = a
+        froms.append(f"{table(i, b.relation)} AS {a}")
+        ks = kinds[b.relation]
+        for p, t in enumerate(b.args):
+            col = Expr(f"{a}.c{p}", ks[p])
+            if isinstance(t, Const):
+                lit = literal(t.value, ks[p])
+                where.append("FALSE" if lit is None else f"({col.sql} = {lit})")
+            elif isinstance(t, Var):
+                if t.anonymous:
+                    continue
+                if t in home:
+                    where.append(comparison("=", home[t], col))
+                else:
+                    home[t] = col
+
+    def term(t: Term) -> Expr | Value:
+        if isinstance(t, Var):
+            return home[t]
+        assert isinstance(t, Const)
+        return t.value
+
+    for b in rule.body:
+        if isinstance(b, Comparison):
+            left, right = term(b.left), term(b.right)
+            if not isinstance(left, Expr) and not isinstance(right, Expr):
+                where.append("TRUE" if compare(b.op, left, right) else "FALSE")
+                continue
+            if not isinstance(left, Expr):
+                left = _const_expr(left, right.kind)  # type: ignore[union-attr]
+            if not isinstance(right, Expr):
+                right = _const_expr(right, left.kind)
+            where.append(comparison(b.op, left, right))
+    for b in rule.body:
+        if isinstance(b, Atom) and b.negated:
+            ks = kinds[b.relation]
+            conds = []
+            for p, t in enumerate(b.args):
+                col = Expr(f"n.c{p}", ks[p])
+                if isinstance(t, Var):
+                    if t.anonymous:
+                        continue
+                    conds.append(comparison("=", home[t], col))
+                else:
+                    assert isinstance(t, Const)
+                    lit = literal(t.value, ks[p])
+                    conds.append("FALSE" if lit is None else f"({col.sql} = {lit})")
+            sub = f"SELECT 1 FROM {table(-1, b.relation)} AS n"
+            if conds:
+                sub += " WHERE " + " AND ".join(conds)
+            where.append(f"NOT EXISTS ({sub})")
+    head_kinds = kinds[rule.head.relation]
+    head: list[str] = []
+    if not rule.head.args:
+        head.append("TRUE")
+    for p, t in enumerate(rule.head.args):
+        # a fixed SQL type per column, so the UNION of rules and a CTE's two halves agree
+        head.append(f"CAST({head_value(t, head_kinds[p], home)} AS {head_kinds[p].sql})")
+    return Body(froms, where, head, alias, nullary=not rule.head.args)
+
+
+def _const_expr(v: Value, kind: Kind) -> Expr:
+    """A constant compared with a column: stored like the column when it fits, else as itself
+    (the comparison then sees two logical types and is false, or true for ``!=``)."""
+    lit = literal(v, kind)
+    if lit is not None:
+        return Expr(lit, kind)
+    if isinstance(v, int):
+        return Expr(f"CAST({v} AS BIGINT)", Kind("int", False))
+    return Expr(sql_string(v), Kind("str", False))  # type: ignore[arg-type]
+
+
+def head_value(t: Term, kind: Kind, home: Mapping[Var, Expr]) -> str:
+    """A head argument as SQL, stored as ``kind``."""
+    if isinstance(t, Var):
+        return convert(home[t], kind)
+    if isinstance(t, Const):
+        lit = literal(t.value, kind)
+        assert lit is not None, f"constant {t.value!r} does not fit a {kind} column"
+        return lit
+    assert isinstance(t, SkolemTerm)
+    return f"({MARK} || {skolem_text(t, home)})"
+
+
+def skolem_text(t: SkolemTerm, home: Mapping[Var, Expr]) -> str:
+    """The canonical text of a Skolem term's value, without the mark."""
+    parts = [sql_string(t.fn + "(")]
+    for n, a in enumerate(t.args):
+        if n:
+            parts.append("','")
+        if isinstance(a, Var):
+            parts.append(skolem_arg_text(home[a]))
+        elif isinstance(a, Const):
+            parts.append(sql_string(format_value(a.value)))
+        else:
+            assert isinstance(a, SkolemTerm)
+            parts.append(skolem_text(a, home))
+    parts.append("')'")
+    return "(" + " || ".join(parts) + ")"
