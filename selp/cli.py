@@ -292,7 +292,7 @@ def _topk_options(f: Callable) -> Callable:
         click.option("--db", "db_dir", type=click.Path(file_okay=False), help="Directory of REL.csv / REL.parquet files."),
         click.option("--engine", type=click.Choice(ENGINE_CHOICES), default=None, help=ENGINE_HELP),
         click.option("--algorithm", type=click.Choice(["heuristic", "iterative"]), default="heuristic", show_default=True, help="Local top-k algorithm (paper sections 5.3 / 5.2)."),
-        click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default="text", show_default=True, help="Tree drawings, the JSON contract, or Graphviz."),
+        click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "summary"]), default="text", show_default=True, help="Tree drawings, the JSON contract, Graphviz, or a summary per relation (counts and weights, no trees: for very many answers)."),
         click.option("--fact", "fact_text", default=None, help="Only answers carrying this label, e.g. 'dealsWith(Cuba, *)'."),
         click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the output to this file (atomically) instead of stdout."),
         click.option("--save-dtable", "save_dir", type=click.Path(file_okay=False), help="Save the DTable here (Parquet) for `selp trees`."),
@@ -331,7 +331,7 @@ def _run_topk(program: str, pattern, pattern_text: str | None, k: int, monoid: s
         click.echo(f"  top-k {what} ({time.perf_counter() - t0:.1f}s)", err=True)
 
     warn = (lambda msg: None) if quiet else (lambda msg: click.echo(f"warning: {msg}", err=True))
-    table = topk(analysis, opts["db_dir"], pattern, k, monoid, engine, opts["algorithm"], spark, progress, warn)
+    table = topk(analysis, opts["db_dir"], pattern, k, monoid, engine, opts["algorithm"], spark, progress, warn, fact=fact_filter)
     if pattern_text is not None:
         table.pattern = pattern_text
     if opts["save_dir"]:
@@ -344,8 +344,21 @@ def _run_topk(program: str, pattern, pattern_text: str | None, k: int, monoid: s
 
 
 def _emit(table, fact_filter, fmt: str, out_file: str | None) -> int:
-    from selp.topk.trees import answers, render_dot, render_text, to_json
+    from selp.topk.trees import answers, render_dot, render_text, summarize, to_json
 
+    if fmt == "summary":
+        summary = summarize(table, fact_filter)
+        text = "".join(
+            f"{rel}: {s['facts']} fact(s), {s['entries']} tree(s); best weight {s['best']}, worst top-1 weight {s['worst_top1']}\n"
+            for rel, s in sorted(summary.items())
+        ) or "no derivation matches\n"
+        if out_file:
+            from selp.database import write_text
+
+            write_text(Path(out_file), text)
+        else:
+            click.echo(text, nl=False)
+        return sum(s["facts"] for s in summary.values())
     results = answers(table, fact_filter)
     if fmt == "json":
         # indented for a person at a terminal; compact for files and pipes (outputs can be large)
@@ -595,7 +608,7 @@ def _int_list(text: str, option: str, minimum: int) -> list[int]:
     return values
 
 
-BENCH_TARGETS = ("iris", "amie", "explain", "tc", "instrument", "topk", "cdss", "proql")
+BENCH_TARGETS = ("iris", "amie", "explain", "tc", "instrument", "topk", "cdss", "proql", "anchors")
 
 
 @main.command()
@@ -603,7 +616,7 @@ BENCH_TARGETS = ("iris", "amie", "explain", "tc", "instrument", "topk", "cdss", 
 @click.option("--scales", default=None, help="Comma-separated scales (approximate output tuples) [default: the dataset's, e.g. 10000,50000,200000].")
 @click.option("--patterns", default="all", show_default=True, help="Comma-separated pattern names of datasets/DATASET.patterns, or all.")
 @click.option("-k", "ks", default="1,3,7", show_default=True, help="Comma-separated k values for top-k (full provenance runs at k=3 if listed, else the first).")
-@click.option("--engine", "engines", multiple=True, help="local and/or spark (repeatable or comma-separated) [default: local].")
+@click.option("--engine", "--engines", "engines", multiple=True, help="local and/or spark (repeatable or comma-separated) [default: local]; anchors: the engines of `selp eval`, among embedded, reference, spark [default: embedded,reference].")
 @click.option("--modes", default="semi-naive,top-k,full-provenance", show_default=True, help="Which of semi-naive, top-k, full-provenance to run.")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs per configuration (after --warmup untimed ones); the median is reported.")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Untimed runs before the timed ones.")
@@ -619,8 +632,10 @@ BENCH_TARGETS = ("iris", "amie", "explain", "tc", "instrument", "topk", "cdss", 
 @click.option("--fractions", default="0.1,0.3,0.5", show_default=True, help="cdss only: comma-separated fractions of entries deleted.")
 @click.option("--fanout", default="1", show_default=True, help="cdss only: incoming mappings per peer, N or LO-HI.")
 @click.option("--topology", type=click.Choice(["chain", "tree", "random"]), default="chain", show_default=True, help="cdss only: spanning tree of the mappings.")
+@click.option("--nodes", default=None, help="anchors only: comma-separated graph sizes (nodes; 3N edges) [default: 1000].")
+@click.option("--skip-topk", is_flag=True, help="anchors only: no topk/explain runs.")
 def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tuple[str, ...], modes: str, repeat: int, warmup: int, timeout_s: float, memory_cap: float, out_dir: str, master: str | None, monoid: str, seed: int, no_plots: bool, quiet: bool,
-          peers: str, fractions: str, fanout: str, topology: str) -> None:
+          peers: str, fractions: str, fanout: str, topology: str, nodes: str | None, skip_topk: bool) -> None:
     """Benchmark DATASET (iris, amie, explain, tc): semi-naive vs selective top-k vs full provenance.
 
     For each scale the dataset is generated (cached in OUT/data), then per engine: plain
@@ -642,12 +657,35 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
 
     `selp bench cdss` is update exchange on generated SWISS-PROT-like CDSSs (selp.cdss.bench_cdss):
     initial build, 10% insertion and deletions by provenance, DRed and recomputation.
+
+    `selp bench anchors --nodes 1000 --repeat 3` times whole `selp eval/topk/explain` processes
+    beside DuckDB's recursive CTE and Nemo on one random graph, path counts checked
+    (selp.bench_anchors; --out defaults to datasets/results/anchors, no warm-up, memory cap 12 GiB).
     """
     from selp.bench import machine_info
 
     say = (lambda msg: None) if quiet else (lambda msg: click.echo(msg, err=True))
     if dataset not in BENCH_TARGETS:
         raise SelpError(f"unknown dataset {dataset!r} (choose {', '.join(BENCH_TARGETS)})")
+    if dataset == "anchors":  # whole CLI processes beside DuckDB's recursive CTE and Nemo
+        from click.core import ParameterSource
+
+        from selp.bench_anchors import DEFAULT_MEMORY_CAP_MB, DEFAULT_OUT, DEFAULT_SEED, cli as anchors_cli
+
+        def given(name: str) -> bool:
+            return click.get_current_context().get_parameter_source(name) is not ParameterSource.DEFAULT
+
+        command = "selp bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
+        try:
+            problems = anchors_cli(nodes, engines, repeat, warmup if given("warmup") else 0, timeout_s,
+                                   memory_cap if given("memory_cap") else DEFAULT_MEMORY_CAP_MB, skip_topk,
+                                   seed if given("seed") else DEFAULT_SEED, out_dir if given("out_dir") else DEFAULT_OUT,
+                                   command, say, click.echo)
+        except ValueError as err:
+            raise SelpError(str(err)) from None
+        if problems:
+            raise SelpError(f"path counts disagree ({len(problems)}): {problems[0]}")
+        return
     if dataset == "cdss":
         from selp.cdss.bench_cdss import bench_cdss, markdown, parse_list, save as save_cdss
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from selp.cli import main
@@ -12,6 +13,7 @@ from selp.language import parse_program
 from selp.language.validate import analyze
 
 BIO = "examples/cdss/bio"
+IN_PROCESS = ["embedded", "reference"]  # the default engine and the oracle: the same answers
 
 
 def run(*args: str):
@@ -39,19 +41,20 @@ def test_compile_prints_a_selp_program(tmp_path):
     assert res.exit_code == 0 and parse_program(out.read_text()).rule("m4").weight is None
 
 
-def test_eval_local_prints_certain_answers():
-    res = run("cdss", "eval", BIO, "--engine", "local", "--relation", "U")
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_eval_prints_certain_answers(engine):
+    res = run("cdss", "eval", BIO, "--engine", engine, "--relation", "U")
     assert res.exit_code == 0, res.output
     assert res.output.splitlines() == [
         "PuBio.U(nam, can): 2 tuple(s), certain answers",
         "  U(2, 5)",
         "  U(3, 2)",
     ]
-    res = run("cdss", "eval", BIO, "--engine", "local", "--relation", "PuBio.U", "--with-nulls")
+    res = run("cdss", "eval", BIO, "--engine", engine, "--relation", "PuBio.U", "--with-nulls")
     assert res.exit_code == 0, res.output
     assert "  U(5, f_m3_c(5))" in res.output.splitlines()
     assert "4 tuple(s), with labeled nulls" in res.output
-    res = run("cdss", "eval", BIO, "--engine", "local")
+    res = run("cdss", "eval", BIO, "--engine", engine)
     assert res.exit_code == 0
     assert "PBioSQL.B(id, nam): 2 tuple(s), certain answers" in res.output
 
@@ -85,14 +88,19 @@ def test_errors_are_one_line_with_exit_1(tmp_path):
     one_line_error(run("cdss", "check", str(d)), f"{toml}:")
     one_line_error(run("cdss", "check", str(tmp_path / "nowhere")), f"{tmp_path}/nowhere/cdss.toml not found")
     one_line_error(run("cdss", "compile", BIO, "--peer", "PX"), "unknown peer 'PX'")
-    one_line_error(run("cdss", "eval", BIO, "--engine", "local", "--relation", "X"), "--relation X: no such relation")
-    one_line_error(run("cdss", "eval", BIO, "--engine", "local", "--master", "local[1]"), "--master applies to the spark engine")
+    one_line_error(run("cdss", "eval", BIO, "--relation", "X"), "--relation X: no such relation")
+    for engine in ("embedded", "local"):  # local: the old name of reference, still accepted
+        one_line_error(run("cdss", "eval", BIO, "--engine", engine, "--master", "local[1]"), "--master applies to the spark engine")
+    toml.write_text(text)
+    (d / "selp.toml").write_text('engine = "nope"\n')  # the engine's default is read beside cdss.toml
+    one_line_error(run("cdss", "eval", str(d)), f"{d / 'selp.toml'}: engine = 'nope' is not an engine")
 
 
-def test_eval_reads_data_option(tmp_path):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_eval_reads_data_option(tmp_path, engine):
     d = copy(tmp_path)
     (d / "data" / "PBioSQL" / "B.rejections.csv").write_text("id,nam\n3,2\n")
-    res = run("cdss", "eval", BIO, "--engine", "local", "--relation", "B", "--data", str(d / "data"))
+    res = run("cdss", "eval", BIO, "--engine", engine, "--relation", "B", "--data", str(d / "data"))
     assert res.exit_code == 0, res.output
     # with the trust conditions B(1,3) is distrusted and B(3,2) rejected: only the local B(3,5)
     assert res.output.splitlines()[1:] == ["  B(3, 5)"]

@@ -30,6 +30,7 @@ from selp.values import Skolem
 
 BIO = Path("examples/cdss/bio")
 DATA = BIO / "data"
+IN_PROCESS = ["embedded", "reference"]  # the default engine and the oracle: the same answers
 
 
 def null(n: int) -> Skolem:
@@ -56,8 +57,9 @@ def instances(result) -> dict[str, set]:
     return {f"{ref.name}": rows for ref, rows in result.instances.items()}
 
 
-def test_example_5_update_translation():
-    res = evaluate_cdss(no_trust(load_cdss(BIO)), DATA, "local", with_nulls=True)
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_example_5_update_translation(engine):
+    res = evaluate_cdss(no_trust(load_cdss(BIO)), DATA, engine, with_nulls=True)
     try:
         assert instances(res) == {"G": G, "B": B_ALL, "U": U_ALL}
         rows = res.result.rows
@@ -72,8 +74,9 @@ def test_example_5_update_translation():
         res.close()
 
 
-def test_certain_answers_drop_labeled_nulls():
-    res = evaluate_cdss(no_trust(load_cdss(BIO)), DATA, "local")
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_certain_answers_drop_labeled_nulls(engine):
+    res = evaluate_cdss(no_trust(load_cdss(BIO)), DATA, engine)
     try:
         assert instances(res) == {"G": G, "B": B_ALL, "U": {(2, 5), (3, 2)}}
         assert all(is_certain(r) for rows in res.instances.values() for r in rows)
@@ -81,16 +84,17 @@ def test_certain_answers_drop_labeled_nulls():
         res.close()
 
 
-def test_certain_answers_of_queries_join_on_nulls(tmp_path):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_certain_answers_of_queries_join_on_nulls(tmp_path, engine):
     # Example 5's queries at PBioSQL: ans(x, y) :- U(x, z), U(y, z) gives {(2,2), (3,3), (5,5)},
     # (5,5) through a join on the null c1 = f_m3_c(5); ans(x, y) :- U(x, y) gives {(2,5), (3,2)}
     c = no_trust(load_cdss(BIO))
     compiled = compile_cdss(c)
     text = compiled.text + "q1: ans1(x, y) :- U_o(x, z), U_o(y, z).\nq2: ans2(x, y) :- U_o(x, y).\n"
     link_base_data(base_data_files(c, compiled, DATA), tmp_path)
-    from selp.engines.result import run_local
+    from selp.engines.registry import get_engine
 
-    result = run_local(analyze(parse_program(text)), tmp_path)
+    result = get_engine(engine).run(analyze(parse_program(text)), tmp_path)
     certain = lambda rel: {r for r in result.rows(rel) if is_certain(r)}  # noqa: E731
     assert certain("ans1") == {(2, 2), (3, 3), (5, 5)}
     assert certain("ans2") == {(2, 5), (3, 2)}
@@ -102,11 +106,12 @@ def copy_example(tmp_path: Path) -> Path:
     return target
 
 
-def test_curation_rejection_removes_consequences(tmp_path):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_curation_rejection_removes_consequences(tmp_path, engine):
     # Example 5: had ΔB also held −(3,2), B would miss (3,2) and (3,3), and U would miss (2, c2)
     d = copy_example(tmp_path)
     (d / "data" / "PBioSQL" / "B.rejections.csv").write_text("id,nam\n3,2\n")
-    res = evaluate_cdss(no_trust(load_cdss(d)), d / "data", "local", with_nulls=True)
+    res = evaluate_cdss(no_trust(load_cdss(d)), d / "data", engine, with_nulls=True)
     try:
         got = instances(res)
         assert got["B"] == {(3, 5), (1, 3)}
@@ -116,10 +121,11 @@ def test_curation_rejection_removes_consequences(tmp_path):
         res.close()
 
 
-def test_example_6_trust_conditions():
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_example_6_trust_conditions(engine):
     # PBioSQL distrusts B from PGUS with n >= 3 (rejects B(1,3)) and B through m4 with n != 2
     # (rejects B(3,3)); as a consequence PuBio does not get U(3, c3)
-    res = evaluate_cdss(load_cdss(BIO), DATA, "local", with_nulls=True)
+    res = evaluate_cdss(load_cdss(BIO), DATA, engine, with_nulls=True)
     try:
         got = instances(res)
         assert got["G"] == G
@@ -131,7 +137,8 @@ def test_example_6_trust_conditions():
         res.close()
 
 
-def test_distrusting_a_source_keeps_tuples_with_another_derivation():
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_distrusting_a_source_keeps_tuples_with_another_derivation(engine):
     # Example 9, Boolean: PBioSQL distrusts PGUS's data (p3) but trusts p1, p2: B(3,2) stays
     # (through m4 from B(3,5), U(2,5)); B(1,3) comes only from GUS and goes. Trust is the owner's:
     # U(3,2) came to PuBio from GUS but PuBio trusts it, so B(3,3) through m4 stays.
@@ -139,7 +146,7 @@ def test_distrusting_a_source_keeps_tuples_with_another_derivation():
 
     c = no_trust(load_cdss(BIO))
     c = with_policy(c, "PBioSQL", TrustPolicy(rules=(TrustRule("distrust", "B", ("PGUS",)),)))
-    res = evaluate_cdss(c, DATA, "local", with_nulls=True)
+    res = evaluate_cdss(c, DATA, engine, with_nulls=True)
     try:
         assert instances(res)["B"] == {(3, 5), (3, 2), (3, 3)}
         assert (3, null(3)) in instances(res)["U"]  # lost through B(1,3), kept through B(3,3)
@@ -147,12 +154,13 @@ def test_distrusting_a_source_keeps_tuples_with_another_derivation():
         res.close()
 
 
-def test_default_distrust_accepts_only_what_is_trusted():
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_default_distrust_accepts_only_what_is_trusted(engine):
     from selp.cdss.model import TrustRule
 
     c = no_trust(load_cdss(BIO))
     policy = TrustPolicy("distrust", (TrustRule("trust", "B", ("PuBio",)),))
-    res = evaluate_cdss(with_policy(c, "PBioSQL", policy), DATA, "local", with_nulls=True)
+    res = evaluate_cdss(with_policy(c, "PBioSQL", policy), DATA, engine, with_nulls=True)
     try:
         # only m4 reads PuBio: B(3,2) from B(3,5),U(2,5), then B(3,3) from B(3,2),U(3,2)
         assert instances(res)["B"] == {(3, 5), (3, 2), (3, 3)}
@@ -161,7 +169,8 @@ def test_default_distrust_accepts_only_what_is_trusted():
         res.close()
 
 
-def test_ranked_trust_orders_derivations_by_cost(tmp_path):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_ranked_trust_orders_derivations_by_cost(tmp_path, engine):
     # Example 9, ranked: p1 = B(3,5) costs 0, p2 = U(2,5) 1, p3 = G(3,5,2) 5, m4 adds 2.
     # B(3,2): through m4 from p1, p2: 0 + 1 + 2 = 3; through m1 from p3: 5;
     # through m4 from p1 and U(2,5) via m2 from p3: 0 + 5 + 2 = 7.
@@ -171,34 +180,36 @@ def test_ranked_trust_orders_derivations_by_cost(tmp_path):
     c = load_cdss(BIO)
     compiled = compile_cdss(c, "PBioSQL")
     link_base_data(base_data_files(c, compiled, DATA), tmp_path)
-    table = topk(analyze(compiled.program), str(tmp_path), "B_o(3, 2)", 3, "cost", "local")
+    table = topk(analyze(compiled.program), str(tmp_path), "B_o(3, 2)", 3, "cost", engine)
     (answer,) = answers(table)
     assert [w for w, _ in answer.trees] == [3, 5, 7]
     best = answer.trees[0][1]
     assert best.children[0].rule == "m4_1" and best.children[0].children[0].rule == "m4"
 
 
-def test_base_data_errors_are_located(tmp_path):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_base_data_errors_are_located(tmp_path, engine):
     d = copy_example(tmp_path)
     (d / "data" / "PNobody").mkdir()
     with pytest.raises(CdssError, match="not a peer's data directory"):
-        evaluate_cdss(load_cdss(d), d / "data", "local")
+        evaluate_cdss(load_cdss(d), d / "data", engine)
     (d / "data" / "PNobody").rmdir()
     (d / "data" / "PGUS" / "H.csv").write_text("a\n1\n")
     with pytest.raises(CdssError) as info:
-        evaluate_cdss(load_cdss(d), d / "data", "local")
+        evaluate_cdss(load_cdss(d), d / "data", engine)
     assert str(info.value).startswith(f"{d}/data/PGUS/H.csv: expected <relation>.csv")
     (d / "data" / "PGUS" / "H.csv").unlink()
     (d / "data" / "PGUS" / "G.csv").write_text("id,can,nam\n1,2,3\n3,five,2\n")
     with pytest.raises(DataError) as info:
-        evaluate_cdss(load_cdss(d), d / "data", "local")
+        evaluate_cdss(load_cdss(d), d / "data", engine)
     assert str(info.value).startswith(f"{d}/data/PGUS/G.csv:3")  # the user's file, not the link
     with pytest.raises(CdssError, match="base data directory not found"):
-        evaluate_cdss(load_cdss(d), d / "nothing", "local")
+        evaluate_cdss(load_cdss(d), d / "nothing", engine)
 
 
-def test_no_data_gives_empty_instances():
-    res = evaluate_cdss(load_cdss(BIO), None, "local")
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_no_data_gives_empty_instances(engine):
+    res = evaluate_cdss(load_cdss(BIO), None, engine)
     assert all(rows == set() for rows in res.instances.values())
     res.close()
 

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from selp.cdss.explain import Step, explain
 from selp.cdss.model import RelationRef
 from selp.cdss.store import Store
 from test_cdss_store import cdss_cli, load_running_example, make_cdss, ok, one_line_error
 
+IN_PROCESS = ["embedded", "reference"]  # the default engine and the oracle: the same trees
 
-def test_costs_of_b32_are_3_5_7_with_named_steps(tmp_path):
+
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_costs_of_b32_are_3_5_7_with_named_steps(tmp_path, engine):
     d = make_cdss(tmp_path)
     load_running_example(d)
     with Store.open(d) as s:
-        e = explain(s, "PBioSQL", "B(3, 2)", k=3)
+        e = explain(s, "PBioSQL", "B(3, 2)", k=3, engine=engine)
     assert [w for w, _ in e.trees] == [3, 5, 7]
     best, second, third = (t for _, t in e.trees)
     b, u, g = RelationRef("PBioSQL", "B"), RelationRef("PuBio", "U"), RelationRef("PGUS", "G")
@@ -33,10 +38,11 @@ def test_costs_of_b32_are_3_5_7_with_named_steps(tmp_path):
     assert e.threshold == 10 and e.publication == 3
 
 
-def test_explain_cli_text(tmp_path):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_explain_cli_text(tmp_path, engine):
     d = make_cdss(tmp_path)
     load_running_example(d)
-    out = ok(cdss_cli("explain", d, "--peer", "PBioSQL", "B(3, 2)", "-k", "2", "--monoid", "cost"))
+    out = ok(cdss_cli("explain", d, "--peer", "PBioSQL", "B(3, 2)", "-k", "2", "--monoid", "cost", "--engine", engine))
     assert out.splitlines() == [
         "B(3, 2) as PBioSQL sees it: 2 best derivation(s) by cost, publication 3",
         "  #1  cost 3  (within PBioSQL's threshold 10)",
@@ -49,10 +55,11 @@ def test_explain_cli_text(tmp_path):
     ]
 
 
-def test_explain_cli_json(tmp_path):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_explain_cli_json(tmp_path, engine):
     d = make_cdss(tmp_path)
     load_running_example(d)
-    data = json.loads(ok(cdss_cli("explain", d, "--peer", "PBioSQL", "PBioSQL.B(3, 2)", "--format", "json")))
+    data = json.loads(ok(cdss_cli("explain", d, "--peer", "PBioSQL", "PBioSQL.B(3, 2)", "--format", "json", "--engine", engine)))
     assert data["fact"] == {"relation": "B", "peer": "PBioSQL", "args": [3, 2]}
     assert [t["weight"] for t in data["trees"]] == [3, 5, 7]
     tree = data["trees"][2]["tree"]
@@ -60,29 +67,31 @@ def test_explain_cli_json(tmp_path):
     assert [(c["relation"], c["step"], c["mapping"]) for c in tree["children"]] == [("B", "local", None), ("U", "mapping", "m2")]
 
 
-def test_another_peers_viewpoint_weighs_nothing(tmp_path):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_another_peers_viewpoint_weighs_nothing(tmp_path, engine):
     """PGUS has no ranked trust: every tree costs 0, so all three rank equal (by size)."""
     d = make_cdss(tmp_path)
     load_running_example(d)
     with Store.open(d) as s:
-        e = explain(s, "PGUS", "B(3, 2)", k=3)
+        e = explain(s, "PGUS", "B(3, 2)", k=3, engine=engine)
     assert [w for w, _ in e.trees] == [0, 0, 0] and e.threshold is None
     assert {t.mapping for _, t in e.trees} == {"m1", "m4"}
 
 
-def test_rejected_and_underivable_tuples_have_no_trees(tmp_path):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_rejected_and_underivable_tuples_have_no_trees(tmp_path, engine):
     d = make_cdss(tmp_path)
     load_running_example(d)
-    ok(cdss_cli("exchange", d, "--peer", "PBioSQL", "--engine", "local", "-q"))
+    ok(cdss_cli("exchange", d, "--peer", "PBioSQL", "--engine", engine, "-q"))
     ok(cdss_cli("edit", d, "--peer", "PBioSQL", "-B(3, 2)"))
     # not published yet: the published base data still derives it
     with Store.open(d) as s:
-        assert [w for w, _ in explain(s, "PBioSQL", "B(3, 2)").trees] == [3, 5, 7]
+        assert [w for w, _ in explain(s, "PBioSQL", "B(3, 2)", engine=engine).trees] == [3, 5, 7]
     ok(cdss_cli("publish", d, "--peer", "PBioSQL"))
-    res = cdss_cli("explain", d, "--peer", "PBioSQL", "B(3, 2)")
+    res = cdss_cli("explain", d, "--peer", "PBioSQL", "B(3, 2)", "--engine", engine)
     assert ok(res) == "B(3, 2) has no derivation (publication 4); nothing to explain\n"
     assert "instance reflects an older publication" in res.stderr
-    out = ok(cdss_cli("explain", d, "--peer", "PBioSQL", "B(9, 9)"))
+    out = ok(cdss_cli("explain", d, "--peer", "PBioSQL", "B(9, 9)", "--engine", engine))
     assert out.startswith("B(9, 9) has no derivation")
 
 

@@ -24,6 +24,8 @@ from selp.cdss.store import Store
 from selp.cli import main
 from test_cdss_store import cdss_cli, load_running_example, make_cdss, ok, one_line_error
 
+IN_PROCESS = ["embedded", "reference"]  # the default engine and the oracle: the same answers
+
 
 def _files(d: Path) -> dict[str, bytes]:
     return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
@@ -65,7 +67,7 @@ def test_gen_cdss_bad_fanout_is_one_line():
     one_line_error(res, "--fanout", "3-1")
 
 
-def _exchange_state(tmp_path: Path, name: str, strategy: str) -> dict:
+def _exchange_state(tmp_path: Path, name: str, strategy: str, engine: str) -> dict:
     d = tmp_path / name
     g = generate(4, 6, "1-2", "random", seed=2)
     g.write(d)
@@ -74,25 +76,27 @@ def _exchange_state(tmp_path: Path, name: str, strategy: str) -> dict:
         for r in rels:
             ok(cdss_cli("import", d, "--peer", f"P{p}", "--relation", r.name, d / "data" / f"P{p}" / f"{r.name}.csv"))
         ok(cdss_cli("publish", d, "--peer", f"P{p}"))
-    ok(cdss_cli("exchange", d, "--peer", "P3", "--engine", "local", "--strategy", strategy, "--quiet"))
+    ok(cdss_cli("exchange", d, "--peer", "P3", "--engine", engine, "--strategy", strategy, "--quiet"))
     with Store.open(d) as s:
         return s.read_epoch(s.peer_epoch("P3"))
 
 
-def test_generated_cdss_exchanges_to_the_same_state_with_every_strategy(tmp_path):
-    states = {s: _exchange_state(tmp_path, s, s) for s in ("recompute", "provenance", "dred")}
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_generated_cdss_exchanges_to_the_same_state_with_every_strategy(tmp_path, engine):
+    states = {s: _exchange_state(tmp_path, s, s, engine) for s in ("recompute", "provenance", "dred")}
     assert states["recompute"] == states["provenance"] == states["dred"]
     assert sum(len(v) for k, v in states["recompute"].items() if k.startswith("P_")) > 0
 
 
-def test_bench_rows_and_columns_at_tiny_size(tmp_path):
-    rows = bench_cdss([2, 3], [5], [0.2, 0.5], timeout_s=60)
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_bench_rows_and_columns_at_tiny_size(tmp_path, engine):
+    rows = bench_cdss([2, 3], [5], [0.2, 0.5], timeout_s=60, engine=engine)
     steps = plan(["provenance", "dred", "recompute"], [0.2, 0.5], 0.1)
     assert len(steps) == 3 + 3 + 6
     assert len(rows) == 2 * len(steps)
     assert [(r["op"], r["fraction"], r["strategy"]) for r in rows[: len(steps)]] == steps
     for r in rows:
-        assert r["status"] == "ok" and r["ok"] is True, r
+        assert r["status"] == "ok" and r["ok"] is True and r["engine"] == engine, r
         assert set(COLUMNS) <= set(r)
         assert r["provenance"] > 0 and 0 < r["prov_share"] < 1
     out = tmp_path / "out"
@@ -140,6 +144,7 @@ def test_trust_report_above_threshold(tmp_path):
     one_line_error(cdss_cli("trust", d, "--peer", "Nope"), "unknown peer")
 
 
+@pytest.mark.spark
 def test_bench_on_spark_agrees_with_local_recomputation():
     """--engine spark: every run through apply_changes_spark, its result checked against the local
     engine's recomputation (``ok``), in a spawned child with its own Spark session."""

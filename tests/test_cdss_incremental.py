@@ -1,6 +1,8 @@
-"""Incremental update exchange (selp.cdss.incremental) on the local backend.
+"""Incremental update exchange (selp.cdss.incremental) on the Python-set backend.
 
-Every test checks the invariant that matters -- the maintained state equals full recomputation --
+Every test checks the invariant that matters -- the maintained state equals full recomputation by
+the reference engine (the oracle); the ``recompute`` strategy itself runs on the default embedded
+engine, so every such check also compares the embedded engine with the reference one --
 and the running-example tests also assert hand-computed outcomes (dissertation Examples 5, 13 and
 §5.1.3, digest seed000 §1.5, §3.3, §3.4). The running example without trust conditions:
 
@@ -25,7 +27,7 @@ from selp.cdss.config import load_cdss, parse_cdss
 from selp.cdss.errors import CdssError
 from selp.cdss.incremental import STRATEGIES, apply_changes, maintain
 from selp.cdss.model import CDSS, TrustPolicy
-from selp.engines.local import evaluate
+from selp.engines.local import evaluate  # the reference engine: the oracle
 from selp.language import parse_program
 from selp.language.validate import analyze
 from selp.values import Skolem

@@ -28,6 +28,8 @@ from selp.cdss.exchange import exchange
 from selp.cdss.store import Store
 from test_cdss_store import cdss_cli, instance, ok
 
+IN_PROCESS = ["embedded", "reference"]  # the default engine and the oracle: the same answers
+
 TOML = """
 name = "ranked"
 mappings = ["m1: R(k) -> S(k)", "m2: Q(k) -> S(k)", "m3: S(k) -> T(k)"]
@@ -102,9 +104,10 @@ def assert_after_insert(d: Path) -> None:
     assert ks(d, "T_o") == {1, 2, 3}
 
 
-def test_threshold_is_a_capped_fixpoint_not_a_post_filter(tmp_path):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_threshold_is_a_capped_fixpoint_not_a_post_filter(tmp_path, engine):
     d = make(tmp_path)
-    said = run(d, "local", "recompute")
+    said = run(d, engine, "recompute")
     assert_initial(d)
     assert any("1 import(s) above the threshold" in line for line in said), said
     with Store.open(d) as s:
@@ -121,20 +124,22 @@ def test_threshold_is_a_capped_fixpoint_not_a_post_filter(tmp_path):
 
 
 @pytest.mark.parametrize("strategy", ["provenance", "dred", "recompute"])
-def test_threshold_under_incremental_insertion_and_deletion(tmp_path, strategy):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_threshold_under_incremental_insertion_and_deletion(tmp_path, strategy, engine):
     d = make(tmp_path)
-    run(d, "local", strategy)
+    run(d, engine, strategy)
     assert_initial(d)
     edit(d, "PA", "+R(2)")
-    said = run(d, "local", strategy)
+    said = run(d, engine, strategy)
     assert_after_insert(d)
     assert any("costs recomputed in full" in line for line in said), said
     edit(d, "PA", "-R(2)")
-    run(d, "local", strategy)
+    run(d, engine, strategy)
     assert_initial(d)  # S(2)'s cost rose back above 5: out of PB's instance, T(2) out of PC's
 
 
-def test_least_fixpoint_a_cycle_does_not_support_itself(tmp_path):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_least_fixpoint_a_cycle_does_not_support_itself(tmp_path, engine):
     """PX trusts PS2's data (cost 0) but not PS1's (9); PY the other way round. X(1) comes from
     A(1) at PS1 or from Y(1); Y(1) from B(1) at PS2 or from X(1). Each is cheap for its owner
     only through the other: PX's cost of X(1) through Y(1) <- B(1) is 0, PY's of Y(1) through
@@ -170,18 +175,19 @@ threshold = 5
         ok(cdss_cli("edit", d, "--peer", peer, e))
         ok(cdss_cli("publish", d, "--peer", peer))
     with Store.open(d) as s:
-        exchange(s, "PX", "local", "recompute")
+        exchange(s, "PX", engine, "recompute")
     assert instance(d, "PX", "X_o") == set() and instance(d, "PX", "Y_o") == set()
     assert instance(d, "PX", "X_x") == {(1,)} and instance(d, "PX", "Y_x") == {(1,)}
     # with B(1) made cheap for PY too, Y(1) is accepted (9 -> 0), and then X(1) through it
     toml = d / "cdss.toml"
     toml.write_text(toml.read_text().replace("PS1 = 0, PS2 = 9", "PS1 = 0, PS2 = 0"))
     with Store.open(d) as s:
-        exchange(s, "PX", "local", "recompute")
+        exchange(s, "PX", engine, "recompute")
         assert {t["args"]: t["trusted_cost"] for t in trust_report(s, "PX")["tuples"]} == {(1,): 0}
     assert instance(d, "PX", "X_o") == {(1,)} and instance(d, "PX", "Y_o") == {(1,)}
 
 
+@pytest.mark.spark
 def test_threshold_on_spark_agrees_with_the_hand_numbers(tmp_path, spark):
     d = make(tmp_path)
     run(d, "spark", "recompute", spark)
@@ -194,7 +200,8 @@ def test_threshold_on_spark_agrees_with_the_hand_numbers(tmp_path, spark):
     assert_initial(d)
 
 
-def test_selp_cdss_eval_enforces_the_threshold_too(tmp_path):
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_selp_cdss_eval_enforces_the_threshold_too(tmp_path, engine):
     from selp.cdss.config import load_cdss
     from selp.cdss.evaluate import evaluate_cdss
 
@@ -204,11 +211,11 @@ def test_selp_cdss_eval_enforces_the_threshold_too(tmp_path):
     for peer, rel, k in (("PA", "R", 1), ("PD", "Q", 2), ("PB", "S", 3)):
         (d / "data" / peer).mkdir(parents=True)
         (d / "data" / peer / f"{rel}.csv").write_text(f"k\n{k}\n")
-    res = evaluate_cdss(load_cdss(d), d / "data", "local")
+    res = evaluate_cdss(load_cdss(d), d / "data", engine)
     try:
         assert res.instance("PB", "S") == {(1,), (3,)}
         assert res.instance("PC", "T") == {(1,), (3,)}
     finally:
         res.close()
-    out = ok(cdss_cli("eval", d, "--engine", "local", "--relation", "T"))
+    out = ok(cdss_cli("eval", d, "--engine", engine, "--relation", "T"))
     assert "2 tuple(s)" in out and "T(1)" in out and "T(3)" in out and "T(2)" not in out, out

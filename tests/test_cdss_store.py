@@ -231,7 +231,7 @@ def test_publish_assigns_increasing_epochs(tmp_path):
 def test_deleting_an_import_records_a_rejection_and_a_local_tuple_is_removed(tmp_path):
     d = make_cdss(tmp_path, trust=False)
     load_running_example(d)
-    ok(cdss_cli("exchange", d, "--peer", "PBioSQL", "--engine", "local", "-q"))
+    ok(cdss_cli("exchange", d, "--peer", "PBioSQL", "-q"))  # the default engine
     # B(3,2) is imported (m1, m4); B(3,5) is local
     out = ok(cdss_cli("edit", d, "--peer", "PBioSQL", "-B(3, 2)", "-B(3, 5)"))
     assert "1 local deletion(s), 1 rejection(s)" in out

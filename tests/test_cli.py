@@ -56,19 +56,21 @@ def test_check_json_is_machine_readable() -> None:
     assert doc["strata"] == [["dealsWith"]]
 
 
-def test_eval_local_json_gives_the_hand_computed_answer() -> None:
-    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", "local", "--show", "dealsWith", "--json")
+@pytest.mark.parametrize("engine", ["embedded", "reference"])
+def test_eval_json_gives_the_hand_computed_answer(engine: str) -> None:
+    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", engine, "--show", "dealsWith", "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["engine"] == "local"
+    assert doc["engine"] == engine
     rows = {tuple(x) for x in doc["relations"]["dealsWith"]["rows"]}
     assert rows == EXPECTED_DEALS
     assert doc["relations"]["dealsWith"]["count"] == 9
 
 
-def test_eval_writes_csv_atomically(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["embedded", "reference"])
+def test_eval_writes_csv_atomically(tmp_path: Path, engine: str) -> None:
     out = tmp_path / "out"
-    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", "local", "--out", str(out), "-q")
+    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", engine, "--out", str(out), "-q")
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["dealsWith.csv"]
     with open(out / "dealsWith.csv", newline="") as fh:
@@ -80,15 +82,18 @@ def test_eval_writes_csv_atomically(tmp_path: Path) -> None:
 def test_engine_default_from_env_and_selp_toml(tmp_path: Path) -> None:
     prog = tmp_path / "p.dl"
     prog.write_text('e(1, 2).\ne(2, 3).\ntc(x, y) :- e(x, y).\ntc(x, y) :- tc(x, z), e(z, y).\n')
-    (tmp_path / "selp.toml").write_text('engine = "local"\n')
     r = selp("eval", str(prog), "--json")
-    assert json.loads(r.stdout)["engine"] == "local"
+    assert json.loads(r.stdout)["engine"] == "embedded"  # the default
+    (tmp_path / "selp.toml").write_text('engine = "local"\n')  # the old name of reference
+    r = selp("eval", str(prog), "--json")
+    assert json.loads(r.stdout)["engine"] == "reference"
     (tmp_path / "selp.toml").write_text('engine = "turbo"\n')
     r = selp("eval", str(prog))
     assert r.returncode == 1
     assert "selp.toml" in r.stderr and "'turbo' is not an engine" in r.stderr
-    r = selp("eval", str(prog), "--json", env={"SELP_ENGINE": "local"})
+    r = selp("eval", str(prog), "--json", env={"SELP_ENGINE": "reference"})
     assert json.loads(r.stdout)["relations"]["tc"]["count"] == 3
+    assert json.loads(r.stdout)["engine"] == "reference"
 
 
 @pytest.mark.parametrize(
@@ -102,7 +107,7 @@ def test_engine_default_from_env_and_selp_toml(tmp_path: Path) -> None:
 )
 def test_bad_programs_fail_with_one_located_line(tmp_path: Path, text: str, expected: str) -> None:
     (tmp_path / "p.dl").write_text(text)
-    r = selp("eval", "p.dl", "--engine", "local", cwd=tmp_path)
+    r = selp("eval", "p.dl", "--engine", "reference", cwd=tmp_path)
     assert r.returncode == 1
     assert "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
@@ -115,7 +120,7 @@ def test_bad_data_names_file_and_line(tmp_path: Path) -> None:
     db.mkdir()
     (db / "e.csv").write_text("src,dst\n1,2\n2,3,4\n")
     (tmp_path / "p.dl").write_text("tc(x, y) :- e(x, y).\n")
-    r = selp("eval", "p.dl", "--db", "db", "--engine", "local", cwd=tmp_path)
+    r = selp("eval", "p.dl", "--db", "db", "--engine", "reference", cwd=tmp_path)
     assert r.returncode == 1
     assert r.stderr.strip() == "error: db/e.csv:3: row has 3 field(s) but the header has 2"
 
@@ -128,7 +133,7 @@ def test_usage_errors_exit_2() -> None:
 
 
 def test_show_unknown_relation_is_a_user_error() -> None:
-    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", "local", "--show", "exports")
+    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", "reference", "--show", "exports")
     assert r.returncode == 1
     assert "--show exports: an EDB relation" in r.stderr
 
@@ -146,7 +151,7 @@ def test_instrument_prints_a_program_that_evaluates_to_the_matching_facts(tmp_pa
     assert r.returncode == 0, r.stderr
     assert "root relations: dealsWith@v0" in r.stderr
     assert 'dealsWith@v0("Cuba", b) :- dealsWith@v1t(b, "Cuba").' in out.read_text()
-    r = selp("eval", str(out), "--db", str(TRADE / "db"), "--engine", "local", "--show", "dealsWith@v0", "--json")
+    r = selp("eval", str(out), "--db", str(TRADE / "db"), "--engine", "reference", "--show", "dealsWith@v0", "--json")
     rows = {tuple(x) for x in json.loads(r.stdout)["relations"]["dealsWith@v0"]["rows"]}
     # every Cuba fact derives through exports(Cuba, tobacco): r2 gives dealsWith(France, Cuba)
     # from imports(France, tobacco), and symmetry/transitivity carry it to all three partners
@@ -159,10 +164,10 @@ def test_instrumented_negation_runs_and_keeps_the_other_facts(tmp_path: Path) ->
     r = selp("instrument", str(TRADE / "trade.dl"), "--pattern", "NOT dealsWith(Cuba, *)", "--out", str(out))
     assert r.returncode == 0, r.stderr
     roots = [x.strip() for x in r.stderr.split("root relations:")[1].splitlines()[0].split(",")]
-    r = selp("eval", str(out), "--db", str(TRADE / "db"), "--engine", "local", "--json", "--show", "*")
+    r = selp("eval", str(out), "--db", str(TRADE / "db"), "--engine", "reference", "--json", "--show", "*")
     relations = json.loads(r.stdout)["relations"]
     got = {(rel.split("@")[0], tuple(row)) for rel in roots for row in relations[rel]["rows"]}
-    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", "local", "--json", "--show", "*")
+    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", "reference", "--json", "--show", "*")
     plain = json.loads(r.stdout)["relations"]
     every = {(rel, tuple(row)) for rel, v in plain.items() for row in v["rows"]}
     analysis = analyze(parse_program_file(str(TRADE / "trade.dl")))

@@ -28,6 +28,8 @@ from selp.cdss.store import Store
 from selp.cli import main
 from test_cdss_store import cdss_cli, ok
 
+pytestmark = pytest.mark.spark  # every test reads the chain fixture, which starts Spark
+
 WINDOWS = [AsrDef(("m4_5", "m3_4", "m2_3")), AsrDef(("m1_2", "m0_1"))]
 
 

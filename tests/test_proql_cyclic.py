@@ -19,25 +19,39 @@ NULL = "FOR [U $x] WHERE $x.nam = 1 INCLUDE PATH [$x] <-+ [] RETURN $x"
 
 
 @pytest.fixture(scope="module")
-def cyclic(tmp_path_factory):
-    d = make_cdss(tmp_path_factory.mktemp("cyclic"), trust=False)
-    load_running_example(d)
-    ok(cdss_cli("edit", d, "--peer", "PBioSQL", "+B(1, 1)"))
-    ok(cdss_cli("edit", d, "--peer", "PuBio", "+U(1, 1)"))
-    for p in ("PBioSQL", "PuBio"):
-        ok(cdss_cli("publish", d, "--peer", p))
-    ok(cdss_cli("exchange", d, "--peer", "PBioSQL", "--engine", "local", "-q"))
-    return d
+def stores(tmp_path_factory):
+    """The cyclic store exchanged by an engine, built once per engine and module."""
+    built: dict[str, object] = {}
+
+    def store(engine: str):
+        if engine not in built:
+            d = make_cdss(tmp_path_factory.mktemp(f"cyclic-{engine}"), trust=False)
+            load_running_example(d)
+            ok(cdss_cli("edit", d, "--peer", "PBioSQL", "+B(1, 1)"))
+            ok(cdss_cli("edit", d, "--peer", "PuBio", "+U(1, 1)"))
+            for p in ("PBioSQL", "PuBio"):
+                ok(cdss_cli("publish", d, "--peer", p))
+            ok(cdss_cli("exchange", d, "--peer", "PBioSQL", "--engine", engine, "-q"))
+            built[engine] = d
+        return built[engine]
+
+    return store
 
 
-@pytest.fixture(params=["local", "spark"])
+@pytest.fixture(params=["embedded", "reference", pytest.param("spark", marks=pytest.mark.spark)])
 def engine(request):
     if request.param == "spark":
         request.getfixturevalue("spark")  # the session-wide Spark session, reused by the CLI
     return request.param
 
 
-def values(d, semiring: str, body: str, assign: str = "", engine: str = "local") -> dict:
+@pytest.fixture
+def cyclic(stores, engine):
+    """The store the engine queries: exchanged by that engine (Spark: by the reference engine)."""
+    return stores("reference" if engine == "spark" else engine)
+
+
+def values(d, semiring: str, body: str, assign: str = "", engine: str = "embedded") -> dict:
     q = f"EVALUATE {semiring} OF {{ {body} }} {assign}" if semiring else body
     res = CliRunner().invoke(main, ["proql", str(d), q, "--format", "json", "--engine", engine])
     assert res.exit_code == 0, res.output + res.stderr

@@ -1,6 +1,7 @@
 """The dissertation's ProQL queries Q1–Q10 (§7.3, digest 5.5) on the running example, stored and
-exchanged through the CDSS store, run through ``selp proql`` on both engines (every test runs
-once with ``--engine local`` and once with ``--engine spark``: the same asserted answers).
+exchanged through the CDSS store, run through ``selp proql`` on every engine (each test runs with
+``--engine embedded`` and ``--engine reference`` over a store exchanged by that engine, and with
+``--engine spark`` over the reference engine's store: the same asserted answers).
 
 The data is Example 5 with everyone trusting everything (``make_cdss(trust=False)``), so the graph
 is the dissertation's Figure 4.8. Worked out by hand from the CSVs and the mappings
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -35,31 +37,44 @@ B_ALL = ["B(1,3)", "B(3,2)", "B(3,3)", "B(3,5)"]
 Q1 = "FOR [U $x] INCLUDE PATH [$x] <-+ [] RETURN $x"
 
 
+ENGINES = ["embedded", "reference", pytest.param("spark", marks=pytest.mark.spark)]
+
+
 class Bio(str):
     """The store directory, remembering which engine the test runs on."""
 
-    engine = "local"
+    engine = "embedded"
 
 
 @pytest.fixture(scope="module")
-def store_dir(tmp_path_factory):
-    d = make_cdss(tmp_path_factory.mktemp("proql"), trust=False)
-    load_running_example(d)
-    ok(cdss_cli("exchange", d, "--peer", "PBioSQL", "--engine", "local", "-q"))
-    return d
+def stores(tmp_path_factory):
+    """The running example's store exchanged by an engine, built once per engine and module."""
+    built: dict[str, Path] = {}
+
+    def store(engine: str) -> Path:
+        if engine not in built:
+            d = make_cdss(tmp_path_factory.mktemp(f"proql-{engine}"), trust=False)
+            load_running_example(d)
+            ok(cdss_cli("exchange", d, "--peer", "PBioSQL", "--engine", engine, "-q"))
+            built[engine] = d
+        return built[engine]
+
+    return store
 
 
-@pytest.fixture(params=["local", "spark"])
-def bio(request, store_dir):
-    b = Bio(store_dir)
-    b.engine = request.param
-    if b.engine == "spark":
+@pytest.fixture(params=ENGINES)
+def bio(request, stores):
+    engine = request.param
+    # the in-process engines query what they exchanged; Spark queries the reference's store
+    b = Bio(stores("reference" if engine == "spark" else engine))
+    b.engine = engine
+    if engine == "spark":
         request.getfixturevalue("spark")  # the session-wide Spark session, reused by the CLI
     return b
 
 
 def proql(d, *args) -> object:
-    engine = getattr(d, "engine", "local")
+    engine = getattr(d, "engine", "embedded")
     return CliRunner().invoke(main, ["proql", str(d), *map(str, args), "--engine", engine])
 
 
@@ -274,3 +289,20 @@ def test_peer_qualified_relation_names(bio):
     assert sorted(doc["graph"]["nodes"]) == ["G(1,2,3)", "G(3,5,2)", "U(2,5)", "U(3,2)", "m2(1,2,3)", "m2(3,5,2)"]
     one_line_error(proql(bio, "FOR [PuBio.B $x] RETURN $x"), "<query>:1:5", "peer PuBio has no relation B (its relations: U)")
     one_line_error(proql(bio, "FOR [U $x] WHERE $x in Nobody.U RETURN $x"), "<query>:1:18", "unknown peer Nobody")
+
+
+def test_the_default_engine_and_the_python_api(stores, monkeypatch):
+    """No --engine: the embedded engine (the in-memory graph, no Spark); selp.toml beside
+    cdss.toml may choose another; the Python API chooses the same way."""
+    from selp.cdss.proql.api import local_query, query as api_query
+
+    monkeypatch.delenv("SELP_ENGINE", raising=False)
+    d = stores("embedded")
+    res = CliRunner().invoke(main, ["proql", str(d), Q1, "--format", "json"])
+    assert sorted(json.loads(ok(res))["graph"]["nodes"])[:1] == ["B(1,3)"]
+    rows = api_query(str(d), evaluate("COUNT"))
+    assert rows == local_query(str(d), evaluate("COUNT"))
+    assert {r["x"]: r["value(x)"] for r in rows}["U(3,f_m3_c(3))"] == 4
+    assert api_query(str(d), Q1, engine="reference") == api_query(str(d), Q1, engine="local")
+    one_line_error(CliRunner().invoke(main, ["proql", str(d), Q1, "--engine", "embedded", "--master", "local[1]"]),
+                   "apply to the spark engine")

@@ -17,6 +17,12 @@ from selp.errors import SelpError
 from test_cdss_store import cdss_cli, load_running_example, make_cdss, ok, one_line_error
 
 Q = "FOR [B $x] INCLUDE PATH [$x] <-+ [] RETURN $x"
+# the in-process engines query stores they exchanged; Spark queries the reference engine's
+ENGINES = ["embedded", "reference", pytest.param("spark", marks=pytest.mark.spark)]
+
+
+def exchange_engine(engine: str) -> str:
+    return "reference" if engine == "spark" else engine
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +33,7 @@ def bio(tmp_path_factory):
     return d
 
 
+@pytest.mark.spark
 def test_python_api_dataframes_and_lists(bio, spark):
     # WEIGHT with every leaf 1: B(3,5) local 1; B(1,3) = m1(g1) = 1; B(3,2) = min(m1(g2) = 1,
     # m4(b·U(2,5)) = 1 + 1) = 1; B(3,3) = m4(B(3,2)·U(3,2)) = 1 + m2(g1) = 2
@@ -42,6 +49,7 @@ def test_python_api_dataframes_and_lists(bio, spark):
     assert rows == [{"x": "B(1,3)", "value(x)": 1}, {"x": "B(3,2)", "value(x)": 1}, {"x": "B(3,3)", "value(x)": 2}, {"x": "B(3,5)", "value(x)": 1}]
 
 
+@pytest.mark.spark
 def test_driver_semirings_refuse_a_large_projection(bio, spark, monkeypatch):
     # G′ of Q has 4 B + 2 G + 2 U tuples and 6 mapping nodes (m1 x2, m2 x2, m4 x2) = 14 nodes
     monkeypatch.setattr(spark_engine, "MAX_DRIVER_NODES", 13)
@@ -52,10 +60,13 @@ def test_driver_semirings_refuse_a_large_projection(bio, spark, monkeypatch):
     assert r.driver_values == {"B(1,3)": 1, "B(3,2)": 3, "B(3,3)": 3, "B(3,5)": 1}
 
 
-def test_spark_options_need_the_spark_engine(bio):
-    res = CliRunner().invoke(main, ["proql", str(bio), Q, "--engine", "local", "--explain"])
+@pytest.mark.parametrize("engine", ["embedded", "reference", "local"])
+def test_spark_options_need_the_spark_engine(bio, engine):
+    res = CliRunner().invoke(main, ["proql", str(bio), Q, "--engine", engine, "--explain"])
     one_line_error(res, "--explain", "apply to the spark engine")
-    res = CliRunner().invoke(main, ["proql", str(bio), "--build-asrs", "--engine", "local"])
+    res = CliRunner().invoke(main, ["proql", str(bio), Q, "--engine", engine, "--master", "local[1]"])
+    one_line_error(res, "--master", "apply to the spark engine")
+    res = CliRunner().invoke(main, ["proql", str(bio), "--build-asrs", "--engine", engine])
     one_line_error(res, "--build-asrs applies to the spark engine")
 
 
@@ -82,8 +93,8 @@ def test_bench_proql_rejects_bad_patterns():
     one_line_error(res, "unknown data placement 'nowhere'")
 
 
-def exchanged(tmp_path, name: str, toml: str, edits: dict[str, list[str]], peer: str):
-    """A store built from ``toml``: each peer's edits published, then one local exchange for ``peer``."""
+def exchanged(tmp_path, name: str, toml: str, edits: dict[str, list[str]], peer: str, engine: str = "reference"):
+    """A store built from ``toml``: each peer's edits published, then one exchange for ``peer`` on ``engine``."""
     d = tmp_path / name
     d.mkdir()
     (d / "cdss.toml").write_text(toml)
@@ -91,7 +102,7 @@ def exchanged(tmp_path, name: str, toml: str, edits: dict[str, list[str]], peer:
     for p, es in edits.items():
         ok(cdss_cli("edit", d, "--peer", p, *es))
         ok(cdss_cli("publish", d, "--peer", p))
-    ok(cdss_cli("exchange", d, "--peer", peer, "--engine", "local", "-q"))
+    ok(cdss_cli("exchange", d, "--peer", peer, "--engine", engine, "-q"))
     return d
 
 
@@ -121,11 +132,11 @@ def s_values(tmp_path, engine: str, request, mappings: list[str], rows: list[str
     exchanged into Q; returns ``query -> {S fact: value of $x}`` as `selp proql` on ``engine`` gives."""
     if engine == "spark":
         request.getfixturevalue("spark")
-    d = exchanged(tmp_path, "rs", RS_TOML.format(mappings=json.dumps(mappings)), {"P": rows}, "Q")
+    d = exchanged(tmp_path, "rs", RS_TOML.format(mappings=json.dumps(mappings)), {"P": rows}, "Q", exchange_engine(engine))
     return lambda q: {r["x"]: r["values"]["x"] for r in proql_json(d, q, engine)["rows"]}
 
 
-@pytest.mark.parametrize("engine", ["local", "spark"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_tuple_read_twice_counts_twice(tmp_path, engine, request):
     # m joins R with its mirror: R(1,1) is both of m(1,1)'s inputs, R(2,3) and R(3,2) those of
     # m(2,3) (and of m(3,2)). With every leaf costing 2, S(1) = 2 + 2 = 4 (not 2), as is S(2).
@@ -135,7 +146,7 @@ def test_a_tuple_read_twice_counts_twice(tmp_path, engine, request):
     assert values(S_PATHS) == {"S(1)": "m(R(1,1)·R(1,1))", "S(2)": "m(R(2,3)·R(3,2))", "S(3)": "m(R(2,3)·R(3,2))"}
 
 
-@pytest.mark.parametrize("engine", ["local", "spark"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_head_atom_written_twice_is_one_derivation(tmp_path, engine, request):
     # m's head names S(x) twice: that is still one derivation of S(x) per valuation of m, on
     # both engines (the Spark graph's deriv has the (t, m) row twice; its evaluation must not
@@ -170,6 +181,7 @@ key = ["a"]
 """
 
 
+@pytest.mark.spark
 def test_spark_graph_equals_the_local_graph(tmp_path, spark):
     # The Spark loader reads all files in two scans and builds node texts from lookup tables;
     # the local loader instantiates every mapping in Python. On a CDSS with a relation name two
@@ -221,13 +233,13 @@ key = ["name"]
 """
 
 
-@pytest.mark.parametrize("engine", ["local", "spark"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_attribute_names_differing_only_in_case(tmp_path, engine, request):
     # Spark resolves column names case-insensitively; the graph must still keep R.Name, S.name
     # and S.Name apart (S has both), and S.Name holds strings where S.name holds ints.
     if engine == "spark":
         request.getfixturevalue("spark")
-    d = exchanged(tmp_path, "case", CASE_TOML, {"P": ["+R(1)", "+R(5)"], "Q": ['+S(9, "z")']}, "Q")
+    d = exchanged(tmp_path, "case", CASE_TOML, {"P": ["+R(1)", "+R(5)"], "Q": ['+S(9, "z")']}, "Q", exchange_engine(engine))
 
     def rows(q: str) -> set:
         return {r["x"] for r in proql_json(d, q, engine)["rows"]}

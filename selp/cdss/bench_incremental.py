@@ -5,7 +5,9 @@ with one relation ``R_k(id, v)``; full mappings along a chain ``R_k -> R_k+1`` a
 ``R_k+1 -> R_k`` (so the mapping graph is one cycle-rich component, like Example 14), and base data
 drawn from a shared pool, so that peers overlap and many tuples have several derivations. Each
 row times one batch -- deleting (or inserting) ``fraction`` of every peer's base tuples -- with
-one strategy on the local backend, starting from the same fully evaluated state.
+one strategy on the Python-set backend, starting from the same fully evaluated state;
+recomputation (and the initial state) is evaluated by a registered engine (``--engine``, the
+embedded engine by default).
 
 ``python -m selp.cdss.bench_incremental [--sizes 500,2000] [--fractions 0.1,0.3,0.5] [--peers 5]``
 prints a Markdown table. (``selp bench`` is not wired to it.)
@@ -20,7 +22,8 @@ from typing import Iterable
 from selp.cdss.compile import CompiledCDSS, compile_cdss
 from selp.cdss.config import parse_cdss
 from selp.cdss.incremental import STRATEGIES, apply_changes
-from selp.engines.local import evaluate
+from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
+from selp.engines.registry import get_engine, names
 from selp.language.validate import analyze
 
 
@@ -56,18 +59,21 @@ def bench_incremental(
     peers: int = 5,
     seed: int = 0,
     operations: Iterable[str] = ("delete", "insert"),
+    engine: str = DEFAULT_ENGINE,
 ) -> list[dict]:
     """Time each strategy on each (base size per peer, fraction, operation); returns one row per
     run: ``size``, ``fraction``, ``op``, ``strategy``, ``seconds``, ``state`` (tuples before),
     ``changed`` (tuples inserted + deleted), ``tests``, ``overdeleted``, ``rederived``, ``ok``
-    (the result equals recomputation's)."""
+    (the result equals recomputation's). ``engine`` (a registered name) evaluates the initial
+    state and ``recompute``."""
+    eng = get_engine(engine)
     compiled = generated_cdss(peers)
     analysis = analyze(compiled.program)
     rows = []
     for size in sizes:
         edb = {rel: set() for rel in analysis.edb}
         edb.update(base_data(peers, size, seed))
-        state = {**edb, **evaluate(analysis, edb)}
+        state = {**edb, **eng.evaluate(analysis, edb)}
         total = sum(len(v) for v in state.values())
         rng = random.Random(seed + size)
         for fraction in fractions:
@@ -81,7 +87,7 @@ def bench_incremental(
                     deletes = {}
                 reference = None
                 for strategy in ["recompute"] + [s for s in strategies if s != "recompute"]:
-                    new, stats = apply_changes(compiled, state, inserts, deletes, strategy)
+                    new, stats = apply_changes(compiled, state, inserts, deletes, strategy, eng.name)
                     if reference is None:
                         reference = new
                     if strategy not in strategies:
@@ -122,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--peers", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--engine", default=DEFAULT_ENGINE, choices=names(), help="the engine that recomputes")
     a = ap.parse_args(argv)
     rows = bench_incremental(
         [int(s) for s in a.sizes.split(",")],
@@ -129,6 +136,7 @@ def main(argv: list[str] | None = None) -> None:
         a.strategies.split(","),
         a.peers,
         a.seed,
+        engine=a.engine,
     )
     print(markdown(rows))
 

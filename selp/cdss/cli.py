@@ -10,7 +10,19 @@ from pathlib import Path
 
 import click
 
+from selp.engines.registry import names as engine_names
 from selp.errors import SelpError
+
+# every command picks its engine the way `selp eval` does (selp.config.choose_engine), reading
+# the selp.toml beside cdss.toml
+ENGINE_HELP = (
+    "Engine [default: spark with --master, else SELP_ENGINE, else `engine` in selp.toml beside"
+    " cdss.toml, else embedded]."
+)
+
+
+def _engine_option(help_text: str = ENGINE_HELP):
+    return click.option("--engine", type=click.Choice(engine_names()), default=None, help=help_text)
 
 
 @click.group(name="cdss")
@@ -77,7 +89,7 @@ def compile_cmd(directory: str, viewpoint: str | None, out_file: str | None) -> 
 @cdss.command(name="eval")
 @click.argument("directory", type=click.Path())
 @click.option("--data", "data_dir", type=click.Path(file_okay=False), default=None, help="Base data: DATA/<peer>/<relation>.csv [default: DIRECTORY/data].")
-@click.option("--engine", type=click.Choice(["local", "spark"]), default=None, help="Evaluation engine [default: SELP_ENGINE, else selp.toml beside cdss.toml, else spark].")
+@_engine_option()
 @click.option("--relation", "relations", multiple=True, metavar="R", help="Print only R (or PEER.R); repeatable.")
 @click.option("--with-nulls", is_flag=True, help="Keep tuples holding labeled nulls (default: certain answers only).")
 @click.option("--master", default=None, help="Spark master URL (spark engine).")
@@ -86,8 +98,9 @@ def eval_cmd(directory: str, data_dir: str | None, engine: str | None, relations
 
     \b
     Examples:
-      selp cdss eval examples/cdss/bio --engine local
-      selp cdss eval examples/cdss/bio --engine local --relation U --with-nulls
+      selp cdss eval examples/cdss/bio
+      selp cdss eval examples/cdss/bio --relation U --with-nulls
+      selp cdss eval examples/cdss/bio --engine spark --master spark://host:7077
     """
     from selp.cdss.config import CONFIG_FILE, load_cdss
     from selp.cdss.evaluate import evaluate_cdss
@@ -97,23 +110,12 @@ def eval_cmd(directory: str, data_dir: str | None, engine: str | None, relations
 
     c = load_cdss(directory)
     toml = Path(c.source or Path(directory) / CONFIG_FILE)
-    engine = choose_engine(engine, toml)
+    engine = choose_engine(engine, toml, master)
     wanted = [_find_relation(c, r) for r in relations] or [r.ref for r in c.relations()]
     if data_dir is None:
         default = toml.parent / "data"
         data_dir = str(default) if default.is_dir() else None
-    spark = None
-    if engine == "spark":
-        from selp.engines.spark_session import get_spark
-
-        click.echo(f"starting Spark ({master or 'local'}) ...", err=True)
-        try:
-            spark = get_spark(master)
-        except Exception as err:  # Py4J/PySpark errors: one line, not a JVM stack
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise SelpError(f"could not start Spark: {first}") from None
-    elif master:
-        raise SelpError("--master applies to the spark engine; add --engine spark")
+    spark = _start_spark(engine, master, False)
     result = evaluate_cdss(c, data_dir, engine, spark=spark, with_nulls=with_nulls)
     try:
         what = "with labeled nulls" if with_nulls else "certain answers"
@@ -164,7 +166,11 @@ def _when(ts: float) -> str:
 
 
 def _start_spark(engine: str, master: str | None, quiet: bool):
-    if engine != "spark":
+    """The Spark session when ``engine`` (a registered name) uses Spark, else None; ``--master``
+    with another engine is refused (it would be silently ignored)."""
+    from selp.engines.registry import get_engine
+
+    if not get_engine(engine).uses_spark:
         if master:
             raise SelpError("--master applies to the spark engine; add --engine spark")
         return None
@@ -179,11 +185,13 @@ def _start_spark(engine: str, master: str | None, quiet: bool):
         raise SelpError(f"could not start Spark: {first}") from None
 
 
-def _engine(engine: str | None, store) -> str:
+def _engine(engine: str | None, store, master: str | None = None) -> str:
+    """The registered engine name for a store command (``--engine``, ``--master``, SELP_ENGINE,
+    the selp.toml beside cdss.toml, else embedded)."""
     from selp.cdss.config import CONFIG_FILE
     from selp.config import choose_engine
 
-    return choose_engine(engine, store.directory / CONFIG_FILE)
+    return choose_engine(engine, store.directory / CONFIG_FILE, master)
 
 
 @cdss.command(name="init")
@@ -305,7 +313,7 @@ def publish_cmd(directory: str, peer: str) -> None:
 @cdss.command(name="exchange")
 @_DIR
 @_PEER
-@click.option("--engine", type=click.Choice(["local", "spark"]), default=None, help="Evaluation engine [default: SELP_ENGINE, else selp.toml beside cdss.toml, else spark].")
+@_engine_option()
 @click.option("--strategy", type=click.Choice(["recompute", "provenance", "dred"]), default="recompute", show_default=True, help="Full recomputation, or incremental maintenance (provenance-based deletion or DRed).")
 @click.option("--publish", "publish_first", is_flag=True, help="Publish PEER's edits first (ORCHESTRA's exchange).")
 @click.option("--wait", type=click.FloatRange(min=0), default=10.0, show_default=True, help="Seconds to wait for another running exchange.")
@@ -317,17 +325,19 @@ def exchange_cmd(directory: str, peer: str, engine: str | None, strategy: str, p
 
     \b
     Examples:
-      selp cdss exchange examples/cdss/bio --peer PBioSQL --engine local
+      selp cdss exchange examples/cdss/bio --peer PBioSQL
       selp cdss exchange examples/cdss/bio --peer PBioSQL --publish --strategy provenance
+      selp cdss exchange examples/cdss/bio --peer PBioSQL --engine spark
     """
     from selp.cdss.exchange import exchange
 
     with _open(directory) as s:
-        eng = _engine(engine, s)
+        eng = _engine(engine, s, master)
         if strategy != "recompute":  # before starting Spark: refuse fast when unavailable
             from selp.cdss.exchange import check_strategy
+            from selp.engines.registry import get_engine
 
-            check_strategy(strategy, eng == "spark")
+            check_strategy(strategy, get_engine(eng).uses_spark)
         if publish_first:
             epoch, n = s.publish(peer)
             if n and not quiet:
@@ -472,9 +482,9 @@ def log_cmd(directory: str, peer: str | None) -> None:
 @click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Trees.")
 @click.option("--monoid", default="cost", show_default=True, help="cost (PEER's ranked trust), or another selp monoid.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True, help="Top-k engine.")
+@_engine_option("Top-k engine " + ENGINE_HELP[len("Engine "):])
 @click.option("--master", default=None, help="Spark master URL (spark engine).")
-def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: str, engine: str, master: str | None) -> None:
+def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: str, engine: str | None, master: str | None) -> None:
     """The k best derivation trees of FACT through the mappings, ranked by PEER's trust costs.
 
     Computed over the latest published base data; each step names its mapping and the peers
@@ -489,6 +499,7 @@ def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: 
     from selp.cdss.explain import explain, render_text, to_json
 
     with _open(directory) as s:
+        engine = _engine(engine, s, master)
         spark = _start_spark(engine, master, False)
         e = explain(s, peer, fact, k, monoid, engine, spark)
         epoch = s.peer_epoch(peer)

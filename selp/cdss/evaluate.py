@@ -1,4 +1,8 @@
-"""Evaluate a CDSS from scratch: compile it and run selp's local or Spark engine.
+"""Evaluate a CDSS from scratch: compile it and run one of selp's engines on it.
+
+The engine is named as in :mod:`selp.engines.registry` (``embedded``, the default; ``reference``,
+formerly ``local``; ``spark``); callers resolve a user's choice with
+:func:`selp.config.choose_engine` first.
 
 This is the full computation of update exchange (every peer's instance recomputed from all base
 data), reading the base data from files until the durable store exists:
@@ -30,6 +34,8 @@ from selp.cdss.compile import CompiledCDSS, compile_cdss
 from selp.cdss.errors import CdssError
 from selp.cdss.model import CDSS, RelationRef
 from selp.database import FORMATS
+from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
+from selp.engines.registry import get_engine
 from selp.errors import Location, SelpError
 from selp.language.validate import analyze
 from selp.values import Skolem, Value
@@ -103,6 +109,11 @@ class CdssResult:
         return self.instances[RelationRef(peer, relation)]
 
     def close(self) -> None:
+        # the embedded engine's result holds a DuckDB database and Spark's cached frames: both
+        # are released here, not left to the garbage collector
+        close = getattr(self.result, "close", None)
+        if close is not None:
+            close()
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
@@ -153,44 +164,38 @@ def _write_threshold_rejections(compiled: CompiledCDSS, analysis: Any, db: str, 
 def evaluate_cdss(
     cdss: CDSS,
     base_data_dir: str | Path | None,
-    engine: str = "local",
+    engine: str = DEFAULT_ENGINE,
     *,
     spark: Any = None,
     with_nulls: bool = False,
     viewpoint: str | None = None,
 ) -> CdssResult:
     """Compile ``cdss`` and compute every peer's instance from the base data in ``base_data_dir``
-    (``None``: no data) with the ``local`` or ``spark`` engine (``spark``: a session; one is
-    started when ``None``). Instances hold certain answers unless ``with_nulls``."""
-    if engine not in ("local", "spark"):
-        raise CdssError(f"unknown engine {engine!r}; use local or spark")
+    (``None``: no data) with the engine registered as ``engine`` (``spark``: a session for the
+    Spark engine; one is started when ``None``). Instances hold certain answers unless
+    ``with_nulls``."""
+    try:
+        eng = get_engine(engine)
+    except SelpError as err:
+        raise CdssError(err.message) from None
     compiled = compile_cdss(cdss, viewpoint)
     files = base_data_files(cdss, compiled, base_data_dir) if base_data_dir is not None else {}
     analysis = analyze(compiled.program)
     tmp = tempfile.TemporaryDirectory(prefix="selp-cdss-")
+    result: Any = None
     try:
         link_base_data(files, tmp.name)
-        _write_threshold_rejections(compiled, analysis, tmp.name, engine, spark)
-        if engine == "spark":
-            from selp.engines.spark import run_spark
-
-            if spark is None:
-                from selp.engines.spark_session import get_spark
-
-                spark = get_spark()
-            result: Any = run_spark(analysis, tmp.name, spark)
-        else:
-            from selp.engines.result import run_local
-
-            result = run_local(analysis, tmp.name)
+        _write_threshold_rejections(compiled, analysis, tmp.name, eng.name, spark)
+        result = eng.run(analysis, tmp.name, None, spark)
         instances: dict[RelationRef, set[Row]] = {}
         for ref, rel in compiled.output_relations().items():
             rows = result.rows(rel)
             instances[ref] = set(rows) if with_nulls else {r for r in rows if is_certain(r)}
-    except SelpError as err:
+    except BaseException as err:
+        if result is not None and hasattr(result, "close"):
+            result.close()
         tmp.cleanup()
-        raise _relocated(err, tmp.name, files) from None
-    except BaseException:
-        tmp.cleanup()
+        if isinstance(err, SelpError):
+            raise _relocated(err, tmp.name, files) from None
         raise
     return CdssResult(compiled, instances, with_nulls, result, tmp)

@@ -14,10 +14,12 @@ peer's instance reflects.
 
 Strategies:
 
-* ``recompute`` — full computation: the compiled program evaluated by selp's local or Spark
-  engine over the published base data (semi-naive to the fixpoint).
+* ``recompute`` — full computation: the compiled program evaluated by one of selp's engines
+  (:mod:`selp.engines.registry`: ``embedded`` by default, ``reference``, ``spark``) over the
+  published base data (semi-naive to the fixpoint).
 * ``provenance`` / ``dred`` — incremental maintenance by
-  :func:`selp.cdss.incremental.apply_changes` (``apply_changes_spark`` on Spark), starting from
+  :func:`selp.cdss.incremental.apply_changes` over Python sets on the in-process engines
+  (``apply_changes_spark`` on Spark), starting from
   the latest committed epoch (whoever exchanged it) with the base-data delta since the
   publication it reflects. When there is no earlier epoch the start is the empty state (all
   relations empty) and the delta is all base data. When the earlier epoch was computed from a
@@ -37,6 +39,9 @@ from typing import Any, Callable
 
 from selp.cdss.errors import CdssError
 from selp.cdss.store import ExchangeInfo, Row, Store, crash_hook, epoch_name, program_fingerprint, write_relation
+from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
+from selp.engines.registry import Engine, get_engine
+from selp.errors import SelpError
 
 STRATEGIES = ("recompute", "provenance", "dred")
 Say = Callable[[str], None]
@@ -73,14 +78,14 @@ def check_strategy(strategy: str, spark: bool) -> Callable:
             continue
         if fn is not None:
             return fn
-    engine = "the spark engine" if spark else "the local engine"
+    engine = "the spark engine" if spark else "the in-process engines"
     raise CdssError(f"strategy {strategy} is not available yet on {engine} (no {name} in selp.cdss.incremental); use --strategy recompute")
 
 
 def exchange(
     store: Store,
     peer: str,
-    engine: str = "local",
+    engine: str = DEFAULT_ENGINE,
     strategy: str = "recompute",
     *,
     spark: Any = None,
@@ -88,13 +93,18 @@ def exchange(
     keep: int = 3,
     say: Say = lambda msg: None,
 ) -> ExchangeResult:
-    """Run update exchange for ``peer`` (see the module docstring); ``say`` reports progress."""
+    """Run update exchange for ``peer`` on the engine registered as ``engine`` (an alias such as
+    ``local`` is recorded under its registered name; see the module docstring); ``say`` reports
+    progress."""
     store.check_peer(peer)
-    if engine not in ("local", "spark"):
-        raise CdssError(f"unknown engine {engine!r}; use local or spark")
+    try:
+        eng = get_engine(engine)
+    except SelpError as err:
+        raise CdssError(err.message) from None
+    engine = eng.name
     if strategy not in STRATEGIES:
         raise CdssError(f"unknown strategy {strategy!r}; use {', '.join(STRATEGIES)}")
-    incremental = check_strategy(strategy, engine == "spark") if strategy != "recompute" else None
+    incremental = check_strategy(strategy, eng.uses_spark) if strategy != "recompute" else None
     with store.exchange_lock(peer, wait):
         t0 = time.perf_counter()
         for p in store.clean_uncommitted():
@@ -116,10 +126,10 @@ def exchange(
         if start is not None and start.collected:  # cannot happen: the latest epoch is kept
             incremental, used = None, "recompute"
         try:
-            if engine == "spark":
+            if eng.uses_spark:
                 sizes = _run_spark(store, base, start, incremental, strategy, spark, tmp, stats, say)
             else:
-                sizes = _run_local(store, base, start, incremental, strategy, tmp, stats, say)
+                sizes = _run_in_process(store, eng, base, start, incremental, strategy, tmp, stats, say)
             stats.update(base_tuples=n_base, tuples=sum(sizes.values()))
             if above is not None:
                 stats["above_threshold"] = above
@@ -133,7 +143,7 @@ def exchange(
         # (nothing happens, and no Spark starts, when the previous epoch has none; never raises)
         from selp.cdss.proql.asr import maintain_asrs
 
-        maintain_asrs(store, epoch, spark if engine == "spark" else None, say)
+        maintain_asrs(store, epoch, spark if eng.uses_spark else None, say)
         collected = store.collect_garbage(keep)
         if collected:
             say(f"garbage-collected epoch(s) {', '.join(map(str, collected))}")
@@ -190,16 +200,23 @@ def _materialise_base(store: Store, base: dict[str, set[Row]], target: Path) -> 
             write_parquet(target / f"{rel}.parquet", tuple(c for c, _ in cols), tuple(t for _, t in cols), sorted(rows, key=repr))
 
 
-def _run_local(store, base, start, incremental, strategy, tmp, stats, say) -> dict[str, int]:
+def _run_in_process(store: Store, eng: Engine, base, start, incremental, strategy, tmp, stats, say) -> dict[str, int]:
+    """An exchange on an engine without Spark: ``recompute`` runs ``eng`` over the base data
+    written as typed Parquet (the same loader and checks as ``selp eval``); the incremental
+    strategies maintain Python sets (:func:`selp.cdss.incremental.apply_changes`)."""
     t0 = time.perf_counter()
     if incremental is None:
-        from selp.engines.result import run_local
         from selp.language.validate import analyze
 
         with tempfile.TemporaryDirectory(prefix="selp-cdss-base-") as db:
             _materialise_base(store, base, Path(db))
-            result = run_local(analyze(store.compiled.program), db, _progress(say, t0))
-        state = {rel: set(result.rows(rel)) for rel in result.relations()}
+            result = eng.run(analyze(store.compiled.program), db, _progress(say, t0))
+            try:
+                state = {rel: set(result.rows(rel)) for rel in result.relations()}
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()  # the embedded engine's DuckDB database: freed before writing
         state.update(base)
         stats["iterations"] = result.iterations
     else:

@@ -22,6 +22,8 @@ from selp.cdss.compile import CompiledCDSS, compile_cdss
 from selp.cdss.errors import CdssError
 from selp.cdss.model import RelationRef
 from selp.cdss.store import Store
+from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
+from selp.engines.registry import canonical
 from selp.topk.trees import Node
 from selp.values import Value, display_value, format_value, is_int_literal
 
@@ -119,10 +121,12 @@ def explain(
     fact: str,
     k: int = 3,
     monoid: str = "cost",
-    engine: str = "local",
+    engine: str = DEFAULT_ENGINE,
     spark: Any = None,
 ) -> Explanation:
-    """The top-k derivation trees of ``fact`` ranked by ``peer``'s trust (see module docstring)."""
+    """The top-k derivation trees of ``fact`` ranked by ``peer``'s trust (see module docstring),
+    computed by :func:`selp.topk.api.topk` on the registered engine ``engine`` (``spark``: the
+    session when it is the Spark engine)."""
     from selp.cdss.exchange import _materialise_base
     from selp.cdss.ranked import threshold_rejections
     from selp.language.validate import analyze
@@ -130,11 +134,13 @@ def explain(
     from selp.topk.trees import answers
 
     store.check_peer(peer)
+    engine = canonical(engine)  # an unknown name fails before reading the store
     compiled = compile_cdss(store.cdss, viewpoint=peer)
     ref, args = parse_fact(compiled, fact)
     publication = store.last_publication()
     base = store.base_data(publication)
     # the trees are over what exchange accepts: imports above their owner's threshold are out
+    # (computed in Python: the base data is already here, and it needs no Spark job)
     base.update(threshold_rejections(store.compiled, base))
     target = compiled.names.relation(ref, "o")
     pattern = f"{target}({', '.join(format_value(v) for v in args)})"

@@ -6,8 +6,9 @@ contributions added/removed, ``R_r`` rejections added/removed), :func:`apply_cha
 state that full recomputation would give, doing as little work as the chosen strategy allows:
 
 ``recompute``
-    Evaluate from scratch with the local engine (:func:`selp.engines.local.evaluate`): the
-    baseline, and the oracle of the tests.
+    Evaluate from scratch with one of selp's engines (``engine``, a name of
+    :mod:`selp.engines.registry`; the embedded engine by default): the baseline. The tests'
+    oracle is the reference engine.
 ``dred``
     Delete and rederive (Gupta–Mumick–Subrahmanian; digest seed002 A1): over-delete every tuple
     with a derivation that used a removed tuple, re-derive those that still have a derivation from
@@ -74,6 +75,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
 
 from selp.cdss.compile import CompiledCDSS
 from selp.engines.joins import BodyPlan, Fact
+from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.language.ast import Atom, Rule, Var
 from selp.language.validate import Analysis, Component, analyze
 
@@ -705,7 +707,7 @@ _VIEW_MIN = 256
 
 class LocalBackend:
     """:class:`Backend` over Python sets (values of :mod:`selp.values`), joins by
-    :class:`selp.engines.joins.BodyPlan` as in the local engine."""
+    :class:`selp.engines.joins.BodyPlan` as in the reference engine."""
 
     def __init__(self) -> None:
         self._plans: dict[tuple[Rule, int | None], tuple[BodyPlan, Callable]] = {}
@@ -818,6 +820,7 @@ def maintain(
     inserts: Mapping[str, set[Fact]],
     deletes: Mapping[str, set[Fact]],
     strategy: str = "provenance",
+    engine: str = DEFAULT_ENGINE,
 ) -> tuple[dict[str, set[Fact]], dict]:
     """:func:`apply_changes` for any stratified selp program (``analysis`` of it)."""
     check_changes(analysis, inserts, deletes)
@@ -825,11 +828,11 @@ def maintain(
         for rel, rows in changes.items():
             _check_arity(analysis, rel, rows)
     if strategy == "recompute":
-        from selp.engines.local import evaluate
+        from selp.engines.registry import get_engine
 
         t0 = time.perf_counter()
         edb = {rel: (set(state.get(rel, ())) - set(deletes.get(rel, ()))) | set(inserts.get(rel, ())) for rel in analysis.edb}
-        idb = evaluate(analysis, edb)
+        idb = get_engine(engine).evaluate(analysis, edb)
         new = {**edb, **idb}
         stats = Stats("recompute")
         for rel, rows in new.items():
@@ -864,6 +867,7 @@ def apply_changes(
     inserts: dict[str, set[tuple]],
     deletes: dict[str, set[tuple]],
     strategy: str = "provenance",
+    engine: str = DEFAULT_ENGINE,
 ) -> tuple[dict[str, set[tuple]], dict]:
     """Apply EDB changes to the full state of a compiled CDSS; returns (new state, statistics).
 
@@ -872,7 +876,8 @@ def apply_changes(
     relations only (``R_l`` tuples added/removed, ``R_r`` rejections added/removed; the new EDB is
     ``(old - deletes) | inserts``). ``strategy`` is ``provenance`` (PropagateDelete with
     derivability testing, then delta-rule insertion), ``dred`` or ``recompute`` (see the module
-    docstring). The new state equals full recomputation; its dict is new, but the sets of
+    docstring); ``engine`` is the registered engine that ``recompute`` evaluates with (the
+    incremental strategies maintain Python sets themselves). The new state equals full recomputation; its dict is new, but the sets of
     relations that did not change are the caller's own (not copied).
 
     Statistics: ``strategy``, ``seconds``, ``inserted``/``deleted`` (net tuples per relation,
@@ -882,4 +887,4 @@ def apply_changes(
     (``dred``), ``killed`` (heads of rule instances killed directly by the changes), ``rounds``
     (deletion rounds) and ``components`` (components with changes below them).
     """
-    return maintain(analyze(compiled.program), state, inserts, deletes, strategy)
+    return maintain(analyze(compiled.program), state, inserts, deletes, strategy, engine)

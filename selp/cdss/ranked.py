@@ -23,7 +23,7 @@ cheapest derivation; unlisted peers and mappings cost 0; costs are non-negative)
 **How it is enforced.** The compiled program gives every relation ``R`` of a thresholded peer
 an EDB relation ``R_x`` and the rule ``t_R: R_o(x) :- R_t(x), not R_r(x), not R_x(x)``: the
 threshold acts as automatic curation. Exchange computes ``R_x`` from the base data with
-:func:`threshold_rejections` (below; local or Spark) and adds it to the base data, so the full
+:func:`threshold_rejections` (below; in Python, or on Spark for the Spark engine) and adds it to the base data, so the full
 and both incremental strategies maintain the Boolean state exactly as they maintain rejections
 (an ``R_x`` change is an EDB change like a new rejection). ``R_x`` holds the imports derived from
 accepted tuples that are above the threshold, so the least fixpoint of the Boolean program with
@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from selp.cdss.compile import CompiledCDSS, thresholded_peers
+from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.language.ast import Atom, Const, Rule, Var
 
 Row = tuple
@@ -167,7 +168,7 @@ class RankedProgram:
 class RankedResult:
     """The capped fixpoint: ``rejections`` (``R_x`` -> tuples above the owner's threshold),
     cost vectors per viewpoint of the instance tuples (``outputs``: ``R_o`` -> tuple -> vector)
-    and of the imports (``imports``: ``R_t``/``R_i`` -> tuple -> vector; local engine only)."""
+    and of the imports (``imports``: ``R_t``/``R_i`` -> tuple -> vector; :func:`ranked_local` only)."""
 
     viewpoints: list[str]
     rejections: dict[str, set[Row]]
@@ -263,17 +264,22 @@ def ranked_local(rp: RankedProgram, base: Mapping[str, set[Row]]) -> RankedResul
 
 
 def threshold_rejections(
-    compiled: CompiledCDSS, base: Mapping[str, set[Row]], engine: str = "local", spark: Any = None
+    compiled: CompiledCDSS, base: Mapping[str, set[Row]], engine: str = DEFAULT_ENGINE, spark: Any = None
 ) -> dict[str, set[Row]]:
     """``R_x`` of every relation of a thresholded peer (empty dict when no peer has a threshold):
     the Boolean-trusted imports over accepted tuples that cost their owner more than its
-    threshold. ``base`` holds ``R_l``/``R_r`` as Python values; ``engine`` ``spark`` computes on
-    Spark (``spark``: the session, default :func:`~selp.engines.spark_session.get_spark`) and
-    collects only ``R_x``."""
+    threshold. ``base`` holds ``R_l``/``R_r`` as Python values. On an engine that uses Spark
+    (:mod:`selp.engines.registry`) the fixpoint runs there (``spark``: the session, default
+    :func:`~selp.engines.spark_session.get_spark`) and only ``R_x`` is collected; on the
+    in-process engines it is :func:`ranked_local` -- a capped min-cost fixpoint over cost
+    vectors, which no engine's set-semantics datalog evaluation computes, so it stays in Python."""
+    from selp.engines.registry import get_engine
+
+    uses_spark = get_engine(engine).uses_spark  # an unknown name fails before any work
     rp = RankedProgram(compiled)
     if not rp.thresholds:
         return {}
-    if engine == "spark":
+    if uses_spark:
         if spark is None:
             from selp.engines.spark_session import get_spark
 
@@ -385,7 +391,7 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
             src = {m.provenance: SparkRel(fresh, None, m.arity)}
             for rule, target in m.edges:
                 if rp.targets[target].kind != "t":
-                    continue  # R_i costs are for reports (local engine)
+                    continue  # R_i costs are for reports (ranked_local)
                 e = backend.eval(rule, 0, src, src).df
                 n_head = rule.head.arity - m.arity
                 e = e.select(*cols(m.arity), *[F.col(f"c{m.arity + j}").alias(f"h{j}") for j in range(n_head)])

@@ -27,7 +27,7 @@ The edit log stores *resolved* edits: ``-B(3, 2)`` becomes ``(l, -)`` when ``B(3
 the peer's local contributions and a rejection ``(r, +)`` when it is only imported (decided by
 :mod:`selp.cdss.edits` when the batch is recorded), so replaying the log is a plain set fold.
 
-**Instances** are Parquet, one file (local engine, pyarrow) or one directory of part files
+**Instances** are Parquet, one file (in-process engines, pyarrow) or one directory of part files
 (Spark) per relation, columns named as declared in the compiled program, every column a string
 in selp's uniform encoding (:func:`selp.values.encode`: ints as decimal text, labeled nulls
 marked with NUL) so that labeled nulls round-trip exactly; :func:`read_relation` decodes them.

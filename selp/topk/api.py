@@ -72,28 +72,44 @@ def topk(
     pattern: str | Pattern | None,
     k: int = 3,
     monoid: str = "confidence",
-    engine: str = "local",
+    engine: str = "embedded",
     algorithm: str = "heuristic",
     spark: Any = None,
     progress: Callable | None = None,
     warn: Callable[[str], None] = lambda msg: None,
+    fact: PatternNode | None = None,
+    goal_directed: bool = True,
 ) -> DTable:
     """The DTable of the k best derivations matching ``pattern`` (None: every derivation).
 
-    ``engine`` is ``local`` or ``spark`` (then ``spark`` is a SparkSession). With the spark
-    engine the whole DTable is collected to the driver; use :func:`selp.topk.spark.run_topk_spark`
-    directly to keep it distributed.
+    ``engine`` is a registered engine name (:mod:`selp.engines.registry`); with ``spark``,
+    ``spark`` is a SparkSession and the whole DTable is collected to the driver (use
+    :func:`selp.topk.spark.run_topk_spark` directly to keep it distributed). ``fact`` (a single
+    pattern node such as ``dealsWith(Cuba, *)``) says which answers are wanted; on the embedded
+    engine, constants in it -- or at the pattern's root -- make the evaluation goal-directed
+    (only what can contribute to those facts is computed), and the DTable then holds those
+    answers only.
     """
+    from selp.engines.registry import canonical
+
+    engine = canonical(engine)
     analysis = analyze(parse_program_file(program)) if isinstance(program, str) else program
     m = get_monoid(monoid)
     text = pattern if isinstance(pattern, str) else None
     parsed = parse_pattern(pattern) if isinstance(pattern, str) else pattern
     if engine == "spark":
         if not m.on_spark:
-            raise SelpError(f"monoid {m.name} has no Spark column expressions; use --engine local")
+            raise SelpError(f"monoid {m.name} has no Spark column expressions; use --engine embedded")
         from selp.engines.spark_load import load_spark_database
 
         types = load_spark_database(analysis, db_dir, spark).types
+    elif engine == "embedded":
+        from selp.engines.embedded.store import load_store
+
+        store = load_store(analysis, db_dir)
+        types = store.types
+        for w in store.warnings:
+            warn(w)
     else:
         from selp.database import load_database
 
@@ -113,6 +129,25 @@ def topk(
             return result.to_dtable()
         finally:
             result.close()
+    if engine == "embedded":
+        from selp.topk.embedded import COMPILED, run_topk_embedded
+
+        if m.name in COMPILED and algorithm == "heuristic":
+            # the DTable keeps the store: its entries are read from DuckDB when looked at
+            node = fact if fact is not None else (parsed.root if isinstance(parsed, TreePattern) else None)
+            return run_topk_embedded(task, store, node, progress=None, goal_directed=goal_directed)
+        try:
+            if m.name not in COMPILED:
+                warn(f"monoid {m.name} has no compiled form: its DTable runs in Python (slower)")
+            from selp.database import Database
+            from selp.topk.local import run_topk_local
+
+            facts = {rel: store.rows(rel) for rel in analysis.edb}
+            weights = {rel: store.weights(rel) for rel in analysis.edb}
+            db = Database(facts, weights, store.types, store.columns, store.warnings)
+            return run_topk_local(task, db, algorithm, progress)
+        finally:
+            store.close()
     from selp.topk.local import run_topk_local
 
     return run_topk_local(task, db, algorithm, progress)

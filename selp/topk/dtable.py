@@ -80,6 +80,10 @@ class DTable:
     types: dict[str, tuple[str, ...]]  # column types ("str"/"int") of every P_p relation
     entries: dict[FactKey, list[Entry]] = field(default_factory=dict)
 
+    def root_items(self) -> Iterable[tuple[FactKey, list[Entry]]]:
+        """The entries of the facts of the root relations."""
+        return ((key, entries) for key, entries in self.entries.items() if key[0] in self.roots)
+
     def answers(self) -> dict[FactKey, list[Entry]]:
         """The k best distinct-origin trees per fact of P among the root relations, best first.
 
@@ -89,9 +93,7 @@ class DTable:
         from selp.topk.order import entry_order  # noqa: PLC0415 (avoid a cycle at import)
 
         merged: dict[FactKey, dict[int, tuple[str, Entry]]] = {}
-        for (rel, values), entries in self.entries.items():
-            if rel not in self.roots:
-                continue
+        for (rel, values), entries in self.root_items():
             key = (self.relation_origin.get(rel, rel), values)
             seen = merged.setdefault(key, {})
             for e in entries:
@@ -107,9 +109,7 @@ class DTable:
         from selp.topk.order import entry_order  # noqa: PLC0415
 
         merged: dict[FactKey, dict[int, tuple[str, tuple[Value, ...], Entry]]] = {}
-        for (rel, values), entries in self.entries.items():
-            if rel not in self.roots:
-                continue
+        for (rel, values), entries in self.root_items():
             seen = merged.setdefault((self.relation_origin.get(rel, rel), values), {})
             for e in entries:
                 seen.setdefault(e.origin, (rel, values, e))

@@ -89,6 +89,34 @@ def answers(table: DTable, fact_filter: PatternNode | None = None) -> list[Answe
     return out
 
 
+def summarize(table: DTable, fact_filter: PatternNode | None = None) -> dict[str, dict[str, Any]]:
+    """Per relation of P: answered facts, trees, the best weight and the worst top-1 weight
+    (displayed). A DTable with a ``summary`` method (the embedded engine's, over arrays) answers
+    without building entries when no filter is given."""
+    monoid = get_monoid(table.monoid)
+    if fact_filter is None and hasattr(table, "summary"):
+        raw = table.summary()
+        return {
+            rel: {**s, "best": None if s["best"] is None else monoid.display(s["best"]),
+                  "worst_top1": None if s["worst_top1"] is None else monoid.display(s["worst_top1"])}
+            for rel, s in raw.items()
+        }
+    out: dict[str, dict[str, Any]] = {}
+    order = monoid.key
+    for (rel, values), ranked in table.answers().items():
+        if fact_filter is not None and not fact_filter.matches_fact(rel, values):
+            continue
+        cur = out.setdefault(rel, {"facts": 0, "entries": 0, "best": None, "worst_top1": None})
+        cur["facts"] += 1
+        cur["entries"] += len(ranked)
+        w = ranked[0].weight
+        if cur["best"] is None or order(w) < order(cur["best"]):
+            cur["best"] = w
+        if cur["worst_top1"] is None or order(w) > order(cur["worst_top1"]):
+            cur["worst_top1"] = w
+    return {rel: {**s, "best": monoid.display(s["best"]), "worst_top1": monoid.display(s["worst_top1"])} for rel, s in out.items()}
+
+
 def to_json(table: DTable, results: Iterable[Answer]) -> dict[str, Any]:
     """The output contract of ``selp topk --format json``."""
     return {

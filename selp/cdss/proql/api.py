@@ -1,19 +1,26 @@
 """The Python API of ProQL.
 
+:func:`query` picks the engine as every selp command does (:func:`selp.config.choose_engine`:
+``engine``, then ``SELP_ENGINE``, the ``selp.toml`` beside ``cdss.toml``, else ``embedded``) and
+returns a list of dicts, one per binding: ``{"x": "U(2,5)", "value(x)": <semiring value>}``.
+:func:`local_query` is that on the in-memory graph (what every engine but Spark uses), and
 :func:`spark_query` evaluates on Spark and returns a :class:`~.spark_engine.SparkResult` whose
 ``bindings``, ``values``, ``gout``, ``ginputs`` and ``gnodes`` are DataFrames (and ``table``
-joins the first two); :func:`local_query` evaluates on the local engine and returns a list of
-dicts, one per binding: ``{"x": "U(2,5)", "value(x)": <semiring value>}``. Both parse and
-type-check the query first (errors are :class:`~selp.errors.SelpError` with the query position).
+joins the first two). All parse and type-check the query first (errors are
+:class:`~selp.errors.SelpError` with the query position).
+
+PySpark is imported only by the Spark path, so the default engine needs neither it nor a JVM.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import SparkSession
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
-from selp.cdss.proql.spark_engine import SparkResult
+    from selp.cdss.proql.spark_engine import SparkResult
 
 
 def spark_query(
@@ -53,13 +60,41 @@ def spark_query(
     return result
 
 
+def query(
+    directory: str,
+    text: str,
+    *,
+    engine: str | None = None,
+    spark: SparkSession | None = None,
+    peer: str | None = None,
+    probabilities: dict[str, float] | None = None,
+    file: str | None = None,
+) -> list[dict[str, Any]]:
+    """Run a ProQL query on the engine chosen from ``engine`` (a registered name, or None for the
+    default); one dict per binding (see the module docstring). Values are as the engine computes
+    them (Spark's native semirings give floats where the in-memory graph gives integers)."""
+    from selp.cdss.config import CONFIG_FILE
+    from selp.config import choose_engine
+    from selp.engines.registry import get_engine
+
+    if get_engine(choose_engine(engine, Path(directory) / CONFIG_FILE)).uses_spark:
+        r = spark_query(directory, text, spark=spark, peer=peer, probabilities=probabilities, file=file).collect(graph=False)
+        return _dicts(r)
+    return local_query(directory, text, peer=peer, probabilities=probabilities, file=file)
+
+
 def local_query(
     directory: str, text: str, *, peer: str | None = None, probabilities: dict[str, float] | None = None, file: str | None = None
 ) -> list[dict[str, Any]]:
-    """Run a ProQL query on the local engine; one dict per binding (see the module docstring)."""
+    """Run a ProQL query on the in-memory graph of the stored epoch (the evaluation of the
+    ``embedded`` and ``reference`` engines); one dict per binding (see the module docstring)."""
     from selp.cdss.proql.cli import run
 
-    r = run(directory, text, file, peer, probabilities)
+    return _dicts(run(directory, text, file, peer, probabilities))
+
+
+def _dicts(r: Any) -> list[dict[str, Any]]:
+    """A query result (local, or collected from Spark) as one dict per binding."""
     out = []
     for row in r.rows:
         d: dict[str, Any] = {c: str(n) for c, n in zip(r.columns, row)}

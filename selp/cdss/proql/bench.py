@@ -14,16 +14,17 @@ with data flowing towards a *root* peer whose first relation the query asks abou
 
 ``data`` places ``base`` entries at the ``leaves``, at the leaves and the ``middle`` (the peers
 half-way along the longest path; ``leaves+middle``), or at ``every`` peer (entries disjoint
-across peers). The store is built by ``selp cdss init/import/publish`` and one local-engine
-exchange (recompute), exactly as a user would.
+across peers). The store is built by ``selp cdss init/import/publish`` and one exchange
+(recompute, on the default embedded engine), exactly as a user would.
 
 **Query** (the chapter's root query)::
 
     FOR [R<root>_0 $x] INCLUDE PATH [$x] <-+ [] RETURN $x
 
 timed as a *projection* (the bindings and the size of G′; the thesis found annotation to cost
-about as much as projection alone) on the Spark engine, ASRs off and on, and on the local
-engine for reference (its time includes reading the epoch into memory). ``evaluate`` adds an
+about as much as projection alone) on the Spark engine, ASRs off and on, and on the in-memory
+graph that the other engines use (column ``local_s``; its time includes reading the epoch into
+memory). ``evaluate`` adds an
 ``EVALUATE <semiring> OF`` and times projection plus annotation instead. Reported per
 configuration: tuples and provenance rows in the epoch, the exchange time, the ASR build time
 and rows, each query's median time over ``repeat`` runs (after ``warmup`` untimed ones), the
@@ -109,7 +110,7 @@ def generate_proql(topology: str, n: int, base: int, data: str, seed: int = 0) -
 
 
 def build_store(g: SwissProtCDSS, out: Path) -> tuple[Path, float]:
-    """Write, init, import, publish and exchange (local engine); returns (dir, exchange seconds)."""
+    """Write, init, import, publish and exchange (embedded engine); returns (dir, exchange seconds)."""
     from click.testing import CliRunner
 
     from selp.cli import main
@@ -133,7 +134,7 @@ def build_store(g: SwissProtCDSS, out: Path) -> tuple[Path, float]:
             cdss("import", out, "--peer", f"P{p}", "--relation", r.name, out / "data" / f"P{p}" / f"{r.name}.csv")
         cdss("publish", out, "--peer", f"P{p}")
     t0 = time.perf_counter()
-    cdss("exchange", out, "--peer", f"P{g.peers - 1}", "--engine", "local", "-q")
+    cdss("exchange", out, "--peer", f"P{g.peers - 1}", "--engine", "embedded", "-q")
     return out, time.perf_counter() - t0
 
 

@@ -1,10 +1,13 @@
 """``selp proql DIR 'QUERY'``: run a ProQL query over a CDSS store's provenance.
 
-``--engine spark`` (the default, as the issue asks: evaluation by selp's engines over the stored
-provenance tables, :mod:`.spark_engine`) or ``--engine local`` (:mod:`.evaluate`, an in-memory
-graph: faster to start on small stores, which is all the running example is). ``--explain``
-prints the Spark plan: the fixpoints with their round counts and the access support relations
-used (:mod:`.asr`).
+The engine is chosen as for every selp command (:func:`selp.config.choose_engine`: ``--engine``,
+then ``--master``, ``SELP_ENGINE``, the ``selp.toml`` beside ``cdss.toml``, else ``embedded``).
+``spark`` evaluates by joins and fixpoints over the stored provenance tables
+(:mod:`.spark_engine`); every other engine (``embedded``, the default, and ``reference``) reads
+the epoch into an in-memory graph (:mod:`.evaluate`), which starts in milliseconds. The options
+that only Spark has (``--explain``, the Spark plan: fixpoints, rounds and the access support
+relations used, :mod:`.asr`; ``--no-asr``; ``--build-asrs``) ask for Spark the way ``--master``
+does: they select it when ``--engine`` is not given and are refused with another engine.
 
 Registered on the main ``selp`` command in :mod:`selp.cli`. User errors are
 :class:`~selp.errors.SelpError`, printed by the main group as one located line (exit 1).
@@ -17,12 +20,13 @@ from pathlib import Path
 
 import click
 
+from selp.engines.registry import names as engine_names
 from selp.errors import SelpError
 
 
 def run(directory: str, text: str, file: str | None = None, peer: str | None = None, probabilities: dict[str, float] | None = None):
-    """Parse, check and evaluate a query over the store of ``directory`` on the local engine;
-    returns a :class:`~selp.cdss.proql.evaluate.QueryResult`."""
+    """Parse, check and evaluate a query over the store of ``directory`` on the in-memory graph
+    (what every engine but Spark uses); returns a :class:`~selp.cdss.proql.evaluate.QueryResult`."""
     from selp.cdss.proql.check import check_query, resolve_relations
     from selp.cdss.proql.evaluate import run_query
     from selp.cdss.proql.graph import load_graph
@@ -123,8 +127,10 @@ def _probabilities(items: tuple[str, ...]) -> dict[str, float] | None:
 @click.option("--peer", default=None, help="Query the epoch this peer's instance reflects [default: the latest exchange].")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "dot"]), default="table", show_default=True)
 @click.option("--prob", "probs", multiple=True, help="EVENT=P: an event's probability (PROBABILITY queries); repeatable.")
-@click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True,
-              help="spark: joins and fixpoints over the stored provenance tables; local: an in-memory graph.")
+@click.option("--engine", type=click.Choice(engine_names()), default=None,
+              help="spark: joins and fixpoints over the stored provenance tables; any other engine: an in-memory"
+                   " graph [default: spark with --master, --explain, --no-asr or --build-asrs, else SELP_ENGINE,"
+                   " else `engine` in selp.toml beside cdss.toml, else embedded].")
 @click.option("--master", default=None, help="Spark master URL (spark engine).")
 @click.option("--explain", is_flag=True, help="Print the evaluation plan (spark engine): fixpoints, rounds, ASRs used.")
 @click.option("--no-asr", is_flag=True, help="Do not use the epoch's access support relations (spark engine).")
@@ -132,16 +138,25 @@ def _probabilities(items: tuple[str, ...]) -> dict[str, float] | None:
 @click.option("--asr-width", type=click.IntRange(min=2), default=8, show_default=True, help="With --build-asrs: mappings per ASR at most.")
 @click.option("--asr-kind", type=click.Choice(["inner", "outer"]), default="inner", show_default=True, help="With --build-asrs: inner join, or full outer (every subpath; replaces its mappings' own edges).")
 def proql(directory: str, query: str | None, query_file: str | None, peer: str | None, fmt: str, probs: tuple[str, ...],
-          engine: str, master: str | None, explain: bool, no_asr: bool, build_asrs: bool, asr_width: int, asr_kind: str) -> None:
+          engine: str | None, master: str | None, explain: bool, no_asr: bool, build_asrs: bool, asr_width: int, asr_kind: str) -> None:
     """Run a ProQL QUERY over the provenance stored in the CDSS DIRECTORY.
 
     \b
     Examples:
       selp proql examples/cdss/bio 'FOR [U $x] INCLUDE PATH [$x] <-+ [] RETURN $x'
       selp proql examples/cdss/bio -f q7.proql --peer PBioSQL --format json
+      selp proql examples/cdss/bio --engine spark --explain 'FOR [B $x] RETURN $x'
     """
+    from selp.cdss.config import CONFIG_FILE
+    from selp.config import choose_engine
+    from selp.engines.registry import get_engine
+
+    # the Spark-only options ask for Spark as --master does: below --engine, above the rest
+    if engine is None and (explain or no_asr or build_asrs):
+        engine = "spark"
+    uses_spark = get_engine(choose_engine(engine, Path(directory) / CONFIG_FILE, master)).uses_spark
     if build_asrs:
-        if engine != "spark":
+        if not uses_spark:
             raise SelpError("--build-asrs applies to the spark engine; add --engine spark")
         from selp.cdss.proql.asr import build_asrs as build
         from selp.cdss.store import Store
@@ -163,7 +178,7 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
             raise SelpError(f"{query_file}: cannot read ({e.strerror})") from None
     else:
         text = query
-    if engine == "local":
+    if not uses_spark:
         if master or explain or no_asr:
             raise SelpError("--master, --explain and --no-asr apply to the spark engine; add --engine spark")
         r = run(directory, text, query_file, peer, _probabilities(probs))

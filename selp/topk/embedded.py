@@ -1,0 +1,333 @@
+"""The DTable on the embedded engine: facts and rule instances in DuckDB, the hot loop compiled.
+
+1. P_p (optionally rewritten for demand, :mod:`selp.topk.demand`) is evaluated in DuckDB
+   (:mod:`selp.engines.embedded`).
+2. Every fact of P_p gets an integer id, and every rule instance becomes a row of integers (the
+   rule, the head's id, the children's ids in body order) -- one SQL join per rule, fetched as
+   numpy arrays. Leaves get their weights (each distinct weight text parsed once by the monoid)
+   and origin hashes in SQL.
+3. :func:`selp.topk.kernel.run_kernel` runs Knuth's algorithm (top-1) or lazy k-best (top-k) over
+   the arrays, compiled with numba (pure Python for small inputs).
+4. Only the entries reachable from the requested answers are turned into a
+   :class:`~selp.topk.dtable.DTable` (values decoded for those facts only), so explaining one
+   fact builds one cone's worth of Python objects.
+
+Monoids without a compiled form (plug-ins) run the reference DTable over the facts DuckDB
+computed, and say so.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import time
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from selp.engines.embedded.evaluate import evaluate_store
+from selp.engines.embedded.physical import column_kinds
+from selp.engines.embedded.sql import columns, compile_body, ident, sql_string
+from selp.engines.embedded.store import Store, create_table, decode_rows, table, weight_table
+from selp.language.ast import Atom
+from selp.language.pattern import PatternNode
+from selp.language.validate import analyze
+from selp.topk.demand import is_demand, rewrite
+from selp.topk.dtable import DTable, Entry, FactKey
+from selp.topk.kernel import MIN, PRODUCT, SUM, Hypergraph, run_kernel
+from selp.topk.task import Task
+
+# monoid name -> (combine code, sign): the monoids the kernel computes natively
+COMPILED = {
+    "confidence": (PRODUCT, -1.0),
+    "min-confidence": (MIN, -1.0),
+    "size": (SUM, -1.0),
+    "access": (MIN, -1.0),
+    "cost": (SUM, 1.0),
+}
+
+
+def _h64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big", signed=True)
+
+
+def bindings(task: Task, node: PatternNode | None) -> dict[str, dict[int, Any]]:
+    """Root relations of P_p whose answers ``node`` (a fact filter, or the pattern's root) can
+    match, with the positions it binds to constants."""
+    if node is None or node.args is None:
+        return {}
+    out: dict[str, dict[int, Any]] = {}
+    for root in task.roots:
+        origin = task.inst.relation_origin.get(root, root)
+        if node.matches_relation(origin) and len(node.args) == len(task.types[root]):
+            consts = {p: v for p, v in enumerate(node.args) if v is not None}
+            if consts:
+                out[root] = consts
+            else:
+                return {}  # this root is wanted whole: no demand can restrict it
+    return out
+
+
+def run_topk_embedded(
+    task: Task,
+    store_p: Store,
+    fact_filter: PatternNode | None = None,
+    progress: Callable[[str], None] | None = None,
+    goal_directed: bool = True,
+) -> DTable:
+    """Fill a DTable for ``task`` over the EDB loaded in ``store_p`` (a store of P).
+
+    With ``fact_filter`` (or a pattern whose root binds constants) and ``goal_directed``, only
+    the demanded part of P_p is evaluated; the DTable then holds the answers matching the
+    filter (the caller prints no others)."""
+    say = progress or (lambda msg: None)
+    t0 = time.perf_counter()
+    con = store_p.con
+    program = task.inst.program
+    types = dict(task.types)
+    binds = bindings(task, fact_filter) if goal_directed else {}
+    demand = rewrite(program, binds, types) if binds else None
+    if demand is not None:
+        program = demand.program
+        types.update(demand.types)
+        say(f"goal-directed: {len(demand.bound)} relation(s) restricted by demand, {demand.dropped_rules} rule(s) not needed")
+    elif binds:
+        say("goal-directed: the bound constants restrict nothing; evaluating in full")
+    analysis = analyze(program)
+    # EDB columns keep the kinds they were loaded with (the P store's)
+    tainted = [(rel, i) for rel, ks in store_p.kinds.items() if rel in analysis.edb for i, k in enumerate(ks) if k.tainted]
+    kinds = column_kinds(analysis, {rel: types[rel] for rel in analysis.arities}, tainted)
+    for rel in analysis.edb:
+        if rel not in store_p.analysis.edb:
+            # declared in P but derived by no rule of P_p (instrumentation or demand dropped them)
+            create_table(con, table(rel), kinds[rel])
+            continue
+        for i, (was, now) in enumerate(zip(store_p.kinds[rel], kinds[rel])):
+            if was.sql != now.sql:  # only BIGINT -> VARCHAR: an integer's text is its encoding
+                con.execute(f"ALTER TABLE {table(rel)} ALTER c{i} TYPE VARCHAR")
+    store = Store(con, analysis, {r: types[r] for r in analysis.arities}, kinds, store_p.columns, store_p.weighted)
+    evaluate_store(store)
+    say(f"facts of P_p in {time.perf_counter() - t0:.2f}s")
+    graph, meta = _hypergraph(task, store)
+    say(f"{graph.n_facts} facts, {graph.n_instances} rule instances in {time.perf_counter() - t0:.2f}s")
+    combine, sign = COMPILED[task.monoid.name]
+    result = run_kernel(graph, combine, sign, task.k)
+    say(f"{result.n_entries} entries in {time.perf_counter() - t0:.2f}s")
+    return _to_dtable(task, store, graph, meta, result, fact_filter)
+
+
+class _Meta:
+    """Where each relation's ids start, and the rules by kernel index."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[str, tuple[int, int]] = {}  # relation -> (first id, count)
+        self.rules: list[str] = []
+
+
+def _hypergraph(task: Task, store: Store) -> tuple[Hypergraph, _Meta]:
+    con = store.con
+    analysis = store.analysis
+    meta = _Meta()
+    rels = sorted(r for r in analysis.arities if not is_demand(r))
+    offset = 0
+    for rel in rels:
+        n = store.count(rel)
+        con.execute(f"CREATE OR REPLACE TABLE {ident(f'i:{rel}')} AS SELECT (row_number() OVER () - 1 + {offset})::BIGINT AS id, * FROM {table(rel)}")
+        meta.offsets[rel] = (offset, n)
+        offset += n
+    n_facts = offset
+    leaf = np.zeros(n_facts, dtype=np.bool_)
+    leaf_w = np.zeros(n_facts, dtype=np.float64)
+    leaf_origin = np.zeros(n_facts, dtype=np.int64)
+    monoid = task.monoid
+    for rel in rels:
+        if rel not in analysis.edb:
+            continue
+        first, n = meta.offsets[rel]
+        leaf[first:first + n] = True
+        leaf_w[first:first + n] = monoid.fact_weight(None)
+        cols = columns(len(store.kinds[rel]))
+        origin_rel = task.inst.relation_origin.get(rel, rel)
+        hashed = con.execute(
+            f"SELECT id, CAST(hash({sql_string(origin_rel)}, {', '.join(cols)}) >> 1 AS BIGINT) AS h FROM {ident(f'i:{rel}')}"
+        ).fetchnumpy()
+        leaf_origin[hashed["id"]] = hashed["h"]
+        if rel in store.weighted:
+            on = " AND ".join(f"i.{c} = w.{c}" for c in cols) or "TRUE"
+            got = con.execute(f"SELECT i.id, w._weight FROM {ident(f'i:{rel}')} i JOIN {weight_table(rel)} w ON {on}").fetchnumpy()
+            texts = got["_weight"]
+            parsed = {t: monoid.fact_weight(t, f"{origin_rel} weight") for t in set(texts.tolist())}
+            leaf_w[got["id"]] = np.array([parsed[t] for t in texts.tolist()], dtype=np.float64)
+    heads, rules, childs, ptr_parts = [], [], [], []
+    rule_index: dict[str, int] = {}
+    for rule in analysis.program.rules:
+        if is_demand(rule.head.relation):
+            continue
+        idx = rule_index.setdefault(rule.name, len(rule_index))
+        meta.rules.append(rule.name)
+        body = compile_body(rule, store.kinds, lambda i, r: ident(f"i:{r}") if not is_demand(r) else table(r))
+        kids = [j for j, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and not is_demand(b.relation)]
+        extra = [f"{body.alias[j]}.id AS k{n}" for n, j in enumerate(kids)]
+        head_cols = columns(len(store.kinds[rule.head.relation]))
+        on = " AND ".join(f"h.{c} = b.{c}" for c in head_cols)
+        sql = (
+            f"SELECT h.id AS head{''.join(f', b.k{n}' for n in range(len(kids)))}"
+            f" FROM ({body.select(distinct=False, extra=extra)}) AS b JOIN {ident(f'i:{rule.head.relation}')} AS h ON {on}"
+        )
+        got = con.execute(sql).fetchnumpy()
+        h = np.asarray(got["head"], dtype=np.int64)
+        heads.append(h)
+        rules.append(np.full(len(h), idx, dtype=np.int32))
+        m = len(kids)
+        if m:
+            childs.append(np.stack([np.asarray(got[f"k{n}"], dtype=np.int64) for n in range(m)], axis=1).reshape(-1))
+        ptr_parts.append(np.full(len(h), m, dtype=np.int64))
+    inst_head = np.concatenate(heads) if heads else np.zeros(0, np.int64)
+    inst_rule = np.concatenate(rules) if rules else np.zeros(0, np.int32)
+    child_fact = np.concatenate(childs) if childs else np.zeros(0, np.int64)
+    counts = np.concatenate(ptr_parts) if ptr_parts else np.zeros(0, np.int64)
+    child_ptr = np.zeros(len(inst_head) + 1, dtype=np.int64)
+    np.cumsum(counts, out=child_ptr[1:])
+    names = meta.rules
+    rule_w = np.array([task.rule_weight[r] for r in names], dtype=np.float64)
+    rule_size = np.array([task.rule_size[r] for r in names], dtype=np.int64)
+    rule_copy = np.array([task.inst.rule_origin.get(r) is None for r in names], dtype=np.bool_)
+    rule_hash = np.array([_h64("N" + (task.inst.rule_origin.get(r) or "")) for r in names], dtype=np.int64)
+    graph = Hypergraph(leaf, leaf_w, leaf_origin, inst_rule, inst_head, child_ptr, child_fact,
+                       rule_w, rule_size, rule_hash, rule_copy)
+    return graph, meta
+
+
+def _to_dtable(task: Task, store: Store, graph: Hypergraph, meta: _Meta, res: Any, fact_filter: PatternNode | None) -> DTable:
+    """The DTable over the kernel's arrays; Python entries are built only for facts looked at."""
+    base = task.empty_dtable()
+    return ArrayDTable(
+        base.k, base.monoid, base.pattern, base.roots, base.relation_origin, base.rule_origin,
+        base.rule_weights, base.types, store=store, graph=graph, meta=meta, res=res,
+    )
+
+
+class _LazyEntries(Mapping):
+    """``{(relation, values): [Entry, ...]}`` computed on access from the kernel's arrays."""
+
+    def __init__(self, owner: "ArrayDTable") -> None:
+        self.owner = owner
+
+    def __getitem__(self, key: FactKey) -> list[Entry]:
+        rel, values = key
+        return self.owner.entries_of(self.owner.fact_id(rel, values))
+
+    def __iter__(self) -> Iterator[FactKey]:
+        o = self.owner
+        for rel in sorted(o.meta.offsets):
+            for values in o.values(rel):
+                yield (rel, values)
+
+    def __len__(self) -> int:
+        return sum(n for _, n in self.owner.meta.offsets.values())
+
+
+class ArrayDTable(DTable):
+    """A DTable held as the kernel's arrays plus the facts in DuckDB.
+
+    Entries are the same :class:`Entry` values as any DTable's, built when first looked at (a
+    tree drawn, an answer listed); :meth:`summary` reads the arrays directly, so the k best
+    derivations of a million facts cost no Python object per entry unless they are printed.
+    """
+
+    def __init__(self, *args: Any, store: Store, graph: Hypergraph, meta: "_Meta", res: Any) -> None:
+        super().__init__(*args)
+        self.store, self.graph, self.meta, self.res = store, graph, meta, res
+        self.entries = _LazyEntries(self)  # type: ignore[assignment]
+        self._values: dict[str, list[tuple]] = {}
+        self._ids: dict[str, dict[tuple, int]] = {}
+        self._cache: dict[int, list[Entry]] = {}
+        self._starts = sorted((first, rel) for rel, (first, _) in meta.offsets.items())
+        self._int_weights = self.monoid in ("size", "access")
+
+    def values(self, rel: str) -> list[tuple]:
+        """The facts of P_p relation ``rel`` in id order."""
+        got = self._values.get(rel)
+        if got is None:
+            cols = ", ".join(columns(len(self.store.kinds[rel])))
+            rows = self.store.con.execute(f"SELECT {cols} FROM {ident(f'i:{rel}')} ORDER BY id").fetchall()
+            got = decode_rows(rows, self.store.kinds[rel], keep_order=True)
+            self._values[rel] = got
+        return got
+
+    def fact_id(self, rel: str, values: tuple) -> int:
+        """The id of a fact (KeyError when P_p has no such fact)."""
+        ids = self._ids.get(rel)
+        if ids is None:
+            if rel not in self.meta.offsets:
+                raise KeyError((rel, values))
+            first = self.meta.offsets[rel][0]
+            ids = {v: first + i for i, v in enumerate(self.values(rel))}
+            self._ids[rel] = ids
+        return ids[values]
+
+    def fact_of(self, fid: int) -> FactKey:
+        """The (relation, values) of a fact id."""
+        i = bisect.bisect_right(self._starts, (fid, "\uffff")) - 1
+        first, rel = self._starts[i]
+        return rel, self.values(rel)[fid - first]
+
+    def entries_of(self, fid: int) -> list[Entry]:
+        """The entries of fact ``fid``, best first."""
+        got = self._cache.get(fid)
+        if got is not None:
+            return got
+        res, g = self.res, self.graph
+        out = []
+        for e in range(int(res.fact_ptr[fid]), int(res.fact_ptr[fid + 1])):
+            w = res.w[e]
+            weight = int(w) if self._int_weights else float(w)
+            i = int(res.inst[e])
+            if i < 0:
+                out.append(Entry(weight, int(res.size[e]), int(res.origin[e]), None))
+                continue
+            kids = g.child_fact[g.child_ptr[i]:g.child_ptr[i + 1]].tolist()
+            ranks = res.child_rank[res.child_rank_ptr[e]:res.child_rank_ptr[e + 1]].tolist()
+            pointers = tuple((*self.fact_of(c), r) for c, r in zip(kids, ranks))
+            out.append(Entry(weight, int(res.size[e]), int(res.origin[e]), self.meta.rules[int(g.inst_rule[i])], pointers))
+        self._cache[fid] = out
+        return out
+
+    def root_items(self) -> Iterator[tuple[FactKey, list[Entry]]]:
+        for rel in self.roots:
+            if rel not in self.meta.offsets:
+                continue
+            first, _ = self.meta.offsets[rel]
+            for i, values in enumerate(self.values(rel)):
+                yield (rel, values), self.entries_of(first + i)
+
+    def count_facts(self, rel: str) -> int:
+        """How many facts of P_p relation ``rel`` were computed (fewer under a demand)."""
+        return self.meta.offsets.get(rel, (0, 0))[1]
+
+    def summary(self) -> dict[str, Any]:
+        """Per relation of P answered: facts, entries, and the best and worst top-1 weights --
+        from the arrays, without building entries."""
+        out: dict[str, Any] = {}
+        res = self.res
+        for rel in self.roots:
+            if rel not in self.meta.offsets:
+                continue
+            first, n = self.meta.offsets[rel]
+            lo, hi = res.fact_ptr[first:first + n], res.fact_ptr[first + 1:first + n + 1]
+            origin = self.relation_origin.get(rel, rel)
+            cur = out.setdefault(origin, {"facts": 0, "entries": 0, "best": None, "worst_top1": None})
+            cur["facts"] += int(n)
+            cur["entries"] += int((hi - lo).sum())
+            if n:
+                top1 = res.w[lo]
+                sign = -1.0 if self.monoid != "cost" else 1.0
+                best, worst = (top1.max(), top1.min()) if sign < 0 else (top1.min(), top1.max())
+                cur["best"] = float(best) if cur["best"] is None else cur["best"]
+                cur["worst_top1"] = float(worst)
+        return out
+
+    def close(self) -> None:
+        """Release the DuckDB database behind the facts."""
+        self.store.close()

@@ -1,0 +1,389 @@
+"""The DTable's hot loop over an integer-coded hypergraph, compiled with numba.
+
+The same algorithms as :class:`selp.topk.local._Run` (``top1`` and ``heuristic``), but over
+numpy arrays that a SQL engine has already computed: facts are numbers 0..F-1 and every rule
+instance (an instantiation of a rule whose body facts all exist) is a hyperedge from its body
+facts to its head. Nothing here builds a Python object per candidate or per entry on the
+compiled path; the result is a handful of arrays (:class:`KernelResult`).
+
+Input (:class:`Hypergraph`)
+    * facts 0..F-1; a leaf (EDB) fact has one initial entry: ``leaf`` (bool), ``leaf_w``
+      (weight), ``leaf_origin`` (origin hash), size 0, no instance. Leaf facts are never heads.
+    * instances 0..I-1: ``inst_rule`` (int32), ``inst_head`` (int64), children in body order of
+      the positive atoms as CSR ``child_ptr`` (int64[I+1]) / ``child_fact`` (int64). A fact may
+      occur twice in a body; an instance may have no child (then it is available at once).
+    * rules 0..R-1: ``rule_w`` (float64), ``rule_size`` (int64: 1, or 0 for a copy step),
+      ``rule_hash`` (int64), ``rule_copy`` (bool: a copy step, whose only child's origin is its
+      own).
+    * the monoid as ``combine`` (0 product, 1 sum, 2 min) and ``sign`` (+1.0 when a smaller
+      weight is better, -1.0 when a larger one is). Access and size weights are small integers,
+      exact in float64.
+
+A candidate is an instance with a rank for each child (which of the child's entries it uses).
+Its weight is the rule weight combined with every child entry's weight in body order, its size
+the rule size plus the children's sizes, its origin the child's origin for a copy step and
+:func:`origin_of` (rule hash, child origins in body order) otherwise. Its sort key is
+``(sign * w, size, origin)``, smaller is better. A fact's entries are its k best candidates with
+distinct origins, best first: a candidate whose origin is already among them is skipped (a
+second derivation in P_p of a tree of P already counted, section 5.2).
+
+Top-1 (``k == 1``) is Knuth's generalisation of Dijkstra: an instance becomes available when
+every child has its entry; its candidate is offered to its head; a priority queue holds each
+head's best candidate (decrease-key by lazy deletion); a pop is final.
+
+Top-k is lazy k-best in the style of Huang & Chiang (2005), section 5.3 of the paper: in one
+pass, an instance's first candidate (every rank 1) is formed once every child has a first
+entry; when candidate (instance, ranks) is popped, its *modifications* (one child's rank + 1)
+are formed; one whose child lacks that rank yet waits until that entry is created. A duplicate
+(same origin) is not added but still expands, as in ``_Run.heuristic``. A fact with k entries
+ignores further candidates and does not expand them.
+
+No seen-set: ``_Run.heuristic`` pushes every modification of a popped vector and drops repeats
+with a set of (instance, ranks). Here every rank vector r other than (1, ..., 1) has exactly one
+*parent*: r with its last rank > 1 lowered by one. Popping q forms q + e_j only for positions
+j >= last(q), the last position whose rank exceeds 1 (0 when there is none). Then
+last(q + e_j) = j (positions after j are 1 in q), so parent(q + e_j) = q: each vector is formed
+by its parent only, at most once. Conversely every r != 1 is q + e_last(r) with q = parent(r)
+and last(q) <= last(r), so q does form r: the vectors form a tree rooted at (1, ..., 1) and all
+are reachable. Being formed only from its parent instead of from whichever predecessor pops
+first loses nothing for monotone monoids: the parent uses the same children with one entry
+better or equal, so its (weight, size) is no worse and it pops first; by induction on that
+order every vector the answer needs has been formed when it is needed. (Among candidates with
+equal weight and size the origin tie-break is best effort, in the reference as here.) Ranks
+above k are never formed: no fact has a (k+1)-th entry.
+
+Memory is O(I + F*k + candidates): per fact k entry slots and k waiting lists, per candidate
+an instance, an offset and its rank vector (kept: an entry's child ranks are its candidate's),
+and a heap of at most the candidates.
+
+Two implementations give identical arrays: the compiled one (:mod:`selp.topk._kernel_nb`,
+numba, imported only when used) and a pure-Python one for small inputs, which spares a
+one-fact ``explain`` numba's import and JIT. Heap ties are broken by candidate id (instance id
+in Top-1), which is fixed when the candidate is formed, so the order in which work is done
+inside one pop never matters and the two agree bit for bit.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+PYTHON_BELOW = 20_000  # fewer instances than this: the pure-Python path (no numba import/JIT)
+BACKENDS = ("auto", "numba", "python")
+PRODUCT, SUM, MIN = 0, 1, 2
+
+# --- origins --------------------------------------------------------------------------------------
+
+_MASK = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15
+_M1 = 0xBF58476D1CE4E5B9
+_M2 = 0x94D049BB133111EB
+
+
+def _mix64(z: int) -> int:
+    z = ((z ^ (z >> 30)) * _M1) & _MASK
+    z = ((z ^ (z >> 27)) * _M2) & _MASK
+    return z ^ (z >> 31)
+
+
+def origin_of(rule_hash: int, child_origins: Iterable[int]) -> int:
+    """The origin hash of a rule step over children with these origins (body order).
+
+    Arithmetic is on unsigned 64-bit words, G = 0x9E3779B97F4A7C15: ``h = rule_hash``; for each
+    child origin ``o``, ``h = mix64(h * G + o)``; finally ``mix64(h + (n + 1) * G)`` for n
+    children, read as a signed int64. ``mix64`` is splitmix64's finaliser (xor-shift 30, times
+    0xBF58476D1CE4E5B9, xor-shift 27, times 0x94D049BB133111EB, xor-shift 31), a bijection with
+    ``mix64(0) == 0``: the last step, which also counts the children, keeps a step without
+    children from being its bare rule hash and (0, []) apart from (0, [0]). For a given prefix
+    each step is a bijection of ``o``, so steps of one rule over different children collide only
+    by chance (2^-64). The compiled kernel computes exactly the same bits.
+    """
+    h = rule_hash & _MASK
+    n = 0
+    for o in child_origins:
+        h = _mix64((h * _GOLDEN + (o & _MASK)) & _MASK)
+        n += 1
+    h = _mix64((h + (n + 1) * _GOLDEN) & _MASK)
+    return h - (1 << 64) if h >> 63 else h
+
+
+# --- data ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Hypergraph:
+    """Integer-coded facts and rule instances (see the module docstring for each array)."""
+
+    leaf: np.ndarray  # bool[F]
+    leaf_w: np.ndarray  # float64[F]
+    leaf_origin: np.ndarray  # int64[F]
+    inst_rule: np.ndarray  # int32[I]
+    inst_head: np.ndarray  # int64[I]
+    child_ptr: np.ndarray  # int64[I+1]
+    child_fact: np.ndarray  # int64[child_ptr[I]]
+    rule_w: np.ndarray  # float64[R]
+    rule_size: np.ndarray  # int64[R]
+    rule_hash: np.ndarray  # int64[R]
+    rule_copy: np.ndarray  # bool[R]
+
+    @property
+    def n_facts(self) -> int:
+        return len(self.leaf)
+
+    @property
+    def n_instances(self) -> int:
+        return len(self.inst_rule)
+
+
+@dataclass
+class KernelResult:
+    """Entries grouped by fact, best first: fact f's are ``fact_ptr[f]:fact_ptr[f+1]``.
+
+    Per entry: weight ``w``, ``size``, ``origin``, instance ``inst`` (-1 for a leaf), and as CSR
+    ``child_rank_ptr``/``child_rank`` (int32) the 1-based rank of each child's entry it uses, in
+    body order (empty for a leaf): the entry of child ``child_fact[child_ptr[inst] + j]`` at that
+    rank is ``fact_ptr[child] + rank - 1``.
+    """
+
+    fact_ptr: np.ndarray  # int64[F+1]
+    w: np.ndarray  # float64[E]
+    size: np.ndarray  # int64[E]
+    origin: np.ndarray  # int64[E]
+    inst: np.ndarray  # int64[E]
+    child_rank_ptr: np.ndarray  # int64[E+1]
+    child_rank: np.ndarray  # int32[child_rank_ptr[E]]
+
+    @property
+    def n_entries(self) -> int:
+        return len(self.w)
+
+
+# --- the wrapper ---------------------------------------------------------------------------------
+
+
+def run_kernel(graph: Hypergraph, combine: int, sign: float, k: int, backend: str = "auto") -> KernelResult:
+    """The k best distinct-origin entries of every fact of ``graph``.
+
+    ``combine``: 0 product, 1 sum, 2 min; ``sign``: +1.0 if a smaller weight is better, -1.0 if
+    a larger one is. ``backend``: "numba" (compiled), "python" (pure Python, same arrays), or
+    "auto": Python below :data:`PYTHON_BELOW` instances, so small runs pay neither numba's import
+    nor its JIT. Raises ValueError on malformed input.
+    """
+    g = _validated(graph)
+    if combine not in (PRODUCT, SUM, MIN):
+        raise ValueError(f"combine must be 0 (product), 1 (sum) or 2 (min), not {combine!r}")
+    if sign not in (1.0, -1.0):
+        raise ValueError(f"sign must be 1.0 or -1.0, not {sign!r}")
+    sign = float(sign)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < 2**31:
+        raise ValueError(f"k must be an integer >= 1, not {k!r}")
+    k = int(k)
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    if backend == "python" or (backend == "auto" and g.n_instances < PYTHON_BELOW):
+        out = _py_top1(g, combine, sign) if k == 1 else _py_topk(g, combine, sign, k)
+    else:
+        from selp.topk import _kernel_nb as nb  # noqa: PLC0415 (imports numba: only when needed)
+
+        args = (g.leaf, g.leaf_w, g.leaf_origin, g.inst_rule, g.inst_head, g.child_ptr, g.child_fact,
+                g.rule_w, g.rule_size, g.rule_hash, g.rule_copy, combine, sign)
+        out = nb.top1_nb(*args) if k == 1 else nb.topk_nb(*args, k)
+    return KernelResult(*out)
+
+
+_DTYPES = {
+    "leaf": np.bool_, "leaf_w": np.float64, "leaf_origin": np.int64, "inst_rule": np.int32,
+    "inst_head": np.int64, "child_ptr": np.int64, "child_fact": np.int64, "rule_w": np.float64,
+    "rule_size": np.int64, "rule_hash": np.int64, "rule_copy": np.bool_,
+}
+_KINDS = {np.bool_: "b", np.float64: "fiu", np.int64: "iu", np.int32: "iu"}
+
+
+def _validated(graph: Hypergraph) -> Hypergraph:
+    """A copy of ``graph`` with contiguous arrays of the kernel's dtypes, checked for shape and
+    range (an index out of range would read garbage in compiled code, not raise)."""
+    arrays = {}
+    for name, dtype in _DTYPES.items():
+        a = np.asarray(getattr(graph, name))
+        if name in ("leaf_origin", "rule_hash") and a.dtype == np.uint64:
+            a = a.view(np.int64)  # hashes are bit patterns: the same 64 bits, read signed
+        if a.ndim != 1:
+            raise ValueError(f"{name} must be one-dimensional, not of shape {a.shape}")
+        if a.dtype.kind not in _KINDS[dtype] and not (a.size == 0 and a.dtype.kind == "f"):
+            raise ValueError(f"{name} must be of dtype {np.dtype(dtype).name}, not {a.dtype}")
+        b = np.ascontiguousarray(a, dtype=dtype)
+        if a.dtype.kind in "iu" and b.size and not np.array_equal(b, a):
+            raise ValueError(f"{name} does not fit {np.dtype(dtype).name}")
+        arrays[name] = b
+    g = Hypergraph(**arrays)
+    F, I, R = len(g.leaf), len(g.inst_rule), len(g.rule_w)
+    for name, n in (("leaf_w", F), ("leaf_origin", F), ("inst_head", I), ("child_ptr", I + 1),
+                    ("rule_size", R), ("rule_hash", R), ("rule_copy", R)):
+        if len(arrays[name]) != n:
+            raise ValueError(f"{name} has {len(arrays[name])} items, expected {n}")
+    cp = g.child_ptr
+    if cp[0] != 0 or cp[-1] != len(g.child_fact) or (I and np.any(np.diff(cp) < 0)):
+        raise ValueError("child_ptr must rise from 0 to len(child_fact)")
+    for name, a, n in (("inst_head", g.inst_head, F), ("child_fact", g.child_fact, F), ("inst_rule", g.inst_rule, R)):
+        if a.size and (a.min() < 0 or a.max() >= n):
+            raise ValueError(f"{name} holds an index outside 0..{n - 1}")
+    if I and np.any(g.leaf[g.inst_head]):
+        raise ValueError("a leaf fact is the head of an instance")
+    copies = g.rule_copy[g.inst_rule]
+    if np.any(np.diff(cp)[copies] != 1):
+        raise ValueError("an instance of a copy rule must have exactly one child")
+    if np.isnan(g.leaf_w[g.leaf]).any() or np.isnan(g.rule_w).any():
+        raise ValueError("weights must not be NaN")
+    return g
+
+
+# --- the pure-Python path (twin of selp.topk._kernel_nb; keep them in step) --------------------
+
+
+def _combiner(code: int):
+    if code == PRODUCT:
+        return lambda a, b: a * b
+    if code == SUM:
+        return lambda a, b: a + b
+    return lambda a, b: b if b < a else a  # as the compiled _comb (signed zeros)
+
+
+def _py_top1(g: Hypergraph, combine: int, sign: float) -> tuple[np.ndarray, ...]:
+    """Knuth's algorithm in Python; the twin of ``_kernel_nb.top1_nb``."""
+    comb = _combiner(combine)
+    F, I = g.n_facts, g.n_instances
+    leaf, leaf_w, leaf_origin = g.leaf.tolist(), g.leaf_w.tolist(), g.leaf_origin.tolist()
+    inst_rule, inst_head, cp, cf = g.inst_rule.tolist(), g.inst_head.tolist(), g.child_ptr.tolist(), g.child_fact.tolist()
+    rule_w, rule_size, rule_hash, rule_copy = g.rule_w.tolist(), g.rule_size.tolist(), g.rule_hash.tolist(), g.rule_copy.tolist()
+    final = [False] * F
+    ew, es, eo, ei = [0.0] * F, [0] * F, [0] * F, [-1] * F
+    for f in range(F):
+        if leaf[f]:
+            final[f], ew[f], eo[f] = True, leaf_w[f], leaf_origin[f]
+    best: list[tuple | None] = [None] * F  # (key, size, origin, instance) of the head's best
+    wait: dict[int, list[int]] = {}
+    heap: list[tuple] = []
+
+    def offer(i: int) -> None:
+        a, b = cp[i], cp[i + 1]
+        for t in range(a, b):
+            if not final[cf[t]]:
+                wait.setdefault(cf[t], []).append(i)  # tried again when that child is final
+                return
+        h = inst_head[i]
+        if final[h]:
+            return
+        r = inst_rule[i]
+        w, s = rule_w[r], rule_size[r]
+        for t in range(a, b):
+            w = comb(w, ew[cf[t]])
+            s += es[cf[t]]
+        o = eo[cf[a]] if rule_copy[r] else origin_of(rule_hash[r], [eo[cf[t]] for t in range(a, b)])
+        item = (sign * w, s, o, i)
+        if best[h] is None or item < best[h]:
+            best[h] = item
+            heapq.heappush(heap, item)
+
+    for i in range(I):
+        offer(i)
+    while heap:
+        kw, s, o, i = heapq.heappop(heap)
+        h = inst_head[i]
+        if final[h] or best[h][3] != i:
+            continue  # stale
+        final[h] = True
+        ew[h], es[h], eo[h], ei[h] = sign * kw, s, o, i
+        for j in wait.pop(h, ()):
+            offer(j)
+    per_fact = [[(ew[f], es[f], eo[f], ei[f], (1,) * (0 if ei[f] < 0 else cp[ei[f] + 1] - cp[ei[f]]))]
+                if final[f] else [] for f in range(F)]
+    return _py_collect(per_fact)
+
+
+def _py_topk(g: Hypergraph, combine: int, sign: float, k: int) -> tuple[np.ndarray, ...]:
+    """Lazy k-best by modifications in Python; the twin of ``_kernel_nb.topk_nb``."""
+    comb = _combiner(combine)
+    F, I = g.n_facts, g.n_instances
+    leaf, leaf_w, leaf_origin = g.leaf.tolist(), g.leaf_w.tolist(), g.leaf_origin.tolist()
+    inst_rule, inst_head, cp, cf = g.inst_rule.tolist(), g.inst_head.tolist(), g.child_ptr.tolist(), g.child_fact.tolist()
+    rule_w, rule_size, rule_hash, rule_copy = g.rule_w.tolist(), g.rule_size.tolist(), g.rule_hash.tolist(), g.rule_copy.tolist()
+    # per fact, its entries best first: (w, size, origin, instance, child ranks)
+    ent: list[list[tuple]] = [[(leaf_w[f], 0, leaf_origin[f], -1, ())] if leaf[f] else [] for f in range(F)]
+    # candidate c: instance c_inst[c] with child ranks c_ranks[c]; 0..I-1 have every rank 1
+    c_inst = list(range(I))
+    c_ranks = [(1,) * (cp[i + 1] - cp[i]) for i in range(I)]
+    wait: dict[tuple[int, int], list[int]] = {}  # (fact, rank) -> candidates waiting for it
+    heap: list[tuple] = []
+
+    def try_cand(c: int) -> None:
+        i = c_inst[c]
+        if len(ent[inst_head[i]]) >= k:
+            return
+        ranks, a = c_ranks[c], cp[i]
+        for j, r in enumerate(ranks):
+            f = cf[a + j]
+            if len(ent[f]) < r:
+                wait.setdefault((f, r), []).append(c)
+                return
+        kids = [ent[cf[a + j]][r - 1] for j, r in enumerate(ranks)]
+        rl = inst_rule[i]
+        w, s = rule_w[rl], rule_size[rl]
+        for e in kids:
+            w = comb(w, e[0])
+            s += e[1]
+        o = kids[0][2] if rule_copy[rl] else origin_of(rule_hash[rl], [e[2] for e in kids])
+        heapq.heappush(heap, (sign * w, s, o, c))
+
+    for c in range(I):
+        try_cand(c)
+    while heap:
+        kw, s, o, c = heapq.heappop(heap)
+        i = c_inst[c]
+        mine = ent[inst_head[i]]
+        n = len(mine)
+        if n >= k:
+            continue
+        ranks = c_ranks[c]
+        if all(e[2] != o for e in mine):
+            mine.append((sign * kw, s, o, i, ranks))
+            for w in wait.pop((inst_head[i], n + 1), ()):
+                try_cand(w)
+            if n + 1 >= k:
+                continue
+        a = cp[i]
+        for mod in modifications(ranks, k):
+            if any(leaf[cf[a + j]] and r > 1 for j, r in enumerate(mod)):
+                continue  # a leaf has one entry
+            c_inst.append(i)
+            c_ranks.append(mod)
+            try_cand(len(c_inst) - 1)
+    return _py_collect(ent)
+
+
+def modifications(ranks: tuple[int, ...], k: int) -> list[tuple[int, ...]]:
+    """The rank vectors formed when a candidate with ``ranks`` is popped: one rank + 1, only at
+    positions from the last rank above 1 on (each vector then has one parent, see the module
+    docstring), never above ``k``. The compiled kernel inlines the same rule."""
+    last = max((j for j, r in enumerate(ranks) if r > 1), default=0)
+    return [ranks[:j] + (ranks[j] + 1,) + ranks[j + 1:] for j in range(last, len(ranks)) if ranks[j] < k]
+
+
+def _py_collect(per_fact: list[list[tuple]]) -> tuple[np.ndarray, ...]:
+    """The result arrays from per-fact lists of (w, size, origin, instance, child ranks)."""
+    counts = np.fromiter((len(x) for x in per_fact), np.int64, len(per_fact))
+    fact_ptr = np.zeros(len(per_fact) + 1, np.int64)
+    np.cumsum(counts, out=fact_ptr[1:])
+    flat = [e for x in per_fact for e in x]
+    E = len(flat)
+    w = np.fromiter((e[0] for e in flat), np.float64, E)
+    size = np.fromiter((e[1] for e in flat), np.int64, E)
+    origin = np.fromiter((e[2] for e in flat), np.int64, E)
+    inst = np.fromiter((e[3] for e in flat), np.int64, E)
+    crp = np.zeros(E + 1, np.int64)
+    np.cumsum(np.fromiter((len(e[4]) for e in flat), np.int64, E), out=crp[1:])
+    cr = np.fromiter((r for e in flat for r in e[4]), np.int32, int(crp[-1]))
+    return fact_ptr, w, size, origin, inst, crp, cr
+
