@@ -66,7 +66,7 @@ def _start_spark(master: str | None, conf: dict[str, str], quiet: bool):
     if not master and shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise SelpError(
             "the spark engine needs Java 17 (apt-get install openjdk-17-jre-headless);"
-            " or run with --engine local"
+            " or run with the embedded engine (the default)"
         )
     from selp.engines.spark_session import get_spark
 
@@ -109,7 +109,7 @@ def main() -> None:
     Examples:
       selp check examples/trade/trade.dl
       selp eval examples/trade/trade.dl --db examples/trade/db --show dealsWith
-      selp eval prog.dl --db data/ --engine spark --master spark://host:7077 --out results/
+      selp eval prog.dl --db data/ --master spark://host:7077 --out results/
     """
 
 
@@ -179,9 +179,9 @@ def eval_cmd(program: str, db_dir: str | None, engine: str | None, out_dir: str 
 
     \b
     Examples:
-      selp eval examples/trade/trade.dl --db examples/trade/db --engine local --show dealsWith
+      selp eval examples/trade/trade.dl --db examples/trade/db --show dealsWith
       selp eval examples/trade/trade.dl --db examples/trade/db --out results/ --format parquet
-      SELP_ENGINE=local selp eval prog.dl --db data/ --json
+      SELP_ENGINE=spark selp eval prog.dl --db data/ --json
     """
     from selp.config import choose_engine
     from selp.engines.registry import get_engine
@@ -587,7 +587,7 @@ def gen_cdss(out_dir: str, peers: int, base_size: int, fanout: str, topology: st
     \b
     Examples:
       selp gen cdss --peers 10 --base-size 2000 --fanout 1-3 --topology random --out /tmp/sp10
-      selp cdss check /tmp/sp10 && selp cdss eval /tmp/sp10 --engine local
+      selp cdss check /tmp/sp10 && selp cdss eval /tmp/sp10
     """
     from selp.cdss.gen_swissprot import generate_cdss
 
@@ -689,7 +689,7 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
     if dataset == "cdss":
         from selp.cdss.bench_cdss import bench_cdss, markdown, parse_list, save as save_cdss
 
-        chosen_engines = [e.strip() for e in ",".join(engines).split(",") if e.strip()] or ["local"]
+        chosen_engines = [e.strip() for e in ",".join(engines).split(",") if e.strip()] or ["embedded"]
         try:
             peer_list, fraction_list = parse_list(peers, "--peers", int), parse_list(fractions, "--fractions", float)
             scale_values = parse_list(scales, "--scales", int) if scales else [200]

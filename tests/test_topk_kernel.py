@@ -354,6 +354,38 @@ def test_one_parent_rule_reaches_every_vector_once(m: int, k: int) -> None:
     assert set(reached) == set(itertools.product(range(1, k + 1), repeat=m))
 
 
+def test_one_parent_rule_skips_fixed_positions() -> None:
+    k, fixed = 3, [False, True, False]
+    reached, frontier = [(1, 1, 1)], [(1, 1, 1)]
+    while frontier:
+        frontier = [child for v in frontier for child in modifications(v, k, fixed)]
+        reached += frontier
+    assert len(reached) == len(set(reached)) == k * k
+    assert all(v[1] == 1 for v in reached)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5])
+@pytest.mark.parametrize("combine", [0, 1, 2])
+def test_larger_random_graph_compiled_equals_python(k: int, combine: int) -> None:
+    """Big enough that every array of the compiled kernel has to grow."""
+    rng = np.random.default_rng(k * 10 + combine)
+    F, I, R = 400, 3000, 6
+    leaf = rng.random(F) < 0.2
+    heads = rng.choice(np.flatnonzero(~leaf), I)
+    rule_copy = np.array([False, False, False, False, True, True])
+    inst_rule = rng.integers(0, R, I).astype(np.int32)
+    arity = np.where(rule_copy[inst_rule], 1, rng.integers(0, 4, I))
+    child_ptr = np.concatenate([[0], np.cumsum(arity)])
+    g = Hypergraph(leaf, rng.choice([0.25, 0.5, 0.75, 1.0], F), rng.integers(-(2**63), 2**63 - 1, F), inst_rule,
+                   heads, child_ptr, rng.integers(0, F, child_ptr[-1]), rng.choice([0.5, 0.75, 1.0], R),
+                   np.where(rule_copy, 0, 1), rng.integers(-(2**63), 2**63 - 1, R), rule_copy)
+    a = run_kernel(g, combine, -1.0, k, backend="python")
+    _same(a, run_kernel(g, combine, -1.0, k, backend="numba"))
+    assert (np.diff(a.fact_ptr) > 0).sum() > leaf.sum()  # the instances do derive things
+    assert k == 1 or a.n_entries > F
+    _check_invariants(g, a, combine, -1.0, k)
+
+
 # --- transitive closure ----------------------------------------------------------------------------
 
 

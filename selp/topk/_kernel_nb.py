@@ -23,7 +23,7 @@ _S27 = np.uint64(27)
 _S31 = np.uint64(31)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mix64(z: np.uint64) -> np.uint64:
     z = (z ^ (z >> _S30)) * _M1
     z = (z ^ (z >> _S27)) * _M2
@@ -40,7 +40,7 @@ def combine_origin_nb(rule_hash: int, child_origins: np.ndarray) -> int:
     return np.int64(_mix64(h + np.uint64(n + 1) * _GOLDEN))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _comb(code: int, a: float, b: float) -> float:
     if code == 0:
         return a * b
@@ -49,7 +49,7 @@ def _comb(code: int, a: float, b: float) -> float:
     return b if b < a else a  # the pure-Python twin spells min the same way (signed zeros)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _less(k1, s1, o1, c1, k2, s2, o2, c2) -> bool:
     """(key, size, origin, id) lexicographically: the id makes the order total, so which item
     pops first never depends on the heap's layout (the pure-Python path uses heapq on tuples)."""
@@ -72,7 +72,7 @@ def _grow(a: np.ndarray, need: int) -> np.ndarray:
     return b
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_push(hk, hs, ho, hc, n, k, s, o, c) -> None:
     """Insert (k, s, o, c) into the binary heap of the first ``n`` items (capacity checked by
     the caller)."""
@@ -93,7 +93,7 @@ def _heap_push(hk, hs, ho, hc, n, k, s, o, c) -> None:
     hc[i] = c
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_pop(hk, hs, ho, hc, n) -> None:
     """Remove the root of the heap of ``n`` items (the caller read it before)."""
     n -= 1
@@ -188,11 +188,13 @@ def top1_nb(leaf, leaf_w, leaf_origin, inst_rule, inst_head, child_ptr, child_fa
             E[q + 3] = -2
     wait = np.full(F, -1, np.int64)  # instances waiting for fact f to be final, linked via nxt
     nxt = np.empty(I, np.int64)
-    cap = min(I, 1 << 16) + 16
-    hk = np.empty(cap, np.float64)
-    hs = np.empty(cap, np.int64)
-    ho = np.empty(cap, np.int64)
-    hc = np.empty(cap, np.int64)
+    # the heap: an instance is offered at most once, so it never holds more than I items. (Its
+    # arrays are never replaced: an array variable reassigned in the loop costs an atomic
+    # reference count update at every use, which was a fifth of the time.)
+    hk = np.empty(I + 1, np.float64)
+    hs = np.empty(I + 1, np.int64)
+    ho = np.empty(I + 1, np.int64)
+    hc = np.empty(I + 1, np.int64)
     nh = 0
     # instances to try: first all, then those released by a fact made final. An instance is in
     # the worklist or in one waiting list, never both: the worklist never holds more than I.
@@ -240,11 +242,6 @@ def top1_nb(leaf, leaf_w, leaf_origin, inst_rule, inst_head, child_ptr, child_fa
             B[qh + 1] = s
             B[qh + 2] = o
             B[qh + 3] = i
-            if nh == hk.shape[0]:
-                hk = _grow(hk, nh + 1)
-                hs = _grow(hs, nh + 1)
-                ho = _grow(ho, nh + 1)
-                hc = _grow(hc, nh + 1)
             _heap_push(hk, hs, ho, hc, nh, kw, s, o, i)
             nh += 1
         # pop until a live item makes a fact final
@@ -302,44 +299,138 @@ def top1_nb(leaf, leaf_w, leaf_origin, inst_rule, inst_head, child_ptr, child_fa
 # Entry (f, rank r) is slot e = f*k + r - 1, at S[4e:4e+4]: weight, size, origin, candidate (-1
 # for a leaf); a fact's origins, scanned for duplicates, are within a few cache lines. O(F*k)
 # memory, which the waiting lists need anyway. Candidate c is a record of ``sc`` int64 at
-# C[c*sc:]: instance, next in its waiting list, then its child ranks as int32
-# (``C.view(np.int32)``). Candidates 0..I-1 are the instances with every rank 1. An entry keeps
-# its candidate's id: its child ranks are read from there at the end.
+# C[c*sc:]: instance, head (checked first: a released candidate often finds its head full, and
+# this saves reading the instance record), next in its waiting list, then its child ranks as
+# int32 (``C.view(np.int32)``). Candidates 0..I-1 are the instances with every rank 1. An entry
+# keeps its candidate's id: its child ranks are read from there at the end.
+
+
+# codes returned by _topk_loop
+_DONE, _GROW_HEAP, _GROW_CANDIDATES = 0, 1, 2
 
 
 @njit(cache=True)
-def _try_cand(c, C, C32, sc, IR, si, rule_w, rule_size, rule_hash, rule_copy, combine, sign, k,
-              cnt, S, SF, wait):
-    """Candidate ``c``'s (ok, key, size, origin) if its head wants more entries and every child
-    has the entry of the rank it names; else it waits on the first missing (child, rank)."""
-    base = c * sc
-    ib = C[base] * si
-    if cnt[IR[ib]] >= k:
-        return False, 0.0, 0, 0  # head full: dropped
-    m = IR[ib + 2]
-    rb = 2 * (base + 2)
-    for j in range(m):
-        f = IR[ib + 3 + j]
-        r = C32[rb + j]
-        if cnt[f] < r:
-            slot = f * k + r - 1
-            C[base + 1] = wait[slot]
-            wait[slot] = c
-            return False, 0.0, 0, 0
-    rl = IR[ib + 1]
-    w = rule_w[rl]
-    s = rule_size[rl]
-    hh = np.uint64(rule_hash[rl])
-    for j in range(m):
-        q = 4 * (IR[ib + 3 + j] * k + C32[rb + j] - 1)
-        w = _comb(combine, w, SF[q])
-        s += S[q + 1]
-        hh = _mix64(hh * _GOLDEN + np.uint64(S[q + 2]))
-    if rule_copy[rl]:
-        o = S[4 * (IR[ib + 3] * k + C32[rb] - 1) + 2]
-    else:
-        o = np.int64(_mix64(hh + np.uint64(m + 1) * _GOLDEN))
-    return True, sign * w, s, o
+def _topk_loop(st, todo, C, C32, sc, M, IR, si, leaf, rule_w, rule_size, rule_hash, rule_copy,
+               combine, sign, k, cnt, S, SF, wait, hk, hs, ho, hc):
+    """Run until done or until an array is full; the caller then grows it and calls again.
+
+    The arrays are parameters that this loop never replaces: an array variable reassigned inside
+    a loop costs numba an atomic reference-count update at each use (a fifth of the time in
+    Top-1 before). ``st`` carries the scalar state across calls: the number of worklist items,
+    heap items and candidates, and the head of the list of released candidates to try.
+    """
+    nt, nh, nc, rel = st[0], st[1], st[2], st[3]
+    code = _DONE
+    while True:
+        # try the released candidates and the worklist (the order does not matter: heap ties
+        # are broken by candidate id, fixed when the candidate is formed)
+        while rel >= 0 or nt > 0:
+            if nh == hk.shape[0]:
+                code = _GROW_HEAP
+                break
+            if rel >= 0:
+                c = rel
+                rel = C[c * sc + 2]  # read first: waiting again relinks c
+            else:
+                nt -= 1
+                c = todo[nt]
+            # candidate c: dropped if its head is full; waits on its first missing (child, rank);
+            # else its key goes on the heap. (Written out here rather than called: numba would
+            # update the reference counts of a callee's array arguments at every call.)
+            base = c * sc
+            if cnt[C[base + 1]] >= k:
+                continue
+            ib = C[base] * si
+            m = IR[ib + 2]
+            rb = 2 * (base + 3)
+            ready = True
+            for j in range(m):
+                f = IR[ib + 3 + j]
+                r = C32[rb + j]
+                if cnt[f] < r:
+                    slot = f * k + r - 1
+                    C[base + 2] = wait[slot]
+                    wait[slot] = c
+                    ready = False
+                    break
+            if not ready:
+                continue
+            rl = IR[ib + 1]
+            w = rule_w[rl]
+            s = rule_size[rl]
+            hh = np.uint64(rule_hash[rl])
+            for j in range(m):
+                q = 4 * (IR[ib + 3 + j] * k + C32[rb + j] - 1)
+                w = _comb(combine, w, SF[q])
+                s += S[q + 1]
+                hh = _mix64(hh * _GOLDEN + np.uint64(S[q + 2]))
+            if rule_copy[rl]:
+                o = S[4 * (IR[ib + 3] * k + C32[rb] - 1) + 2]
+            else:
+                o = np.int64(_mix64(hh + np.uint64(m + 1) * _GOLDEN))
+            _heap_push(hk, hs, ho, hc, nh, sign * w, s, o, c)
+            nh += 1
+        if code != _DONE or nh == 0:
+            break
+        if (nc + M) * sc > C.shape[0]:
+            code = _GROW_CANDIDATES
+            break
+        kw = hk[0]
+        s = hs[0]
+        o = ho[0]
+        c = hc[0]
+        _heap_pop(hk, hs, ho, hc, nh)
+        nh -= 1
+        base = c * sc
+        h = C[base + 1]
+        n = cnt[h]
+        if n >= k:
+            continue  # head full: drop, and do not expand
+        slot0 = h * k
+        dup = False
+        for r in range(n):
+            if S[4 * (slot0 + r) + 2] == o:
+                dup = True
+                break
+        if not dup:
+            q = 4 * (slot0 + n)
+            SF[q] = sign * kw  # sign is +-1: exact
+            S[q + 1] = s
+            S[q + 2] = o
+            S[q + 3] = c
+            cnt[h] = n + 1
+            rel = wait[slot0 + n]  # the list is empty here: everything was tried before popping
+            wait[slot0 + n] = -1
+            if n + 1 >= k:
+                continue  # now full: its modifications would be dropped anyway
+        # modifications: only at positions >= the last rank above 1 (see kernel.py's docstring),
+        # never beyond rank k and never at a leaf child (a leaf has one entry). The worklist is
+        # empty here, and holds at least M.
+        i = C[base]
+        ib = i * si
+        m = IR[ib + 2]
+        rb = 2 * (base + 3)
+        last = 0
+        for j in range(m - 1, -1, -1):
+            if C32[rb + j] > 1:
+                last = j
+                break
+        for j in range(last, m):
+            if C32[rb + j] >= k or leaf[IR[ib + 3 + j]]:
+                continue
+            nbase = nc * sc
+            C[nbase] = i
+            C[nbase + 1] = h
+            C[nbase + 2] = -1
+            nrb = 2 * (nbase + 3)
+            for t in range(m):
+                C32[nrb + t] = C32[rb + t]
+            C32[nrb + j] += 1
+            todo[nt] = nc
+            nt += 1
+            nc += 1
+    st[0], st[1], st[2], st[3] = nt, nh, nc, rel
+    return code
 
 
 @njit(cache=True)
@@ -349,7 +440,7 @@ def topk_nb(leaf, leaf_w, leaf_origin, inst_rule, inst_head, child_ptr, child_fa
     F = leaf.shape[0]
     I = inst_rule.shape[0]
     IR, si, M = _pack(inst_rule, inst_head, child_ptr, child_fact)
-    sc = 2 + (M + 1) // 2
+    sc = 3 + (M + 1) // 2
     cnt = np.zeros(F, np.int32)
     S = np.empty(4 * F * k, np.int64)
     SF = S.view(np.float64)
@@ -367,102 +458,35 @@ def topk_nb(leaf, leaf_w, leaf_origin, inst_rule, inst_head, child_ptr, child_fa
     for i in range(I):
         base = i * sc
         C[base] = i
-        C[base + 1] = -1
+        C[base + 1] = inst_head[i]
+        C[base + 2] = -1
         for j in range(child_ptr[i + 1] - child_ptr[i]):
-            C32[2 * (base + 2) + j] = 1
-    nc = I
+            C32[2 * (base + 3) + j] = 1
     hcap = min(I, 1 << 16) + 16
     hk = np.empty(hcap, np.float64)
     hs = np.empty(hcap, np.int64)
     ho = np.empty(hcap, np.int64)
     hc = np.empty(hcap, np.int64)
-    nh = 0
-    # candidates to try (new, or released by an entry). The order does not matter: heap ties
-    # are broken by candidate id, fixed when the candidate is formed.
-    todo = np.empty(max(I, 16), np.int64)
-    nt = 0
-    for c in range(I - 1, -1, -1):
-        todo[nt] = c
-        nt += 1
+    # the worklist starts with every instance's first candidate; later it holds the (at most M)
+    # modifications of one pop
+    todo = np.empty(max(I, M) + 16, np.int64)
+    for c in range(I):
+        todo[c] = I - 1 - c
+    st = np.array([I, 0, I, -1], np.int64)  # worklist items, heap items, candidates, released
     while True:
-        while nt > 0:
-            nt -= 1
-            c = todo[nt]
-            ok, kw, s, o = _try_cand(c, C, C32, sc, IR, si, rule_w, rule_size, rule_hash, rule_copy,
-                                     combine, sign, k, cnt, S, SF, wait)
-            if ok:
-                if nh == hk.shape[0]:
-                    hk = _grow(hk, nh + 1)
-                    hs = _grow(hs, nh + 1)
-                    ho = _grow(ho, nh + 1)
-                    hc = _grow(hc, nh + 1)
-                _heap_push(hk, hs, ho, hc, nh, kw, s, o, c)
-                nh += 1
-        if nh == 0:
-            break
-        kw = hk[0]
-        s = hs[0]
-        o = ho[0]
-        c = hc[0]
-        _heap_pop(hk, hs, ho, hc, nh)
-        nh -= 1
-        base = c * sc
-        i = C[base]
-        ib = i * si
-        h = IR[ib]
-        n = cnt[h]
-        if n >= k:
-            continue  # head full: drop, and do not expand
-        slot0 = h * k
-        dup = False
-        for r in range(n):
-            if S[4 * (slot0 + r) + 2] == o:
-                dup = True
-                break
-        if not dup:
-            q = 4 * (slot0 + n)
-            SF[q] = sign * kw  # sign is +-1: exact
-            S[q + 1] = s
-            S[q + 2] = o
-            S[q + 3] = c
-            cnt[h] = n + 1
-            w = wait[slot0 + n]
-            wait[slot0 + n] = -1
-            while w >= 0:
-                if nt == todo.shape[0]:
-                    todo = _grow(todo, nt + 1)
-                todo[nt] = w
-                nt += 1
-                w = C[w * sc + 1]
-            if n + 1 >= k:
-                continue  # now full: its modifications would be dropped anyway
-        # modifications: only at positions >= the last rank above 1 (see kernel.py's docstring),
-        # never beyond rank k and never at a leaf child (a leaf has one entry)
-        m = IR[ib + 2]
-        rb = 2 * (base + 2)
-        last = 0
-        for j in range(m - 1, -1, -1):
-            if C32[rb + j] > 1:
-                last = j
-                break
-        if (nc + m) * sc > C.shape[0]:
-            C = _grow(C, (nc + m) * sc)
+        code = _topk_loop(st, todo, C, C32, sc, M, IR, si, leaf, rule_w, rule_size, rule_hash, rule_copy,
+                          combine, sign, k, cnt, S, SF, wait, hk, hs, ho, hc)
+        if code == _GROW_HEAP:
+            n = 2 * hk.shape[0]
+            hk = _grow(hk, n)
+            hs = _grow(hs, n)
+            ho = _grow(ho, n)
+            hc = _grow(hc, n)
+        elif code == _GROW_CANDIDATES:
+            C = _grow(C, (st[2] + M) * sc)
             C32 = C.view(np.int32)
-        if nt + m > todo.shape[0]:
-            todo = _grow(todo, nt + m)
-        for j in range(last, m):
-            if C32[rb + j] >= k or leaf[IR[ib + 3 + j]]:
-                continue
-            nbase = nc * sc
-            C[nbase] = i
-            C[nbase + 1] = -1
-            nrb = 2 * (nbase + 2)
-            for t in range(m):
-                C32[nrb + t] = C32[rb + t]
-            C32[nrb + j] += 1
-            todo[nt] = nc
-            nt += 1
-            nc += 1
+        else:
+            break
     # the result, grouped by fact
     fact_ptr = np.zeros(F + 1, np.int64)
     for f in range(F):
@@ -488,7 +512,7 @@ def topk_nb(leaf, leaf_w, leaf_origin, inst_rule, inst_head, child_ptr, child_fa
             crp[p + 1] = crp[p] + (0 if i < 0 else child_ptr[i + 1] - child_ptr[i])
     cr = np.empty(crp[n], np.int32)
     for p in range(n):
-        rb = 2 * (cand[p] * sc + 2)
+        rb = 2 * (cand[p] * sc + 3)
         for t in range(crp[p + 1] - crp[p]):
             cr[crp[p] + t] = C32[rb + t]
     return fact_ptr, w_out, size, origin, inst, crp, cr

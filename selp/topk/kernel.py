@@ -50,24 +50,26 @@ first loses nothing for monotone monoids: the parent uses the same children with
 better or equal, so its (weight, size) is no worse and it pops first; by induction on that
 order every vector the answer needs has been formed when it is needed. (Among candidates with
 equal weight and size the origin tie-break is best effort, in the reference as here.) Ranks
-above k are never formed: no fact has a (k+1)-th entry.
+above k are never formed (no fact has a (k+1)-th entry), nor ranks above 1 at a leaf child.
 
-Memory is O(I + F*k + candidates): per fact k entry slots and k waiting lists, per candidate
-an instance, an offset and its rank vector (kept: an entry's child ranks are its candidate's),
-and a heap of at most the candidates.
+Memory is O(I + F*k + candidates): a packed copy of the instances; per fact k entry slots and k
+waiting lists; per candidate its instance, head, waiting-list link and rank vector (kept: an
+entry's child ranks are its candidate's); a heap of at most the candidates. Top-1 needs O(I + F).
 
-Two implementations give identical arrays: the compiled one (:mod:`selp.topk._kernel_nb`,
-numba, imported only when used) and a pure-Python one for small inputs, which spares a
-one-fact ``explain`` numba's import and JIT. Heap ties are broken by candidate id (instance id
-in Top-1), which is fixed when the candidate is formed, so the order in which work is done
-inside one pop never matters and the two agree bit for bit.
+Ties: candidates with equal (key, size, origin) are the same tree of P reached twice; the one
+with the smaller candidate id (instance id in Top-1) wins. A candidate's id is fixed when it is
+formed (instances 0..I-1 first, then modifications in the order they are formed), so the order
+in which work is done between two pops never matters. This is what lets two implementations
+agree bit for bit: the compiled one (:mod:`selp.topk._kernel_nb`, numba, imported only when
+used) and a pure-Python one for small inputs, which spares a one-fact ``explain`` numba's import
+(about 0.4 s) and its JIT (about 12 s the first time, then cached in ``__pycache__``).
 """
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -203,8 +205,9 @@ _KINDS = {np.bool_: "b", np.float64: "fiu", np.int64: "iu", np.int32: "iu"}
 
 
 def _validated(graph: Hypergraph) -> Hypergraph:
-    """A copy of ``graph`` with contiguous arrays of the kernel's dtypes, checked for shape and
-    range (an index out of range would read garbage in compiled code, not raise)."""
+    """``graph`` with contiguous arrays of the kernel's dtypes (converted only where needed),
+    checked for shape and range: an index out of range would read garbage in compiled code, not
+    raise."""
     arrays = {}
     for name, dtype in _DTYPES.items():
         a = np.asarray(getattr(graph, name))
@@ -251,13 +254,17 @@ def _combiner(code: int):
     return lambda a, b: b if b < a else a  # as the compiled _comb (signed zeros)
 
 
+def _as_lists(g: Hypergraph) -> tuple[list, ...]:
+    """The arrays as Python lists, in field order (indexing a list is several times faster than
+    indexing a numpy array from Python)."""
+    return tuple(getattr(g, name).tolist() for name in _DTYPES)
+
+
 def _py_top1(g: Hypergraph, combine: int, sign: float) -> tuple[np.ndarray, ...]:
     """Knuth's algorithm in Python; the twin of ``_kernel_nb.top1_nb``."""
     comb = _combiner(combine)
     F, I = g.n_facts, g.n_instances
-    leaf, leaf_w, leaf_origin = g.leaf.tolist(), g.leaf_w.tolist(), g.leaf_origin.tolist()
-    inst_rule, inst_head, cp, cf = g.inst_rule.tolist(), g.inst_head.tolist(), g.child_ptr.tolist(), g.child_fact.tolist()
-    rule_w, rule_size, rule_hash, rule_copy = g.rule_w.tolist(), g.rule_size.tolist(), g.rule_hash.tolist(), g.rule_copy.tolist()
+    leaf, leaf_w, leaf_origin, inst_rule, inst_head, cp, cf, rule_w, rule_size, rule_hash, rule_copy = _as_lists(g)
     final = [False] * F
     ew, es, eo, ei = [0.0] * F, [0] * F, [0] * F, [-1] * F
     for f in range(F):
@@ -307,9 +314,7 @@ def _py_topk(g: Hypergraph, combine: int, sign: float, k: int) -> tuple[np.ndarr
     """Lazy k-best by modifications in Python; the twin of ``_kernel_nb.topk_nb``."""
     comb = _combiner(combine)
     F, I = g.n_facts, g.n_instances
-    leaf, leaf_w, leaf_origin = g.leaf.tolist(), g.leaf_w.tolist(), g.leaf_origin.tolist()
-    inst_rule, inst_head, cp, cf = g.inst_rule.tolist(), g.inst_head.tolist(), g.child_ptr.tolist(), g.child_fact.tolist()
-    rule_w, rule_size, rule_hash, rule_copy = g.rule_w.tolist(), g.rule_size.tolist(), g.rule_hash.tolist(), g.rule_copy.tolist()
+    leaf, leaf_w, leaf_origin, inst_rule, inst_head, cp, cf, rule_w, rule_size, rule_hash, rule_copy = _as_lists(g)
     # per fact, its entries best first: (w, size, origin, instance, child ranks)
     ent: list[list[tuple]] = [[(leaf_w[f], 0, leaf_origin[f], -1, ())] if leaf[f] else [] for f in range(F)]
     # candidate c: instance c_inst[c] with child ranks c_ranks[c]; 0..I-1 have every rank 1
@@ -353,22 +358,21 @@ def _py_topk(g: Hypergraph, combine: int, sign: float, k: int) -> tuple[np.ndarr
                 try_cand(w)
             if n + 1 >= k:
                 continue
-        a = cp[i]
-        for mod in modifications(ranks, k):
-            if any(leaf[cf[a + j]] and r > 1 for j, r in enumerate(mod)):
-                continue  # a leaf has one entry
+        for mod in modifications(ranks, k, [leaf[f] for f in cf[cp[i]:cp[i + 1]]]):
             c_inst.append(i)
             c_ranks.append(mod)
             try_cand(len(c_inst) - 1)
     return _py_collect(ent)
 
 
-def modifications(ranks: tuple[int, ...], k: int) -> list[tuple[int, ...]]:
+def modifications(ranks: tuple[int, ...], k: int, fixed: Sequence[bool] = ()) -> list[tuple[int, ...]]:
     """The rank vectors formed when a candidate with ``ranks`` is popped: one rank + 1, only at
     positions from the last rank above 1 on (each vector then has one parent, see the module
-    docstring), never above ``k``. The compiled kernel inlines the same rule."""
+    docstring), never above ``k`` and never at a position marked in ``fixed`` (a leaf child: it
+    has one entry). The compiled kernel inlines the same rule."""
     last = max((j for j, r in enumerate(ranks) if r > 1), default=0)
-    return [ranks[:j] + (ranks[j] + 1,) + ranks[j + 1:] for j in range(last, len(ranks)) if ranks[j] < k]
+    return [ranks[:j] + (ranks[j] + 1,) + ranks[j + 1:] for j in range(last, len(ranks))
+            if ranks[j] < k and not (j < len(fixed) and fixed[j])]
 
 
 def _py_collect(per_fact: list[list[tuple]]) -> tuple[np.ndarray, ...]:

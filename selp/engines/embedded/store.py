@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import os
+from functools import lru_cache
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,12 +129,18 @@ def decode_rows(data: list[tuple], kinds: tuple[Kind, ...], keep_order: bool = F
     return out if keep_order else set(out)
 
 
+@lru_cache(maxsize=1 << 20)
+def _skolem(text: str) -> Skolem:
+    # a labeled null recurs in many tuples (every fact a mapping built on it): parse it once
+    return parse_skolem_text(text[1:])
+
+
 def _decoder(kind: Kind):
     if not kind.tainted:
         return None
     if kind.logical == "int":
-        return lambda v: parse_skolem_text(v[1:]) if v.startswith(SKOLEM_MARK) else int(v)
-    return lambda v: parse_skolem_text(v[1:]) if v.startswith(SKOLEM_MARK) else v
+        return lambda v: _skolem(v) if v.startswith(SKOLEM_MARK) else int(v)
+    return lambda v: _skolem(v) if v.startswith(SKOLEM_MARK) else v
 
 
 # --- loading ------------------------------------------------------------------------------------
