@@ -24,3 +24,14 @@ def spark():
     session = get_spark("local[2]")
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Every test that uses the Spark session is a ``spark`` test, so ``-m "not spark"`` never
+    starts a JVM (a forgotten marker cannot slip a Spark test into the fast suite)."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+    # the fast suite first, the Spark suite second: a broken change fails in minutes, not after
+    # the JVM's share of the run
+    items.sort(key=lambda item: item.get_closest_marker("spark") is not None)

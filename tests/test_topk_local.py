@@ -109,7 +109,7 @@ SEEN: Counter = Counter()
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(programs_with_databases(max_idb=3), st.data())
-def test_random_cases_agree_with_brute_force_and_between_algorithms(case, data) -> None:
+def _random_cases_agree_with_brute_force_and_between_algorithms(case, data) -> None:
     text, edb = case
     # the strictly monotone monoids more often: only they can be checked by brute force
     monoid = data.draw(st.sampled_from(["confidence", "confidence", "cost", "cost", "size", "min-confidence", "access"]))
@@ -146,9 +146,13 @@ def test_random_cases_agree_with_brute_force_and_between_algorithms(case, data) 
         SEEN["compared facts"] += bool(prefix)
 
 
-def test_random_cases_compared_real_rankings() -> None:
-    if SEEN["cases"] >= 30:
-        assert SEEN["compared facts"] >= 10, SEEN
+def test_random_cases_agree_with_brute_force_and_between_algorithms() -> None:
+    """Top-k against brute force and between the two algorithms on random cases -- and the run
+    must not be vacuous (the counter is this test's own, so it passes alone)."""
+    SEEN.clear()
+    _random_cases_agree_with_brute_force_and_between_algorithms()
+    assert SEEN["cases"] >= 30, SEEN
+    assert SEEN["compared facts"] >= 10, SEEN
 
 
 def test_a_cycle_of_neutral_weight_still_gives_finite_distinct_trees() -> None:
