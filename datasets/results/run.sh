@@ -18,3 +18,4 @@ selp bench tc --scales 1000000 --patterns p10 -k 1,3,7 --engine spark --modes se
 selp bench proql --patterns chain:leaves --peers 10,25,50,100 --scales 20 --repeat 1 --warmup 0 --out datasets/results/proql/chain
 selp bench proql --patterns chain:every,chain:leaves+middle,branched:leaves,tree:leaves --peers 10,50,100 --scales 20 --repeat 1 --warmup 0 --out datasets/results/proql/topologies
 selp bench proql --patterns chain:leaves --peers 10,50,100 --scales 1000 --repeat 1 --warmup 0 --out datasets/results/proql/chain-1000
+selp bench cdss --peers 5,10,20 --scales 500 --fractions 0.1,0.3,0.5 --fanout 1-3 --topology random --timeout 120 --engine embedded,reference --out datasets/results/cdss-embedded
