@@ -29,12 +29,18 @@ from importlib import resources
 from typing import Callable
 
 from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+)
 
 from selp.cdss.errors import CdssError
 from selp.cdss.model import AttributeRef, Condition, ConditionTerm, MappingTerm
 from selp.errors import Location
 from selp.language.ast import Const, Var
+from selp.language.lark_cache import cached_lark
 from selp.language.parser import _unquote  # the string escapes are selp's own
 from selp.values import INT64_MAX, INT64_MIN, SKOLEM_MARK
 
@@ -92,7 +98,7 @@ class ParsedMapping:
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     grammar = resources.files("selp.cdss").joinpath("mapping.lark").read_text()
-    return Lark(
+    return cached_lark(
         grammar, start=["mapping", "condition"], parser="lalr", propagate_positions=True,
         maybe_placeholders=True,
     )

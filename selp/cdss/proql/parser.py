@@ -42,10 +42,16 @@ from functools import lru_cache
 from importlib import resources
 
 from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+)
 
 from selp.cdss.proql import ast
 from selp.errors import Location, SelpError
+from selp.language.lark_cache import cached_lark
 
 _TOKEN_NAMES = {
     "VAR": "a variable ($x)",
@@ -76,7 +82,7 @@ class ProqlError(SelpError):
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     grammar = resources.files("selp.cdss.proql").joinpath("proql.lark").read_text()
-    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+    return cached_lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
 
 
 def _describe(names: set[str]) -> str:

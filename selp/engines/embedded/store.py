@@ -15,8 +15,10 @@ fast path only ever runs on data both readers accept.
 
 from __future__ import annotations
 
+import atexit
 import csv
 import os
+import shutil
 from functools import lru_cache
 import tempfile
 from dataclasses import dataclass, field
@@ -54,19 +56,47 @@ def weight_table(rel: str) -> str:
     return ident(f"w:{rel}")
 
 
+_SPILL_DIRS: set[str] = set()
+
+
+def _remove_spill_dirs() -> None:
+    for d in list(_SPILL_DIRS):
+        shutil.rmtree(d, ignore_errors=True)
+        _SPILL_DIRS.discard(d)
+
+
+atexit.register(_remove_spill_dirs)
+
+
 def connect(threads: int | None = None, memory_limit: str | None = None) -> Any:
     """An in-process DuckDB connection that spills to a private temporary directory, so data
-    larger than memory is written out instead of failing."""
+    larger than memory is written out instead of failing. The directory is removed when the
+    connection is closed through :func:`close` or the process exits."""
     import duckdb
 
     spill = tempfile.mkdtemp(prefix="selp-duckdb-")
+    _SPILL_DIRS.add(spill)
     config: dict[str, Any] = {"temp_directory": spill}
     if threads:
         config["threads"] = threads
     if memory_limit:
         config["memory_limit"] = memory_limit
-    con = duckdb.connect(":memory:", config=config)
-    return con
+    return duckdb.connect(":memory:", config=config)
+
+
+def close(con: Any) -> None:
+    """Close a connection made by :func:`connect` and remove its spill directory."""
+    try:
+        spill = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+    except Exception:  # noqa: BLE001 - already closed
+        spill = None
+    try:
+        con.close()
+    except Exception:  # noqa: BLE001 - closing twice is harmless
+        pass
+    if spill in _SPILL_DIRS:
+        shutil.rmtree(spill, ignore_errors=True)
+        _SPILL_DIRS.discard(spill)
 
 
 def create_table(con: Any, name: str, kinds: tuple[Kind, ...], extra: str = "") -> None:
@@ -108,11 +138,8 @@ class Store:
         return {r: w for r, w in zip(decode_rows([d[:n] if n else (True,) for d in data], kinds, keep_order=True), (d[-1] for d in data))}
 
     def close(self) -> None:
-        """Release the connection."""
-        try:
-            self.con.close()
-        except Exception:  # noqa: BLE001 - closing twice is harmless
-            pass
+        """Release the connection and its spill directory."""
+        close(self.con)
 
 
 def decode_rows(data: list[tuple], kinds: tuple[Kind, ...], keep_order: bool = False) -> Any:
