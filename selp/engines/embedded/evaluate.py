@@ -41,6 +41,13 @@ def _rule_sql(store: Store, rule: Rule, reads: Callable[[int, str], str]) -> str
     return compile_body(rule, store.kinds, reads).select(distinct=False)
 
 
+def _union(selects: list[str]) -> str:
+    """The set union of rule queries (each of which may repeat a head fact)."""
+    if len(selects) == 1:
+        return f"SELECT DISTINCT * FROM ({selects[0]})"
+    return " UNION ".join(f"({q})" for q in selects)
+
+
 def _full(i: int, rel: str) -> str:
     return table(rel)
 
@@ -62,7 +69,7 @@ def evaluate_store(store: Store, progress: Progress | None = None, stats: EvalSt
         if not comp.recursive:
             for rel in comp.relations:
                 selects = [_rule_sql(store, r, _full) for r in comp.rules if r.head.relation == rel]
-                con.execute(f"INSERT INTO {table(rel)} {' UNION '.join(selects)}")
+                con.execute(f"INSERT INTO {table(rel)} {_union(selects)}")
             iterations += 1
             if progress:
                 size = sum(store.count(r) for r in comp.relations)
@@ -126,7 +133,7 @@ def _semi_naive(store: Store, comp: Component, members: set[str], progress: Prog
         for rel in sorted(members):
             cols = columns(len(store.kinds[rel]))
             if pending[rel]:
-                union = " UNION ".join(pending[rel])
+                union = _union(pending[rel])
                 on = " AND ".join(f"f.{c} = n.{c}" for c in cols)
                 con.execute(
                     f"CREATE OR REPLACE TABLE {new[rel]} AS SELECT * FROM ({union}) AS n"

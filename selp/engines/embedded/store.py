@@ -420,7 +420,7 @@ def write_store(store: Store, rels: Iterable[str], out_dir: str | Path, fmt: str
             continue
         shown, order = [], []
         for i, (k, name) in enumerate(zip(ks, store.columns[rel])):
-            c = f"c{i}"
+            c = f"src.c{i}"  # qualified: an output column may be named c0, c1, ... too
             if k.tainted:
                 text = f"CASE WHEN starts_with({c}, chr(0)) THEN substr({c}, 2) ELSE {c} END"
                 order += [f"starts_with({c}, chr(0))"]
@@ -428,7 +428,7 @@ def write_store(store: Store, rels: Iterable[str], out_dir: str | Path, fmt: str
                     order += [f"TRY_CAST({c} AS BIGINT)"]
                 order += [c]
                 if fmt == "parquet" and k.logical == "int":
-                    has_null = store.con.execute(f"SELECT bool_or(starts_with({c}, chr(0))) FROM {table(rel)}").fetchone()[0]
+                    has_null = store.con.execute(f"SELECT bool_or(starts_with({c}, chr(0))) FROM {table(rel)} AS src").fetchone()[0]
                     if not has_null:
                         text = f"CAST({c} AS BIGINT)"
             else:
@@ -440,7 +440,7 @@ def write_store(store: Store, rels: Iterable[str], out_dir: str | Path, fmt: str
         try:
             options = "(FORMAT csv, HEADER true, DELIMITER ',')" if fmt == "csv" else "(FORMAT parquet)"
             store.con.execute(
-                f"COPY (SELECT {', '.join(shown)} FROM {table(rel)} ORDER BY {', '.join(order)}) TO {sql_string(tmp)} {options}"
+                f"COPY (SELECT {', '.join(shown)} FROM {table(rel)} AS src ORDER BY {', '.join(order)}) TO {sql_string(tmp)} {options}"
             )
             os.replace(tmp, path)
         except BaseException:
