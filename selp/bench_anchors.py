@@ -10,7 +10,7 @@ graph, computed in one run by
   dependency of selp);
 * **selp's engines as a user runs them**: ``selp eval tc.dl --db DIR --engine E -q`` for each
   engine of ``--engines``, and, on the default engine, ``selp topk ... --pattern 'path(*, *)' -k K
-  --format json`` for K = 1, 3, 7 and ``selp explain ... -k 3 'path(X, Y)'`` for the first path
+  --format summary`` for K = 1, 3, 7 and ``selp explain ... -k 3 'path(X, Y)'`` for the first path
   fact (smallest pair in the closure).
 
 Every run is a whole process, timed start to exit (what a user waits: interpreter start,
@@ -44,11 +44,12 @@ import shutil
 import signal
 import statistics
 import subprocess
+import re
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -221,7 +222,7 @@ def _tree_rss_mb(root: int) -> float:
 def run_once(cfg: Config, cwd: Path, timeout_s: float | None, memory_cap_mb: float | None,
              env: dict[str, str]) -> dict[str, Any]:
     """Run ``cfg.cmd`` once in a fresh wrapper process; wall seconds, peak RSS, output counts."""
-    patterns = {"facts": b'{"fact": {', "trees": b'{"weight": '} if cfg.parse == "topk" else {}
+    patterns: dict[str, bytes] = {}
     counter = _StreamCounter(patterns)
     with tempfile.TemporaryDirectory(prefix="selp-anchor-") as tmp:
         result_file = Path(tmp) / "rusage.json"
@@ -297,10 +298,12 @@ def _parse_output(cfg: Config, counter: _StreamCounter, run: dict[str, Any]) -> 
         if "path_count" not in run:
             run["status"] = f"error: no 'path N' line in {text[:80]!r}"
     elif cfg.parse == "topk":
-        run["path_count"] = counter.counts["facts"]
-        run["trees"] = counter.counts["trees"]
-        if counter.nbytes and not counter.counts["facts"] and '"results": []' not in text[:2000]:
-            run["status"] = "error: could not count the facts of the JSON output"
+        # "path: 873168 fact(s), 2619436 tree(s); best weight ..., worst top-1 weight ..."
+        m = re.match(r"path: (\d+) fact\(s\), (\d+) tree\(s\)", text.strip())
+        if m:
+            run["path_count"], run["trees"] = int(m.group(1)), int(m.group(2))
+        else:
+            run["status"] = f"error: no summary line in {text[:80]!r}"
     elif cfg.parse == "explain":
         run["trees"] = sum(1 for line in text.splitlines() if line.lstrip().startswith("#") and "weight" in line)
         run["explained"] = text.splitlines()[0].strip() if text.strip() else ""
@@ -381,9 +384,11 @@ def configs_for(work: Path, stats: dict[str, Any], engines: list[str], skip_topk
     if not skip_topk:
         dflt = default_engine()
         for k in KS:
+            # --format summary: the k best trees of every fact computed, counted per relation, not
+            # drawn (drawing 873k trees is gigabytes of JSON: that measures printing, not top-k)
             out.append(Config(f"selp {dflt}", f"topk k={k}", selp + ["topk", prog, "--db", db, "-k", str(k), "--pattern",
-                              "path(*, *)", "-q", "--format", "json"], "topk", k=k,
-                              cmd_text=f"selp topk tc.dl --db DIR -k {k} --pattern 'path(*, *)' -q --format json > pipe"))
+                              "path(*, *)", "-q", "--format", "summary"], "topk", k=k,
+                              cmd_text=f"selp topk tc.dl --db DIR -k {k} --pattern 'path(*, *)' -q --format summary"))
         fact = stats["explain_fact"]
         out.append(Config(f"selp {dflt}", "explain k=3", selp + ["explain", prog, "--db", db, "-k", str(EXPLAIN_K), fact, "-q"],
                           "explain", k=EXPLAIN_K, note=fact,
@@ -547,9 +552,16 @@ def _fmt(key: str, v: Any) -> str:
     return str(v)
 
 
+def _cell(key: str, r: dict[str, Any]) -> str:
+    v = r.get(key)
+    if key == "status" and v not in ("ok", None) and r.get("seconds_all"):  # a cap: when it stopped
+        return f"{v} after {_fmt('seconds', r['seconds_all'][-1])} s"
+    return _fmt(key, v)
+
+
 def markdown_table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
     head = [t for _, t in columns]
-    body = [[_fmt(k, r.get(k)).replace("|", "\\|") for k, _ in columns] for r in rows]
+    body = [[_cell(k, r).replace("|", "\\|") for k, _ in columns] for r in rows]
     widths = [max(len(c) for c in col) for col in zip(head, *body)]
 
     def line(cells: list[str]) -> str:
@@ -580,6 +592,15 @@ def format_report(rows: list[dict[str, Any]], summary: list[dict[str, Any]], inf
     if problems:
         lines += ["", "**COUNT MISMATCH:**", ""] + [f"* {p}" for p in problems]
     return "\n".join(lines) + "\n"
+
+
+def rerender(out_dir: str | Path) -> str:
+    """``table.md`` again from ``results.json`` (after a change of format, without re-running)."""
+    doc = json.loads((Path(out_dir) / "results.json").read_text(encoding="utf-8"))
+    info = dict(doc["machine"], date=doc["machine"].get("date") or doc.get("date"))
+    text = format_report(doc["rows"], doc["summary"], info, info.get("command"), doc.get("count_mismatches", []))
+    (Path(out_dir) / "table.md").write_text(text, encoding="utf-8")
+    return text
 
 
 def save(rows: list[dict[str, Any]], summary: list[dict[str, Any]], info: dict[str, Any], command: str | None,
