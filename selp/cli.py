@@ -326,6 +326,8 @@ def _run_topk(program: str, pattern, pattern_text: str | None, k: int, monoid: s
             return
         if len(args) == 3:  # spark: (round, changed entries, entries)
             what = f"round {args[0]}: {args[1]} changed, {args[2]} entries"
+        elif isinstance(args[0], str):  # embedded: a step done
+            what = args[0]
         else:  # local: (entries so far,)
             what = f"{args[0]} entries"
         click.echo(f"  top-k {what} ({time.perf_counter() - t0:.1f}s)", err=True)

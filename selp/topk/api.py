@@ -121,6 +121,9 @@ def topk(
         for w in check_pattern(parsed, analysis, types):
             warn(w)
     task = make_task(analysis, types, m, k, parsed, text)
+    bound = fact if fact is not None else (parsed.root if isinstance(parsed, TreePattern) else None)
+    if engine != "embedded" and bound is not None and bound.args and any(a is not None for a in bound.args):
+        warn(f"goal-directed evaluation runs on the embedded engine; the {engine} engine evaluates the whole program")
     if engine == "spark":
         from selp.topk.spark import run_topk_spark
 
@@ -135,7 +138,7 @@ def topk(
         if m.name in COMPILED and algorithm == "heuristic":
             # the DTable keeps the store: its entries are read from DuckDB when looked at
             node = fact if fact is not None else (parsed.root if isinstance(parsed, TreePattern) else None)
-            return run_topk_embedded(task, store, node, progress=None, goal_directed=goal_directed)
+            return run_topk_embedded(task, store, node, progress=progress, goal_directed=goal_directed, warn=warn)
         try:
             if m.name not in COMPILED:
                 warn(f"monoid {m.name} has no compiled form: its DTable runs in Python (slower)")

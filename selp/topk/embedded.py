@@ -75,6 +75,7 @@ def run_topk_embedded(
     fact_filter: PatternNode | None = None,
     progress: Callable[[str], None] | None = None,
     goal_directed: bool = True,
+    warn: Callable[[str], None] = lambda msg: None,
 ) -> DTable:
     """Fill a DTable for ``task`` over the EDB loaded in ``store_p`` (a store of P).
 
@@ -93,7 +94,7 @@ def run_topk_embedded(
         types.update(demand.types)
         say(f"goal-directed: {len(demand.bound)} relation(s) restricted by demand, {demand.dropped_rules} rule(s) not needed")
     elif binds:
-        say("goal-directed: the bound constants restrict nothing; evaluating in full")
+        warn("the query's constants restrict no derived relation: evaluating the whole program")
     analysis = analyze(program)
     # EDB columns keep the kinds they were loaded with (the P store's)
     tainted = [(rel, i) for rel, ks in store_p.kinds.items() if rel in analysis.edb for i, k in enumerate(ks) if k.tainted]
