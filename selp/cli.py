@@ -618,7 +618,7 @@ BENCH_TARGETS = ("iris", "amie", "explain", "tc", "instrument", "topk", "cdss", 
 @click.option("--scales", default=None, help="Comma-separated scales (approximate output tuples) [default: the dataset's, e.g. 10000,50000,200000].")
 @click.option("--patterns", default="all", show_default=True, help="Comma-separated pattern names of datasets/DATASET.patterns, or all.")
 @click.option("-k", "ks", default="1,3,7", show_default=True, help="Comma-separated k values for top-k (full provenance runs at k=3 if listed, else the first).")
-@click.option("--engine", "--engines", "engines", multiple=True, help="local and/or spark (repeatable or comma-separated) [default: local]; anchors: the engines of `selp eval`, among embedded, reference, spark [default: embedded,reference].")
+@click.option("--engine", "--engines", "engines", multiple=True, help="embedded, reference and/or spark (repeatable or comma-separated) [default: embedded]; anchors: the engines of `selp eval`, among embedded, reference, spark [default: embedded,reference].")
 @click.option("--modes", default="semi-naive,top-k,full-provenance", show_default=True, help="Which of semi-naive, top-k, full-provenance to run.")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs per configuration (after --warmup untimed ones); the median is reported.")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Untimed runs before the timed ones.")
@@ -651,8 +651,8 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
 
     \b
     Examples:
-      selp bench iris --scales 10000,50000 --patterns p1,p3 -k 3 --engine local
-      selp bench tc --scales 100000 --patterns p10 -k 1,3,7 --engine local,spark --repeat 3
+      selp bench iris --scales 10000,50000 --patterns p1,p3 -k 3 --engine embedded,reference
+      selp bench tc --scales 100000 --patterns p10 -k 1,3,7 --engine embedded,spark --repeat 3
       selp bench amie --scales 20000 --timeout 120 --memory-cap 4096 --out results/amie
       selp bench instrument --repeat 5
       selp bench cdss --peers 5,10,20 --scales 200 --fractions 0.1,0.3,0.5 --out results/cdss
@@ -725,10 +725,9 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
         dataset, patterns, modes = "tc", "p10", "semi-naive,top-k"
     scale_list = _int_list(scales, "--scales", 4) if scales else None
     k_values = _int_list(ks, "-k", 1)
-    chosen = [e.strip() for e in ",".join(engines).split(",") if e.strip()] or ["local"]
-    for e in chosen:
-        if e not in ("local", "spark"):
-            raise SelpError(f"--engine: unknown engine {e!r} (choose local or spark)")
+    from selp.engines.registry import canonical
+
+    chosen = [canonical(e.strip()) for e in ",".join(engines).split(",") if e.strip()] or ["embedded"]
     mode_list = [m.strip() for m in modes.split(",") if m.strip()]
     for m in mode_list:
         if m not in MODES:

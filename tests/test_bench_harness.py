@@ -134,7 +134,7 @@ def test_cli_writes_results_and_plots(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("| dataset |") and r.stdout.count("| iris ") == 1 + 4 + 2
     assert (tmp_path / "results.csv").is_file() and (tmp_path / "results.json").is_file()
-    assert "load average" in r.stderr and "[1/7] iris 300 local semi-naive ..." in r.stderr
+    assert "load average" in r.stderr and "[1/7] iris 300 embedded semi-naive ..." in r.stderr
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["machine"]["command"].startswith("selp bench iris --scales 300")
     assert doc["machine"]["loadavg_at_start"] is not None
@@ -143,7 +143,7 @@ def test_cli_writes_results_and_plots(tmp_path: Path) -> None:
     except ImportError:
         assert "matplotlib is not installed" in r.stderr
     else:
-        assert (tmp_path / "fig5_iris_local.png").is_file() and (tmp_path / "fig6_iris_local.png").is_file()
+        assert (tmp_path / "fig5_iris_embedded.png").is_file() and (tmp_path / "fig6_iris_embedded.png").is_file()
     # the data is cached under OUT/data
     assert [d.name for d in (tmp_path / "data").iterdir()] == ["iris_s300_seed0"]
 
