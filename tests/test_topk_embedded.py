@@ -3,7 +3,6 @@ and goal-directed evaluation returns exactly what full evaluation returns for th
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -15,30 +14,17 @@ from selp.database import load_database
 from selp.language.pattern_parser import PatternError, check_pattern
 from selp.language import parse_program
 from selp.language.pattern import PatternNode, TreePattern
-from selp.language.printer import format_program
 from selp.language.validate import analyze
 from selp.topk.api import parse_fact_filter, topk
 from selp.topk.trees import answers, render_text
-from test_instrument import _patterns
-from test_topk_engines import _ranking, _write_db
-from test_topk_local import FACT_WEIGHTS, RULE_WEIGHTS
+from test_topk_engines import _ranking, weighted_case
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
 def _case(tmp_path_factory, case, data):
-    text, edb = case
-    monoid = data.draw(st.sampled_from(sorted(RULE_WEIGHTS)))
-    program = parse_program(text)
-    rules = tuple(dataclasses.replace(r, weight=data.draw(st.sampled_from(RULE_WEIGHTS[monoid])), named=True) for r in program.rules)
-    analysis = analyze(parse_program(format_program(dataclasses.replace(program, rules=rules))))
-    weights = {rel: {f: data.draw(st.sampled_from(FACT_WEIGHTS[monoid])) for f in sorted(facts, key=repr)} for rel, facts in edb.items()}
-    weights = {rel: {f: w for f, w in ws.items() if w is not None} for rel, ws in weights.items()}
-    db_dir = tmp_path_factory.mktemp("db")
-    _write_db(db_dir, analysis, edb, weights)
-    constants = sorted({v for facts in edb.values() for f in facts for v in f}, key=repr)[:6]
-    pattern = data.draw(st.none() | _patterns(analysis.arities, constants, sorted(analysis.idb)))
+    analysis, db_dir, monoid, pattern = weighted_case(tmp_path_factory, case, data)
     if pattern is not None:
         try:  # the generator may put a constant of the wrong type: the CLI refuses those
             check_pattern(pattern, analysis, load_database(analysis, db_dir).types)

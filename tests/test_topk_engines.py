@@ -40,9 +40,9 @@ def _write_db(db_dir: Path, analysis, edb: dict, weights: dict) -> None:
                 w.writerow([format_value(v) if not isinstance(v, str) else v for v in fact] + [weights.get(rel, {}).get(fact, "")])
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(programs_with_databases(max_idb=2), st.data())
-def test_local_and_spark_rank_alike(spark, tmp_path_factory, case, data) -> None:
+def weighted_case(tmp_path_factory, case, data) -> tuple:
+    """A random program with drawn rule and fact weights for a drawn monoid, its database written
+    to files, and a drawn pattern (or None): (analysis, db_dir, monoid, pattern)."""
     text, edb = case
     monoid = data.draw(st.sampled_from(sorted(RULE_WEIGHTS)))
     program = parse_program(text)
@@ -52,9 +52,16 @@ def test_local_and_spark_rank_alike(spark, tmp_path_factory, case, data) -> None
     weights = {rel: {f: w for f, w in ws.items() if w is not None} for rel, ws in weights.items()}
     db_dir = tmp_path_factory.mktemp("db")
     _write_db(db_dir, analysis, edb, weights)
-    db = load_database(analysis, db_dir)
     constants = sorted({v for facts in edb.values() for f in facts for v in f}, key=repr)[:6]
     pattern = data.draw(st.none() | _patterns(analysis.arities, constants, sorted(analysis.idb)))
+    return analysis, db_dir, monoid, pattern
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(programs_with_databases(max_idb=2), st.data())
+def test_local_and_spark_rank_alike(spark, tmp_path_factory, case, data) -> None:
+    analysis, db_dir, monoid, pattern = weighted_case(tmp_path_factory, case, data)
+    db = load_database(analysis, db_dir)
     task = make_task(analysis, db.types, get_monoid(monoid), data.draw(st.integers(1, 3)), pattern)
     # min is not strictly monotone: equally weighted trees may differ in size between algorithms
     sizes = monoid not in ("min-confidence", "access")

@@ -29,12 +29,7 @@ from importlib import resources
 from typing import Callable
 
 from lark import Lark, Token, Tree
-from lark.exceptions import (
-    UnexpectedCharacters,
-    UnexpectedEOF,
-    UnexpectedInput,
-    UnexpectedToken,
-)
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from selp.cdss.errors import CdssError
 from selp.cdss.model import AttributeRef, Condition, ConditionTerm, MappingTerm

@@ -13,29 +13,12 @@ from importlib import resources
 from pathlib import Path
 
 from lark import Lark, Token, Tree
-from lark.exceptions import (
-    UnexpectedCharacters,
-    UnexpectedEOF,
-    UnexpectedInput,
-    UnexpectedToken,
-)
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from selp.errors import Location, ProgramError
-from selp.language.ast import (
-    ANON_PREFIX,
-    Atom,
-    Comparison,
-    Const,
-    Decl,
-    Fact,
-    Program,
-    Rule,
-    SkolemTerm,
-    Term,
-    Var,
-)
 from selp.language.lark_cache import cached_lark
 from selp.values import INT64_MAX, INT64_MIN, SKOLEM_MARK
+from selp.language.ast import ANON_PREFIX, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Term, Var
 
 # Human names for grammar terminals in "expected ..." messages.
 _TOKEN_NAMES = {

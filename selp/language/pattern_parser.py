@@ -29,27 +29,12 @@ from importlib import resources
 from typing import Iterator
 
 from lark import Lark, Token, Tree
-from lark.exceptions import (
-    UnexpectedCharacters,
-    UnexpectedEOF,
-    UnexpectedInput,
-    UnexpectedToken,
-)
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from selp.errors import Location, SelpError
 from selp.language.lark_cache import cached_lark
 from selp.language.parser import _unquote
-from selp.language.pattern import (
-    CHILD,
-    DESCENDANT,
-    WILDCARD,
-    And,
-    Not,
-    Or,
-    Pattern,
-    PatternNode,
-    TreePattern,
-)
+from selp.language.pattern import CHILD, DESCENDANT, WILDCARD, And, Not, Or, Pattern, PatternNode, TreePattern
 from selp.language.printer import quote_program_string
 from selp.language.validate import Analysis
 from selp.values import INT64_MAX, INT64_MIN, Skolem, Value, format_value

@@ -34,7 +34,9 @@ class DataEvidence:
     where: Location | None = None  # where that cell is
 
 
-class _UnionFind:
+class UnionFind:
+    """Disjoint sets of columns (union by the smaller name, path halving)."""
+
     def __init__(self) -> None:
         self.parent: dict[Column, Column] = {}
 
@@ -57,7 +59,7 @@ def resolve_types(
     """Assign ``"str"``/``"int"`` to every column of every relation (see module docstring)."""
     program = analysis.program
     data = data or {}
-    uf = _UnionFind()
+    uf = UnionFind()
     for rel, n in analysis.arities.items():
         for i in range(n):
             uf.find((rel, i))

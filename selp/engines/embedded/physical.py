@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from selp.language.ast import Atom, SkolemTerm, Var
+from selp.language.types import UnionFind
 from selp.language.validate import Analysis
 
 Column = tuple[str, int]
@@ -44,23 +45,6 @@ class Kind:
         return self.sql == "BIGINT"
 
 
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[Column, Column] = {}
-
-    def find(self, x: Column) -> Column:
-        self.parent.setdefault(x, x)
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
-        return x
-
-    def union(self, a: Column, b: Column) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
-
-
 def column_kinds(
     analysis: Analysis,
     types: Mapping[str, tuple[str, ...]],
@@ -72,7 +56,7 @@ def column_kinds(
     ``tainted_input`` are input columns that hold labeled nulls (only possible for facts handed
     over as Python values, e.g. by the CDSS layer).
     """
-    uf = _UnionFind()
+    uf = UnionFind()
     for rel, n in analysis.arities.items():
         for i in range(n):
             uf.find((rel, i))
