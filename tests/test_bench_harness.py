@@ -157,12 +157,12 @@ def test_no_plots_flag(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_spark_rows_for_every_mode(spark, tmp_path: Path) -> None:
-    rows = run_bench("tc", [100], "p11", [1], ["local", "spark"], repeat=1, warmup=0, timeout_s=300,
+    rows = run_bench("tc", [100], "p11", [1], ["reference", "spark"], repeat=1, warmup=0, timeout_s=300,
                      workdir=tmp_path, spark=spark)
     sp = [r for r in rows if r["engine"] == "spark"]
     assert [r["mode"] for r in sp] == ["semi-naive", "top-k", "full-provenance"]
     assert all(r["status"] == "ok" and r["seconds"] > 0 for r in sp), sp
     assert sp[0]["output_tuples"] == 100
-    loc = {r["mode"]: r for r in rows if r["engine"] == "local"}
+    loc = {r["mode"]: r for r in rows if r["engine"] == "reference"}
     assert sp[1]["answers"] == sp[2]["answers"] == loc["top-k"]["answers"] > 0
     assert sp[2]["hyperedges"] == loc["full-provenance"]["hyperedges"]
