@@ -7,7 +7,7 @@
    numpy arrays. Leaves get their weights (each distinct weight text parsed once by the monoid)
    and origin hashes in SQL.
 3. :func:`selp.topk.kernel.run_kernel` runs Knuth's algorithm (top-1) or lazy k-best (top-k) over
-   the arrays, compiled with numba (pure Python for small inputs).
+   the arrays, in C (its pure-Python twin where the C kernel was not built, which it says).
 4. Only the entries reachable from the requested answers are turned into a
    :class:`~selp.topk.dtable.DTable` (values decoded for those facts only), so explaining one
    fact builds one cone's worth of Python objects.
@@ -35,7 +35,7 @@ from selp.language.pattern import PatternNode
 from selp.language.validate import analyze
 from selp.topk.demand import is_demand, rewrite
 from selp.topk.dtable import DTable, Entry, FactKey
-from selp.topk.kernel import MIN, PRODUCT, SUM, Hypergraph, run_kernel
+from selp.topk.kernel import MIN, PRODUCT, SUM, Hypergraph, compiled_available, run_kernel
 from selp.topk.task import Task
 
 # monoid name -> (combine code, sign): the monoids the kernel computes natively
@@ -113,6 +113,8 @@ def run_topk_embedded(
     graph, meta = _hypergraph(task, store)
     say(f"{graph.n_facts} facts, {graph.n_instances} rule instances in {time.perf_counter() - t0:.2f}s")
     combine, sign = COMPILED[task.monoid.name]
+    if not compiled_available() and graph.n_instances > 10_000:
+        warn("the compiled top-k kernel was not built (no C compiler at install time): running it in Python (slower)")
     result = run_kernel(graph, combine, sign, task.k)
     say(f"{result.n_entries} entries in {time.perf_counter() - t0:.2f}s")
     return _to_dtable(task, store, graph, meta, result, fact_filter)

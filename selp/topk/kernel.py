@@ -1,4 +1,4 @@
-"""The DTable's hot loop over an integer-coded hypergraph, compiled with numba.
+"""The DTable's hot loop over an integer-coded hypergraph, compiled (C, :file:`_kernel.c`).
 
 The same algorithms as :class:`selp.topk.local._Run` (``top1`` and ``heuristic``), but over
 numpy arrays that a SQL engine has already computed: facts are numbers 0..F-1 and every rule
@@ -57,24 +57,27 @@ waiting lists; per candidate its instance, head, waiting-list link and rank vect
 entry's child ranks are its candidate's); a heap of at most the candidates. Top-1 needs O(I + F).
 
 Ties: candidates with equal (key, size, origin) are the same tree of P reached twice; the one
-with the smaller candidate id (instance id in Top-1) wins. A candidate's id is fixed when it is
-formed (instances 0..I-1 first, then modifications in the order they are formed), so the order
+with the smaller candidate id wins. Instances are first put in a fixed order -- stably by their
+last non-leaf child in body order (:func:`_sorted`), which is also what makes the compiled
+kernel's memory accesses mostly sequential -- and a candidate's id is fixed when it is formed
+(the instances' positions first, then modifications in the order they are formed), so the order
 in which work is done between two pops never matters. This is what lets two implementations
-agree bit for bit: the compiled one (:mod:`selp.topk._kernel_nb`, numba, imported only when
-used) and a pure-Python one for small inputs, which spares a one-fact ``explain`` numba's import
-(about 0.4 s) and its JIT (about 12 s the first time, then cached in ``__pycache__``).
+agree bit for bit: the compiled one (:file:`_kernel.c`, built by ``pip install`` as a plain
+shared library and called through :mod:`ctypes`: loading it costs about a millisecond) and a
+pure-Python one, the oracle of the tests and the fallback where no C compiler was found at
+install time.
 """
 
 from __future__ import annotations
 
+import ctypes
 import heapq
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-PYTHON_BELOW = 20_000  # fewer instances than this: the pure-Python path (no numba import/JIT)
-BACKENDS = ("auto", "numba", "python")
+BACKENDS = ("auto", "compiled", "python")
 PRODUCT, SUM, MIN = 0, 1, 2
 
 # --- origins --------------------------------------------------------------------------------------
@@ -170,9 +173,9 @@ def run_kernel(graph: Hypergraph, combine: int, sign: float, k: int, backend: st
     """The k best distinct-origin entries of every fact of ``graph``.
 
     ``combine``: 0 product, 1 sum, 2 min; ``sign``: +1.0 if a smaller weight is better, -1.0 if
-    a larger one is. ``backend``: "numba" (compiled), "python" (pure Python, same arrays), or
-    "auto": Python below :data:`PYTHON_BELOW` instances, so small runs pay neither numba's import
-    nor its JIT. Raises ValueError on malformed input.
+    a larger one is. ``backend``: "compiled" (the C kernel), "python" (pure Python, same arrays),
+    or "auto": compiled when it was built, else Python. Raises ValueError on malformed input,
+    MemoryError when the compiled kernel cannot allocate.
     """
     g = _validated(graph)
     if combine not in (PRODUCT, SUM, MIN):
@@ -185,15 +188,100 @@ def run_kernel(graph: Hypergraph, combine: int, sign: float, k: int, backend: st
     k = int(k)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    if backend == "python" or (backend == "auto" and g.n_instances < PYTHON_BELOW):
-        out = _py_top1(g, combine, sign) if k == 1 else _py_topk(g, combine, sign, k)
-    else:
-        from selp.topk import _kernel_nb as nb  # noqa: PLC0415 (imports numba: only when needed)
+    if backend == "compiled" and _compiled() is None:
+        raise RuntimeError("the compiled kernel was not built (no C compiler at install time?)")
+    if backend == "python" or _compiled() is None:
+        g2, order = _sorted(g)
+        out = _py_top1(g2, combine, sign) if k == 1 else _py_topk(g2, combine, sign, k)
+        inst = out[4].copy()
+        inst[inst >= 0] = order[inst[inst >= 0]]
+        out = (*out[:4], inst, *out[5:])
+        return KernelResult(*out)
+    return KernelResult(*_run_compiled(g, combine, sign, k))
 
-        args = (g.leaf, g.leaf_w, g.leaf_origin, g.inst_rule, g.inst_head, g.child_ptr, g.child_fact,
-                g.rule_w, g.rule_size, g.rule_hash, g.rule_copy, combine, sign)
-        out = nb.top1_nb(*args) if k == 1 else nb.topk_nb(*args, k)
-    return KernelResult(*out)
+
+def compiled_available() -> bool:
+    """Whether the C kernel was built (else every DTable on the embedded engine runs in Python)."""
+    return _compiled() is not None
+
+
+_LIB: list = []  # [ctypes library or None], filled on first use
+
+
+def _compiled() -> Any:
+    """The C kernel (:file:`_kernel.c`) through ctypes, or None when it was not built."""
+    if not _LIB:
+        try:
+            from selp.topk import _kernel  # noqa: PLC0415 (a module only so its file is found)
+
+            lib = ctypes.CDLL(_kernel.__file__)
+        except (ImportError, OSError):
+            _LIB.append(None)
+            return None
+        P, I64, F64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
+        args = [I64, I64] + [P] * 11 + [ctypes.c_int, F64]
+        lib.selp_top1.argtypes, lib.selp_top1.restype = args, P
+        lib.selp_topk.argtypes, lib.selp_topk.restype = args + [I64], P
+        for name in ("selp_n_entries", "selp_n_ranks"):
+            getattr(lib, name).argtypes, getattr(lib, name).restype = [P], I64
+        lib.selp_fill.argtypes, lib.selp_fill.restype = [P] * 8, None
+        lib.selp_free.argtypes, lib.selp_free.restype = [P], None
+        lib.selp_origin_of.argtypes, lib.selp_origin_of.restype = [I64, P, I64], I64
+        _LIB.append(lib)
+    return _LIB[0]
+
+
+def _ptr(a: np.ndarray) -> int:
+    return a.ctypes.data
+
+
+def _run_compiled(g: Hypergraph, combine: int, sign: float, k: int) -> tuple[np.ndarray, ...]:
+    lib = _compiled()
+    arrays = [g.leaf.view(np.uint8), g.leaf_w, g.leaf_origin, g.inst_rule, g.inst_head, g.child_ptr,
+              g.child_fact, g.rule_w, g.rule_size, g.rule_hash, g.rule_copy.view(np.uint8)]
+    args = [g.n_facts, g.n_instances, *(_ptr(a) for a in arrays), combine, sign]
+    run = lib.selp_top1(*args) if k == 1 else lib.selp_topk(*args, k)
+    if not run:
+        raise MemoryError("the top-k kernel could not allocate its tables")
+    try:
+        n, n_ranks = lib.selp_n_entries(run), lib.selp_n_ranks(run)
+        out = (np.empty(g.n_facts + 1, np.int64), np.empty(n, np.float64), np.empty(n, np.int64),
+               np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n + 1, np.int64), np.empty(n_ranks, np.int32))
+        lib.selp_fill(run, *(_ptr(a) for a in out))
+        return out
+    finally:
+        lib.selp_free(run)
+
+
+def origin_of_compiled(rule_hash: int, child_origins: np.ndarray) -> int:
+    """:func:`origin_of` computed by the C kernel (for the tests)."""
+    a = np.ascontiguousarray(child_origins, dtype=np.int64)
+    return int(_compiled().selp_origin_of(rule_hash, _ptr(a), len(a)))
+
+
+def _sorted(g: Hypergraph) -> tuple[Hypergraph, np.ndarray]:
+    """``g`` with its instances in the compiled kernel's order -- stably by their last non-leaf
+    child in body order, instances without one first -- and that order (new position -> input
+    id). Ties between equal (key, size, origin) are broken by this position in both kernels."""
+    I = g.n_instances
+    counts = np.diff(g.child_ptr)
+    key = np.zeros(I, np.int64)
+    if len(g.child_fact):
+        nonleaf = ~g.leaf[g.child_fact]
+        pos = np.arange(len(g.child_fact))
+        owner = np.repeat(np.arange(I), counts)
+        last = np.full(I, -1, np.int64)
+        np.maximum.at(last, owner[nonleaf], pos[nonleaf])
+        has = last >= 0
+        key[has] = g.child_fact[last[has]] + 1
+    order = np.argsort(key, kind="stable")
+    new_counts = counts[order]
+    ptr = np.zeros(I + 1, np.int64)
+    np.cumsum(new_counts, out=ptr[1:])
+    gather = np.repeat(g.child_ptr[:-1][order] - ptr[:-1], new_counts) + np.arange(int(ptr[-1]))
+    g2 = Hypergraph(g.leaf, g.leaf_w, g.leaf_origin, g.inst_rule[order], g.inst_head[order], ptr,
+                    g.child_fact[gather], g.rule_w, g.rule_size, g.rule_hash, g.rule_copy)
+    return g2, order
 
 
 _DTYPES = {
@@ -243,7 +331,7 @@ def _validated(graph: Hypergraph) -> Hypergraph:
     return g
 
 
-# --- the pure-Python path (twin of selp.topk._kernel_nb; keep them in step) --------------------
+# --- the pure-Python path (twin of _kernel.c; keep them in step) --------------------
 
 
 def _combiner(code: int):
@@ -261,7 +349,7 @@ def _as_lists(g: Hypergraph) -> tuple[list, ...]:
 
 
 def _py_top1(g: Hypergraph, combine: int, sign: float) -> tuple[np.ndarray, ...]:
-    """Knuth's algorithm in Python; the twin of ``_kernel_nb.top1_nb``."""
+    """Knuth's algorithm in Python over sorted instances (:func:`_sorted`); the twin of ``selp_top1``."""
     comb = _combiner(combine)
     F, I = g.n_facts, g.n_instances
     leaf, leaf_w, leaf_origin, inst_rule, inst_head, cp, cf, rule_w, rule_size, rule_hash, rule_copy = _as_lists(g)
@@ -311,7 +399,7 @@ def _py_top1(g: Hypergraph, combine: int, sign: float) -> tuple[np.ndarray, ...]
 
 
 def _py_topk(g: Hypergraph, combine: int, sign: float, k: int) -> tuple[np.ndarray, ...]:
-    """Lazy k-best by modifications in Python; the twin of ``_kernel_nb.topk_nb``."""
+    """Lazy k-best by modifications in Python over sorted instances; the twin of ``selp_topk``."""
     comb = _combiner(combine)
     F, I = g.n_facts, g.n_instances
     leaf, leaf_w, leaf_origin, inst_rule, inst_head, cp, cf, rule_w, rule_size, rule_hash, rule_copy = _as_lists(g)

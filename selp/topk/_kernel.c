@@ -1,0 +1,523 @@
+/*
+ * The DTable's hot loop in C: Knuth's algorithm (top-1) and lazy k-best by modifications
+ * (top-k) over an integer-coded hypergraph. See selp/topk/kernel.py for the algorithms, the
+ * meaning of every array and the pure-Python twin that must give identical arrays.
+ *
+ * Built by setuptools as a plain shared library and called through ctypes (no Python API,
+ * no numpy headers): loading it costs about a millisecond, where numba's import and the load
+ * of its cached machine code cost about 0.6 s per process.
+ *
+ * Layout. Memory latency, not arithmetic, is what costs: what is read together is stored
+ * together in records of int64 (a float weight sits in an int64 slot):
+ *   - instance records, in the order of their last non-leaf child (a stable counting sort):
+ *     head, rule, number of children, input id, then the children. When a fact becomes final
+ *     (top-1) or gets its first entry (top-k), the instances waiting for it are then mostly
+ *     adjacent in memory. Ties between equal (key, size, origin) are broken by this position.
+ *   - top-1: per fact its entry and its best candidate in one 64-byte record;
+ *   - top-k: per (fact, rank) slot an entry (weight, size, origin, candidate);
+ *   - the heap: (key, size, origin, id) records, 4-ary.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(_WIN32)
+#define EXPORT __declspec(dllexport)
+#else
+#define EXPORT __attribute__((visibility("default")))
+#endif
+
+#define G64 0x9E3779B97F4A7C15ULL
+
+static inline uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static inline double comb(int code, double a, double b) {
+    if (code == 0) return a * b;
+    if (code == 1) return a + b;
+    return b < a ? b : a; /* as the Python twin spells min (signed zeros) */
+}
+
+static inline double as_f(int64_t x) { double d; memcpy(&d, &x, 8); return d; }
+static inline int64_t as_i(double d) { int64_t x; memcpy(&x, &d, 8); return x; }
+
+/* (key, size, origin, id) lexicographically; the id makes the order total */
+static inline int less4(double k1, int64_t s1, int64_t o1, int64_t c1,
+                        double k2, int64_t s2, int64_t o2, int64_t c2) {
+    if (k1 != k2) return k1 < k2;
+    if (s1 != s2) return s1 < s2;
+    if (o1 != o2) return o1 < o2;
+    return c1 < c2;
+}
+
+/* ---- the heap: 4-ary, records of 4 int64 ------------------------------------------------- */
+
+typedef struct { int64_t *a; int64_t n, cap; } heap_t;
+
+static int heap_push(heap_t *h, double k, int64_t s, int64_t o, int64_t c) {
+    if (h->n == h->cap) {
+        int64_t cap = 2 * h->cap + 64;
+        int64_t *b = realloc(h->a, (size_t)cap * 4 * sizeof(int64_t));
+        if (!b) return -1;
+        h->a = b;
+        h->cap = cap;
+    }
+    int64_t *H = h->a;
+    int64_t i = h->n++;
+    while (i > 0) {
+        int64_t p = (i - 1) >> 2;
+        int64_t *q = H + 4 * p;
+        if (!less4(k, s, o, c, as_f(q[0]), q[1], q[2], q[3])) break;
+        memcpy(H + 4 * i, q, 32);
+        i = p;
+    }
+    int64_t *d = H + 4 * i;
+    d[0] = as_i(k); d[1] = s; d[2] = o; d[3] = c;
+    return 0;
+}
+
+/* remove the root (read by the caller before) */
+static void heap_pop(heap_t *h) {
+    int64_t *H = h->a;
+    int64_t n = --h->n;
+    if (n == 0) return;
+    int64_t *t = H + 4 * n;
+    double k = as_f(t[0]);
+    int64_t s = t[1], o = t[2], c = t[3];
+    int64_t i = 0;
+    for (;;) {
+        int64_t m = 4 * i + 1;
+        if (m >= n) break;
+        int64_t e = m + 4 < n ? m + 4 : n;
+        for (int64_t r = m + 1; r < e; r++) {
+            int64_t *x = H + 4 * r, *y = H + 4 * m;
+            if (less4(as_f(x[0]), x[1], x[2], x[3], as_f(y[0]), y[1], y[2], y[3])) m = r;
+        }
+        int64_t *q = H + 4 * m;
+        if (!less4(as_f(q[0]), q[1], q[2], q[3], k, s, o, c)) break;
+        memcpy(H + 4 * i, q, 32);
+        i = m;
+    }
+    int64_t *d = H + 4 * i;
+    d[0] = as_i(k); d[1] = s; d[2] = o; d[3] = c;
+}
+
+/* ---- shared state and result ------------------------------------------------------------- */
+
+#define IR_HEAD 0
+#define IR_RULE 1
+#define IR_M 2
+#define IR_ID 3
+#define IR_KIDS 4
+
+typedef struct {
+    int64_t F, I, k, M, si;  /* facts, instances, k, largest body, instance record length */
+    int64_t *IR;             /* instance records in sorted order */
+    int64_t *S;              /* top-1: per fact its entry: weight, size, origin, position */
+    int32_t *cnt;            /* top-1: entries per fact (0 or 1) */
+    int64_t *FB, fb;         /* top-k: per fact a block of fb int64 (see selp_topk) */
+    int64_t *C;              /* top-k candidates: position, head, next, then int32 ranks */
+    int64_t sc, nc;          /* candidate record length, number of candidates */
+    int64_t n_entries, n_ranks;
+} run_t;
+
+EXPORT void selp_free(run_t *r) {
+    if (!r) return;
+    free(r->IR);
+    free(r->S);
+    free(r->cnt);
+    free(r->FB);
+    free(r->C);
+    free(r);
+}
+
+/* Instance records sorted (stably) by the last non-leaf child; instances without one first. */
+static int64_t *pack(int64_t F, int64_t I, const uint8_t *leaf, const int32_t *inst_rule,
+                     const int64_t *inst_head, const int64_t *child_ptr, const int64_t *child_fact,
+                     int64_t *M_out, int64_t *si_out) {
+    int64_t M = 0;
+    for (int64_t i = 0; i < I; i++) {
+        int64_t m = child_ptr[i + 1] - child_ptr[i];
+        if (m > M) M = m;
+    }
+    int64_t si = IR_KIDS + M;
+    int64_t *start = calloc((size_t)F + 2, sizeof(int64_t));
+    int64_t *key = malloc(((size_t)I + 1) * sizeof(int64_t));
+    int64_t *IR = malloc(((size_t)I * si + 1) * sizeof(int64_t));
+    if (!start || !key || !IR) { free(start); free(key); free(IR); return NULL; }
+    for (int64_t i = 0; i < I; i++) {
+        int64_t b = -1;
+        for (int64_t t = child_ptr[i + 1] - 1; t >= child_ptr[i]; t--)
+            if (!leaf[child_fact[t]]) { b = child_fact[t]; break; }
+        key[i] = b + 1; /* 0: no non-leaf child */
+        start[b + 2]++;
+    }
+    for (int64_t f = 0; f <= F; f++) start[f + 1] += start[f];
+    for (int64_t i = 0; i < I; i++) {
+        int64_t p = start[key[i]]++;
+        int64_t *d = IR + p * si;
+        int64_t a = child_ptr[i], m = child_ptr[i + 1] - a;
+        d[IR_HEAD] = inst_head[i];
+        d[IR_RULE] = inst_rule[i];
+        d[IR_M] = m;
+        d[IR_ID] = i;
+        for (int64_t j = 0; j < m; j++) d[IR_KIDS + j] = child_fact[a + j];
+    }
+    free(start);
+    free(key);
+    *M_out = M;
+    *si_out = si;
+    return IR;
+}
+
+static run_t *new_run(int64_t F, int64_t I, int64_t k) {
+    run_t *r = calloc(1, sizeof(run_t));
+    if (!r) return NULL;
+    r->F = F; r->I = I; r->k = k;
+    r->S = malloc(((size_t)F * k * 4 + 1) * sizeof(int64_t));
+    r->cnt = calloc((size_t)F + 1, sizeof(int32_t));
+    if (!r->S || !r->cnt) { selp_free(r); return NULL; }
+    return r;
+}
+
+/* ---- top-1: Knuth ------------------------------------------------------------------------ */
+
+/* Fact record (8 int64): entry weight, size, origin, position (-1 leaf, -2 none yet); best
+ * candidate key, size, origin, position (-1 none). */
+EXPORT run_t *selp_top1(int64_t F, int64_t I, const uint8_t *leaf, const double *leaf_w,
+                        const int64_t *leaf_origin, const int32_t *inst_rule, const int64_t *inst_head,
+                        const int64_t *child_ptr, const int64_t *child_fact, const double *rule_w,
+                        const int64_t *rule_size, const int64_t *rule_hash, const uint8_t *rule_copy,
+                        int combine, double sign) {
+    run_t *run = new_run(F, I, 1);
+    if (!run) return NULL;
+    int64_t M, si;
+    int64_t *IR = pack(F, I, leaf, inst_rule, inst_head, child_ptr, child_fact, &M, &si);
+    run->IR = IR;
+    run->M = M;
+    run->si = si;
+    int64_t *FR = malloc(((size_t)F * 8 + 1) * sizeof(int64_t));
+    int32_t *rem = malloc(((size_t)I + 1) * sizeof(int32_t));
+    int64_t *uptr = calloc((size_t)F + 2, sizeof(int64_t));
+    int64_t *uses = NULL;
+    int64_t *todo = malloc(((size_t)I + 1) * sizeof(int64_t));
+    heap_t hp = {NULL, 0, 0};
+    if (!IR || !FR || !rem || !uptr || !todo) goto fail;
+    for (int64_t f = 0; f < F; f++) {
+        int64_t *q = FR + 8 * f;
+        if (leaf[f]) { q[0] = as_i(leaf_w[f]); q[1] = 0; q[2] = leaf_origin[f]; q[3] = -1; }
+        else q[3] = -2;
+        q[7] = -1;
+    }
+    /* uses: for each non-leaf fact, the positions of the instances it is a child of (once per
+     * occurrence); rem: an instance's children without their entry */
+    for (int64_t p = 0; p < I; p++) {
+        int64_t *d = IR + p * si;
+        int32_t n = 0;
+        for (int64_t j = 0; j < d[IR_M]; j++)
+            if (!leaf[d[IR_KIDS + j]]) { uptr[d[IR_KIDS + j] + 1]++; n++; }
+        rem[p] = n;
+    }
+    for (int64_t f = 0; f < F; f++) uptr[f + 1] += uptr[f];
+    uses = malloc(((size_t)uptr[F] + 1) * sizeof(int64_t));
+    if (!uses) goto fail;
+    {
+        int64_t *fill = malloc(((size_t)F + 1) * sizeof(int64_t));
+        if (!fill) goto fail;
+        memcpy(fill, uptr, (size_t)F * sizeof(int64_t));
+        for (int64_t p = 0; p < I; p++) {
+            int64_t *d = IR + p * si;
+            for (int64_t j = 0; j < d[IR_M]; j++)
+                if (!leaf[d[IR_KIDS + j]]) uses[fill[d[IR_KIDS + j]]++] = p;
+        }
+        free(fill);
+    }
+    int64_t nt = 0;
+    for (int64_t p = I - 1; p >= 0; p--)
+        if (rem[p] == 0) todo[nt++] = p;
+    for (;;) {
+        while (nt > 0) {
+            int64_t p = todo[--nt];
+            int64_t *d = IR + p * si;
+            int64_t *hq = FR + 8 * d[IR_HEAD];
+            if (hq[3] != -2) continue; /* the head is final already */
+            int64_t r = d[IR_RULE], m = d[IR_M];
+            double w = rule_w[r];
+            int64_t s = rule_size[r];
+            uint64_t hh = (uint64_t)rule_hash[r];
+            for (int64_t j = 0; j < m; j++) {
+                int64_t *c = FR + 8 * d[IR_KIDS + j];
+                w = comb(combine, w, as_f(c[0]));
+                s += c[1];
+                hh = mix64(hh * G64 + (uint64_t)c[2]);
+            }
+            int64_t o = rule_copy[r] ? FR[8 * d[IR_KIDS] + 2] : (int64_t)mix64(hh + (uint64_t)(m + 1) * G64);
+            double kw = sign * w;
+            if (hq[7] >= 0 && !less4(kw, s, o, p, as_f(hq[4]), hq[5], hq[6], hq[7])) continue;
+            hq[4] = as_i(kw); hq[5] = s; hq[6] = o; hq[7] = p;
+            if (heap_push(&hp, kw, s, o, p)) goto fail;
+        }
+        int found = 0;
+        while (hp.n > 0) {
+            int64_t *top = hp.a;
+            double kw = as_f(top[0]);
+            int64_t s = top[1], o = top[2], p = top[3];
+            heap_pop(&hp);
+            int64_t h = IR[p * si + IR_HEAD];
+            int64_t *hq = FR + 8 * h;
+            if (hq[3] != -2 || hq[7] != p) continue; /* stale */
+            hq[0] = as_i(sign * kw); /* sign is +-1: exact */
+            hq[1] = s; hq[2] = o; hq[3] = p;
+            for (int64_t u = uptr[h]; u < uptr[h + 1]; u++) {
+                int64_t q = uses[u];
+                if (--rem[q] == 0) todo[nt++] = q;
+            }
+            found = 1;
+            break;
+        }
+        if (!found) break;
+    }
+    /* the entries: slot f holds fact f's entry if it has one */
+    for (int64_t f = 0; f < F; f++) {
+        int64_t *q = FR + 8 * f, *e = run->S + 4 * f;
+        if (q[3] == -2) continue;
+        e[0] = q[0]; e[1] = q[1]; e[2] = q[2]; e[3] = q[3];
+        run->cnt[f] = 1;
+        run->n_entries++;
+        if (q[3] >= 0) run->n_ranks += IR[q[3] * si + IR_M];
+    }
+    free(FR); free(rem); free(uptr); free(uses); free(todo); free(hp.a);
+    return run;
+fail:
+    free(FR); free(rem); free(uptr); free(uses); free(todo); free(hp.a);
+    selp_free(run);
+    return NULL;
+}
+
+/* ---- top-k: lazy k-best by modifications -------------------------------------------------- */
+
+/* A fact's block (fb int64, a multiple of 8: whole cache lines): its number of entries (the
+ * leaf flag in bit 32), then per rank the head of the list of candidates waiting for that
+ * entry, then per rank the entry: weight, size, origin, candidate (-1 for a leaf). What a pop
+ * reads and writes -- the count, the origins for duplicates, the new entry and its waiting
+ * list -- is one or two cache lines. */
+#define FB_CNT(b) ((int32_t)(b)[0])
+#define FB_LEAF(b) ((b)[0] >> 32)
+#define FB_WAIT(b, r) ((b)[1 + (r)])
+#define FB_ENTRY(b, k, r) ((b) + 1 + (k) + 4 * (r))
+
+#define C_POS 0
+#define C_HEAD 1
+#define C_NEXT 2
+#define C_RANKS 3 /* int32 ranks from int64 slot 3 on */
+
+EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double *leaf_w,
+                        const int64_t *leaf_origin, const int32_t *inst_rule, const int64_t *inst_head,
+                        const int64_t *child_ptr, const int64_t *child_fact, const double *rule_w,
+                        const int64_t *rule_size, const int64_t *rule_hash, const uint8_t *rule_copy,
+                        int combine, double sign, int64_t k) {
+    run_t *run = calloc(1, sizeof(run_t));
+    if (!run) return NULL;
+    run->F = F; run->I = I; run->k = k;
+    int64_t M, si;
+    int64_t *IR = pack(F, I, leaf, inst_rule, inst_head, child_ptr, child_fact, &M, &si);
+    run->IR = IR;
+    run->M = M;
+    run->si = si;
+    int64_t sc = C_RANKS + (M + 1) / 2;
+    run->sc = sc;
+    int64_t fb = (1 + 5 * k + 7) / 8 * 8;
+    run->fb = fb;
+    int64_t *FB = aligned_alloc(64, ((size_t)F * fb + 8) * sizeof(int64_t));
+    run->FB = FB;
+    int64_t ccap = 2 * I + 16;
+    int64_t *C = malloc((size_t)ccap * sc * sizeof(int64_t));
+    int64_t *todo = malloc(((size_t)(I > M ? I : M) + 16) * sizeof(int64_t));
+    heap_t hp = {NULL, 0, 0};
+    run->C = C;
+    if (!IR || !FB || !C || !todo) goto fail;
+    for (int64_t f = 0; f < F; f++) {
+        int64_t *b = FB + f * fb;
+        b[0] = 0;
+        for (int64_t r = 0; r < k; r++) FB_WAIT(b, r) = -1;
+        if (!leaf[f]) continue;
+        int64_t *q = FB_ENTRY(b, k, 0);
+        q[0] = as_i(leaf_w[f]); q[1] = 0; q[2] = leaf_origin[f]; q[3] = -1;
+        b[0] = 1 + ((int64_t)1 << 32);
+    }
+    /* candidates 0..I-1: the instances (in sorted order) with every rank 1 */
+    for (int64_t p = 0; p < I; p++) {
+        int64_t *c = C + p * sc;
+        c[C_POS] = p;
+        c[C_HEAD] = IR[p * si + IR_HEAD];
+        c[C_NEXT] = -1;
+        int32_t *rk = (int32_t *)(c + C_RANKS);
+        for (int64_t j = 0; j < IR[p * si + IR_M]; j++) rk[j] = 1;
+    }
+    int64_t nt = 0, nc = I, rel = -1;
+    for (int64_t p = I - 1; p >= 0; p--) todo[nt++] = p;
+    for (;;) {
+        /* try the released candidates and the worklist (the order does not matter: heap ties
+         * are broken by candidate id, fixed when the candidate is formed) */
+        while (rel >= 0 || nt > 0) {
+            int64_t c;
+            if (rel >= 0) { c = rel; rel = C[c * sc + C_NEXT]; } /* read first: waiting relinks c */
+            else c = todo[--nt];
+            int64_t *cr = C + c * sc;
+            if (FB_CNT(FB + cr[C_HEAD] * fb) >= k) continue;
+            int64_t *d = IR + cr[C_POS] * si;
+            int64_t m = d[IR_M];
+            int32_t *rk = (int32_t *)(cr + C_RANKS);
+            int ready = 1;
+            for (int64_t j = 0; j < m; j++) {
+                int64_t *b = FB + d[IR_KIDS + j] * fb;
+                int32_t r = rk[j];
+                if (FB_CNT(b) < r) {
+                    cr[C_NEXT] = FB_WAIT(b, r - 1);
+                    FB_WAIT(b, r - 1) = c;
+                    ready = 0;
+                    break;
+                }
+            }
+            if (!ready) continue;
+            int64_t rl = d[IR_RULE];
+            double w = rule_w[rl];
+            int64_t s = rule_size[rl];
+            uint64_t hh = (uint64_t)rule_hash[rl];
+            for (int64_t j = 0; j < m; j++) {
+                int64_t *e = FB_ENTRY(FB + d[IR_KIDS + j] * fb, k, rk[j] - 1);
+                w = comb(combine, w, as_f(e[0]));
+                s += e[1];
+                hh = mix64(hh * G64 + (uint64_t)e[2]);
+            }
+            int64_t o = rule_copy[rl] ? FB_ENTRY(FB + d[IR_KIDS] * fb, k, rk[0] - 1)[2]
+                                      : (int64_t)mix64(hh + (uint64_t)(m + 1) * G64);
+            if (heap_push(&hp, sign * w, s, o, c)) goto fail;
+        }
+        if (hp.n == 0) break;
+        if ((nc + M) > ccap) {
+            int64_t cap = 2 * ccap;
+            int64_t *nb = realloc(C, (size_t)cap * sc * sizeof(int64_t));
+            if (!nb) goto fail;
+            C = nb;
+            run->C = C;
+            ccap = cap;
+        }
+        int64_t *top = hp.a;
+        double kw = as_f(top[0]);
+        int64_t s = top[1], o = top[2], c = top[3];
+        heap_pop(&hp);
+        int64_t *cr = C + c * sc;
+        int64_t h = cr[C_HEAD];
+        int64_t *b = FB + h * fb;
+        int32_t n = FB_CNT(b);
+        if (n >= k) continue; /* head full: drop, and do not expand */
+        int dup = 0;
+        for (int32_t r = 0; r < n; r++)
+            if (FB_ENTRY(b, k, r)[2] == o) { dup = 1; break; }
+        if (!dup) {
+            int64_t *e = FB_ENTRY(b, k, n);
+            e[0] = as_i(sign * kw); /* sign is +-1: exact */
+            e[1] = s; e[2] = o; e[3] = c;
+            b[0] += 1;
+            rel = FB_WAIT(b, n); /* empty before: everything was tried before popping */
+            FB_WAIT(b, n) = -1;
+            if (n + 1 >= k) continue; /* now full: its modifications would be dropped anyway */
+        }
+        /* modifications at positions >= the last rank above 1, never beyond rank k, never at
+         * a leaf child */
+        int64_t pos = cr[C_POS];
+        int64_t *d = IR + pos * si;
+        int64_t m = d[IR_M];
+        int32_t *rk = (int32_t *)(cr + C_RANKS);
+        int64_t last = 0;
+        for (int64_t j = m - 1; j >= 0; j--)
+            if (rk[j] > 1) { last = j; break; }
+        for (int64_t j = last; j < m; j++) {
+            if (rk[j] >= k || FB_LEAF(FB + d[IR_KIDS + j] * fb)) continue;
+            int64_t *nr = C + nc * sc;
+            nr[C_POS] = pos;
+            nr[C_HEAD] = h;
+            nr[C_NEXT] = -1;
+            int32_t *nrk = (int32_t *)(nr + C_RANKS);
+            for (int64_t t = 0; t < m; t++) nrk[t] = rk[t];
+            nrk[j] += 1;
+            todo[nt++] = nc++;
+        }
+    }
+    run->nc = nc;
+    for (int64_t f = 0; f < F; f++) {
+        int64_t *b = FB + f * fb;
+        run->n_entries += FB_CNT(b);
+        for (int32_t r = 0; r < FB_CNT(b); r++) {
+            int64_t c = FB_ENTRY(b, k, r)[3];
+            if (c >= 0) run->n_ranks += IR[C[c * sc + C_POS] * si + IR_M];
+        }
+    }
+    free(todo); free(hp.a);
+    return run;
+fail:
+    free(todo); free(hp.a);
+    selp_free(run);
+    return NULL;
+}
+
+/* ---- the result ---------------------------------------------------------------------------- */
+
+EXPORT int64_t selp_n_entries(const run_t *r) { return r->n_entries; }
+EXPORT int64_t selp_n_ranks(const run_t *r) { return r->n_ranks; }
+
+/* Entries grouped by fact, best first, into the caller's arrays (see KernelResult): fact_ptr
+ * [F+1], w/size/origin/inst [n_entries], crp [n_entries+1], cr [n_ranks]. inst is the input
+ * instance id. */
+EXPORT void selp_fill(const run_t *r, int64_t *fact_ptr, double *w, int64_t *size, int64_t *origin,
+                      int64_t *inst, int64_t *crp, int32_t *cr) {
+    int64_t k = r->k, si = r->si, p = 0;
+    fact_ptr[0] = 0;
+    crp[0] = 0;
+    for (int64_t f = 0; f < r->F; f++) {
+        const int64_t *b = r->FB ? r->FB + f * r->fb : NULL;
+        int32_t n = b ? FB_CNT(b) : r->cnt[f];
+        for (int32_t t = 0; t < n; t++, p++) {
+            const int64_t *e = b ? FB_ENTRY(b, k, t) : r->S + 4 * f;
+            w[p] = as_f(e[0]);
+            size[p] = e[1];
+            origin[p] = e[2];
+            int64_t c = e[3];
+            if (c < 0) { inst[p] = -1; crp[p + 1] = crp[p]; continue; }
+            int64_t pos = r->C ? r->C[c * r->sc + C_POS] : c;
+            const int64_t *d = r->IR + pos * si;
+            int64_t m = d[IR_M];
+            inst[p] = d[IR_ID];
+            crp[p + 1] = crp[p] + m;
+            if (r->C) {
+                const int32_t *rk = (const int32_t *)(r->C + c * r->sc + C_RANKS);
+                for (int64_t j = 0; j < m; j++) cr[crp[p] + j] = rk[j];
+            } else {
+                for (int64_t j = 0; j < m; j++) cr[crp[p] + j] = 1;
+            }
+        }
+        fact_ptr[f + 1] = p;
+    }
+}
+
+/* The origin hash of a rule step (for the tests: the kernels inline the same loop). */
+EXPORT int64_t selp_origin_of(int64_t rule_hash, const int64_t *child_origins, int64_t n) {
+    uint64_t h = (uint64_t)rule_hash;
+    for (int64_t t = 0; t < n; t++) h = mix64(h * G64 + (uint64_t)child_origins[t]);
+    return (int64_t)mix64(h + (uint64_t)(n + 1) * G64);
+}
+
+/* ---- a module, so that setuptools builds it as one and importlib finds its file ---------- */
+
+#include <Python.h>
+
+static struct PyModuleDef kernel_module = {
+    PyModuleDef_HEAD_INIT, "_kernel",
+    "The DTable's compiled hot loop; called through ctypes (see selp.topk.kernel).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&kernel_module); }

@@ -1,0 +1,20 @@
+"""Build of the compiled DTable kernel; everything else is in pyproject.toml.
+
+The kernel (selp/topk/_kernel.c) is optional: where no C compiler is found the install still
+succeeds and the DTable runs its pure-Python twin, and says so.
+"""
+
+import sys
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "selp.topk._kernel",
+            ["selp/topk/_kernel.c"],
+            extra_compile_args=[] if sys.platform == "win32" else ["-O3"],
+            optional=True,
+        )
+    ]
+)
