@@ -81,3 +81,28 @@ def test_explain_one_tc_fact_is_goal_directed_and_exact(tmp_path: Path) -> None:
     assert weights == pytest.approx(sorted([0.8 * 0.9 * 0.8 * 0.8 * 0.9 * 0.7, 0.8 * 0.9 * 0.9 * 0.6, 0.8 * 0.5 * 0.9 * 0.7], reverse=True))
     # the demand restricts path to facts ending in 3: path(5, 3) and path(x, 4) are never built
     assert goal.count_facts("path") < full.count_facts("path")
+
+
+@pytest.mark.parametrize("monoid", ["confidence", "cost", "access", "size"])
+def test_fact_weights_are_read_as_the_reference_reads_them(tmp_path: Path, monoid: str) -> None:
+    """Weights are cast in SQL for numeric monoids and parsed per distinct text otherwise; both
+    must read every spelling the reference engine reads (blank = the monoid's one)."""
+    (tmp_path / "db").mkdir()
+    w1, w2 = ("S", "C") if monoid == "access" else ("0.9", "0.8")
+    (tmp_path / "p.dl").write_text(f"r1 ({w1}): path(x, y) :- edge(x, y).\nr2 ({w2}): path(x, z) :- edge(x, y), path(y, z).\n")
+    weights = {"access": ["S", " c", "", "U", "t"]}.get(monoid, ["0.5", " 0.25 ", "", "1e-1", ".75"])
+    rows = [f"{i},{i + 1},{w}" for i, w in enumerate(weights)] + ["0,2,0.5" if monoid != "access" else "0,2,C"]
+    (tmp_path / "db" / "edge.csv").write_text("c1,c2,_weight\n" + "\n".join(rows) + "\n")
+    got = {e: topk(str(tmp_path / "p.dl"), str(tmp_path / "db"), "path(*, *)", 3, monoid, engine=e).answers() for e in ("embedded", "reference")}
+    assert _ranking(got["embedded"], True) == _ranking(got["reference"], True)
+    assert len(got["embedded"]) == 15
+
+
+def test_a_bad_fact_weight_is_one_line_naming_the_fact(tmp_path: Path) -> None:
+    from selp.errors import SelpError
+
+    (tmp_path / "db").mkdir()
+    (tmp_path / "p.dl").write_text("r1 (0.9): path(x, y) :- edge(x, y).\n")
+    (tmp_path / "db" / "edge.csv").write_text("c1,c2,_weight\n1,2,0.5\n2,3,1.5\n")
+    with pytest.raises(SelpError, match=r"^edge\(2, 3\): weight '1.5' is not valid for monoid confidence"):
+        topk(str(tmp_path / "p.dl"), str(tmp_path / "db"), "path(*, *)", 1, engine="embedded")
