@@ -29,7 +29,8 @@ second derivation in P_p of a tree of P already counted, section 5.2).
 
 Top-1 (``k == 1``) is Knuth's generalisation of Dijkstra: an instance becomes available when
 every child has its entry; its candidate is offered to its head; a priority queue holds each
-head's best candidate (decrease-key by lazy deletion); a pop is final.
+head's best candidate, keyed (key, size, origin, fact) (decrease-key by lazy deletion); a pop is
+final.
 
 Top-k is lazy k-best in the style of Huang & Chiang (2005), section 5.3 of the paper: in one
 pass, an instance's first candidate (every rank 1) is formed once every child has a first
@@ -380,15 +381,15 @@ def _py_top1(g: Hypergraph, combine: int, sign: float) -> tuple[np.ndarray, ...]
         item = (sign * w, s, o, i)
         if best[h] is None or item < best[h]:
             best[h] = item
-            heapq.heappush(heap, item)
+            heapq.heappush(heap, (sign * w, s, o, h))  # the heap holds facts
 
     for i in range(I):
         offer(i)
     while heap:
-        kw, s, o, i = heapq.heappop(heap)
-        h = inst_head[i]
-        if final[h] or best[h][3] != i:
+        kw, s, o, h = heapq.heappop(heap)
+        if final[h] or best[h][:3] != (kw, s, o):
             continue  # stale
+        i = best[h][3]
         final[h] = True
         ew[h], es[h], eo[h], ei[h] = sign * kw, s, o, i
         for j in wait.pop(h, ()):
