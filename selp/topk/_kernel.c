@@ -29,6 +29,12 @@
 
 #define G64 0x9E3779B97F4A7C15ULL
 
+/* Set from another thread (the caller's, on Ctrl-C) to make a running kernel stop: the call
+ * then returns NULL and selp_stopped() says why. */
+static volatile int stop_flag = 0;
+EXPORT void selp_stop(void) { stop_flag = 1; }
+EXPORT int selp_stopped(void) { return stop_flag; }
+
 static inline uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -192,6 +198,7 @@ EXPORT run_t *selp_top1(int64_t F, int64_t I, const uint8_t *leaf, const double 
                         const int64_t *child_ptr, const int64_t *child_fact, const double *rule_w,
                         const int64_t *rule_size, const int64_t *rule_hash, const uint8_t *rule_copy,
                         int combine, double sign) {
+    stop_flag = 0;
     run_t *run = new_run(F, I, 1);
     if (!run) return NULL;
     int64_t M, si;
@@ -231,7 +238,7 @@ EXPORT run_t *selp_top1(int64_t F, int64_t I, const uint8_t *leaf, const double 
         for (int64_t p = 0; p < I; p++) {
             int64_t *d = IR + p * si;
             for (int64_t j = 0; j < d[IR_M]; j++)
-                if (!leaf[d[IR_KIDS + j]]) uses[fill[d[IR_KIDS + j]]++] = p;
+                if (!leaf[d[IR_KIDS + j]]) uses[fill[d[IR_KIDS + j]]++] = rem[p] == 1 ? ~p : p;
         }
         free(fill);
     }
@@ -258,22 +265,27 @@ EXPORT run_t *selp_top1(int64_t F, int64_t I, const uint8_t *leaf, const double 
             double kw = sign * w;
             if (hq[7] >= 0 && !less4(kw, s, o, p, as_f(hq[4]), hq[5], hq[6], hq[7])) continue;
             hq[4] = as_i(kw); hq[5] = s; hq[6] = o; hq[7] = p;
-            if (heap_push(&hp, kw, s, o, p)) goto fail;
+            /* the heap holds facts: an item is live while it is its fact's best candidate */
+            if (heap_push(&hp, kw, s, o, d[IR_HEAD])) goto fail;
         }
+        if (stop_flag) goto fail;
         int found = 0;
         while (hp.n > 0) {
             int64_t *top = hp.a;
             double kw = as_f(top[0]);
-            int64_t s = top[1], o = top[2], p = top[3];
+            int64_t s = top[1], o = top[2], h = top[3];
             heap_pop(&hp);
-            int64_t h = IR[p * si + IR_HEAD];
             int64_t *hq = FR + 8 * h;
-            if (hq[3] != -2 || hq[7] != p) continue; /* stale */
-            hq[0] = as_i(sign * kw); /* sign is +-1: exact */
-            hq[1] = s; hq[2] = o; hq[3] = p;
+            /* stale: the fact is final, or has a better candidate since (an equal one from
+             * another instance leaves a twin item, which then finds the fact final) */
+            if (hq[3] != -2 || as_f(hq[4]) != kw || hq[5] != s || hq[6] != o) continue;
+            /* the entry is the best candidate's, not the item's (0.0 and -0.0 are equal keys) */
+            hq[0] = as_i(sign * as_f(hq[4])); /* sign is +-1: exact */
+            hq[1] = s; hq[2] = o; hq[3] = hq[7];
             for (int64_t u = uptr[h]; u < uptr[h + 1]; u++) {
                 int64_t q = uses[u];
-                if (--rem[q] == 0) todo[nt++] = q;
+                if (q < 0) todo[nt++] = ~q; /* its only child without an entry */
+                else if (--rem[q] == 0) todo[nt++] = q;
             }
             found = 1;
             break;
@@ -319,6 +331,7 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
                         const int64_t *child_ptr, const int64_t *child_fact, const double *rule_w,
                         const int64_t *rule_size, const int64_t *rule_hash, const uint8_t *rule_copy,
                         int combine, double sign, int64_t k) {
+    stop_flag = 0;
     run_t *run = calloc(1, sizeof(run_t));
     if (!run) return NULL;
     run->F = F; run->I = I; run->k = k;
@@ -398,6 +411,7 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
             if (heap_push(&hp, sign * w, s, o, c)) goto fail;
         }
         if (hp.n == 0) break;
+        if (stop_flag) goto fail;
         if ((nc + M) > ccap) {
             int64_t cap = 2 * ccap;
             int64_t *nb = realloc(C, (size_t)cap * sc * sizeof(int64_t));

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import ctypes
 import heapq
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -227,6 +228,7 @@ def _compiled() -> Any:
             getattr(lib, name).argtypes, getattr(lib, name).restype = [P], I64
         lib.selp_fill.argtypes, lib.selp_fill.restype = [P] * 8, None
         lib.selp_free.argtypes, lib.selp_free.restype = [P], None
+        lib.selp_stop.argtypes, lib.selp_stop.restype = [], None
         lib.selp_origin_of.argtypes, lib.selp_origin_of.restype = [I64, P, I64], I64
         _LIB.append(lib)
     return _LIB[0]
@@ -241,7 +243,7 @@ def _run_compiled(g: Hypergraph, combine: int, sign: float, k: int) -> tuple[np.
     arrays = [g.leaf.view(np.uint8), g.leaf_w, g.leaf_origin, g.inst_rule, g.inst_head, g.child_ptr,
               g.child_fact, g.rule_w, g.rule_size, g.rule_hash, g.rule_copy.view(np.uint8)]
     args = [g.n_facts, g.n_instances, *(_ptr(a) for a in arrays), combine, sign]
-    run = lib.selp_top1(*args) if k == 1 else lib.selp_topk(*args, k)
+    run = _interruptible(lambda: lib.selp_top1(*args) if k == 1 else lib.selp_topk(*args, k), lib)
     if not run:
         raise MemoryError("the top-k kernel could not allocate its tables")
     try:
@@ -252,6 +254,23 @@ def _run_compiled(g: Hypergraph, combine: int, sign: float, k: int) -> tuple[np.
         return out
     finally:
         lib.selp_free(run)
+
+
+def _interruptible(call: Any, lib: Any) -> Any:
+    """``call()`` in a worker thread (ctypes releases the GIL), so that Ctrl-C reaches the main
+    thread while a long kernel runs; it then tells the kernel to stop, waits for it to free its
+    tables, and re-raises."""
+    out: list = []
+    worker = threading.Thread(target=lambda: out.append(call()), name="selp-kernel", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.1)
+    except KeyboardInterrupt:
+        lib.selp_stop()
+        worker.join()
+        raise
+    return out[0] if out else None
 
 
 def origin_of_compiled(rule_hash: int, child_origins: np.ndarray) -> int:
@@ -389,7 +408,7 @@ def _py_top1(g: Hypergraph, combine: int, sign: float) -> tuple[np.ndarray, ...]
         kw, s, o, h = heapq.heappop(heap)
         if final[h] or best[h][:3] != (kw, s, o):
             continue  # stale
-        i = best[h][3]
+        kw, i = best[h][0], best[h][3]  # the best candidate's key (0.0 and -0.0 are equal keys)
         final[h] = True
         ew[h], es[h], eo[h], ei[h] = sign * kw, s, o, i
         for j in wait.pop(h, ()):
