@@ -238,8 +238,7 @@ def _run_in_process(store: Store, eng: Engine, base, start, incremental, strateg
 def _run_spark(store, base, start, incremental, strategy, spark, tmp, stats, say) -> dict[str, int]:
     from pyspark.sql import functions as F
 
-    from selp.engines.spark_compile import rel_schema
-    from selp.values import encode
+    from selp.engines.spark_frames import encoded_frame
 
     if spark is None:
         from selp.engines.spark_session import get_spark
@@ -269,7 +268,7 @@ def _run_spark(store, base, start, incremental, strategy, spark, tmp, stats, say
 
     def frame_of(rows: set[Row], rel: str):
         arity = len(store.columns(rel))
-        return spark.createDataFrame([tuple(encode(v) for v in r) for r in rows], rel_schema(arity))
+        return encoded_frame(spark, rows, arity)
 
     if start is None:
         frames = {rel: frame_of(set(), rel) for rel in store.relation_names()}

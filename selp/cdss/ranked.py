@@ -288,14 +288,6 @@ def threshold_rejections(
     return ranked_local(rp, base).rejections
 
 
-def _cut(df: Any) -> Any:
-    """Mark a frame to be kept once computed (lineage cut; a lazy local checkpoint, so the round's
-    one counting job is what computes it, or a reliable checkpoint when a directory is set)."""
-    if df.sparkSession.sparkContext.getCheckpointDir() is not None:
-        return df.checkpoint(eager=False)
-    return df.localCheckpoint(eager=False)
-
-
 def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) -> RankedResult:
     """:func:`ranked_local` on Spark: native column expressions (joins, ``least``, ``min``), no
     Python UDFs; each round's frames are checkpointed and one job counts what changed per
@@ -306,6 +298,7 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
 
     from selp.cdss.incremental_spark import SparkBackend, SparkRel
     from selp.engines.spark_compile import rel_schema, union_all
+    from selp.engines.spark_frames import cut, encoded_frame
     from selp.language.types import resolve_types
     from selp.language.validate import analyze
     from selp.values import decode, encode
@@ -318,9 +311,6 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
 
     def cols(n: int, prefix: str = "c") -> list[str]:
         return [f"{prefix}{j}" for j in range(n)]
-
-    def frame(rows: set[Row] | tuple, arity: int):
-        return spark.createDataFrame([tuple(encode(v) for v in r) for r in rows], rel_schema(arity))
 
     def cost_schema(arity: int) -> StructType:
         return StructType([StructField(c, StringType(), False) for c in cols(arity)] + [StructField(k, DoubleType(), False) for k in K])
@@ -337,9 +327,9 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
         changed = j.filter(fresh | lower).select(
             *c, *[F.least(F.col("n" + k), F.coalesce(F.col(k), F.col("n" + k))).alias(k) for k in K], fresh.alias("new")
         )
-        changed = _cut(changed)
+        changed = cut(changed)
         kept = table.join(changed.select(*c), on=c, how="left_anti")
-        return _cut(kept.unionByName(changed.drop("new"))), changed
+        return cut(kept.unionByName(changed.drop("new"))), changed
 
     arity_of = {o: a for o, (_, _, a) in rp.outputs.items()}
     out: dict[str, Any] = {}
@@ -348,13 +338,13 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
     nonempty: set[str] = set()
     for o, (l_rel, peer, arity) in rp.outputs.items():
         rows_l = base.get(l_rel, set())
-        lf = frame(rows_l, arity)
+        lf = encoded_frame(spark, rows_l, arity)
         w = rp.local_weights[peer]
-        out[o] = _cut(lf.select(*cols(arity), *[F.lit(w[v]).cast("double").alias(K[v]) for v in range(nv)]))
+        out[o] = cut(lf.select(*cols(arity), *[F.lit(w[v]).cast("double").alias(K[v]) for v in range(nv)]))
         new[o], changed[o] = lf, out[o]
         if rows_l:
             nonempty.add(o)
-    rejected = {t.relation: frame(base.get(t.rejections, set()), arity_of[t.output]) for t in rp.targets.values() if t.kind == "t"}
+    rejected = {t.relation: encoded_frame(spark, base.get(t.rejections, set()), arity_of[t.output]) for t in rp.targets.values() if t.kind == "t"}
     rows = {m.provenance: spark.createDataFrame([], rel_schema(m.arity)) for m in rp.mappings}
     edges: dict[str, Any] = {}
     imports = {t: spark.createDataFrame([], cost_schema(arity_of[rp.targets[t].output])) for t in rp.targets if rp.targets[t].kind == "t"}
@@ -386,8 +376,8 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
                 if a.relation in nonempty:
                     delta = {a.relation: SparkRel(new[a.relation], None, arity_of[a.relation])}
                     pieces.append(backend.eval(m.rule, i, full, delta).df)
-            fresh = _cut(union_all(pieces).distinct().join(rows[m.provenance], on=cols(m.arity), how="left_anti"))
-            rows[m.provenance] = _cut(rows[m.provenance].unionByName(fresh))
+            fresh = cut(union_all(pieces).distinct().join(rows[m.provenance], on=cols(m.arity), how="left_anti"))
+            rows[m.provenance] = cut(rows[m.provenance].unionByName(fresh))
             src = {m.provenance: SparkRel(fresh, None, m.arity)}
             for rule, target in m.edges:
                 if rp.targets[target].kind != "t":
@@ -395,7 +385,7 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
                 e = backend.eval(rule, 0, src, src).df
                 n_head = rule.head.arity - m.arity
                 e = e.select(*cols(m.arity), *[F.col(f"c{m.arity + j}").alias(f"h{j}") for j in range(n_head)])
-                edges[rule.name] = _cut(edges[rule.name].unionByName(e)) if rule.name in edges else _cut(e)
+                edges[rule.name] = cut(edges[rule.name].unionByName(e)) if rule.name in edges else cut(e)
             affected = [fresh]
             for i, a in enumerate(m.body):
                 if a.relation in nonempty:
@@ -455,3 +445,4 @@ def _types_of(rp: RankedProgram, relation: str) -> tuple[str, ...]:
         if d.relation == relation:
             return tuple(t for _, t in d.columns)
     raise KeyError(relation)
+
