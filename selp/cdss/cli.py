@@ -174,15 +174,9 @@ def _start_spark(engine: str, master: str | None, quiet: bool):
         if master:
             raise SelpError("--master applies to the spark engine; add --engine spark")
         return None
-    from selp.engines.spark_session import get_spark
+    from selp.engines.spark_session import start_spark
 
-    if not quiet:
-        click.echo(f"starting Spark ({master or 'local'}) ...", err=True)
-    try:
-        return get_spark(master)
-    except Exception as err:  # Py4J/PySpark errors: one line, not a JVM stack
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise SelpError(f"could not start Spark: {first}") from None
+    return start_spark(master, None, None if quiet else lambda msg: click.echo(msg, err=True))
 
 
 def _engine(engine: str | None, store, master: str | None = None) -> str:

@@ -160,8 +160,9 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
             raise SelpError("--build-asrs applies to the spark engine; add --engine spark")
         from selp.cdss.proql.asr import build_asrs as build
         from selp.cdss.store import Store
+        from selp.engines.spark_session import start_spark
 
-        spark = _start_spark(master)
+        spark = start_spark(master)
         with Store.open(directory) as store:
             entries = build(store, spark, width=asr_width, kind=asr_kind)
         for e in entries:
@@ -184,8 +185,9 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
         r = run(directory, text, query_file, peer, _probabilities(probs))
     else:
         from selp.cdss.proql.api import spark_query
+        from selp.engines.spark_session import start_spark
 
-        spark = _start_spark(master)
+        spark = start_spark(master)
         sr = spark_query(directory, text, spark=spark, peer=peer, probabilities=_probabilities(probs), file=query_file, use_asrs=not no_asr)
         r = sr.collect(graph=fmt != "table")
         if explain:
@@ -201,12 +203,3 @@ def explain_text(sr) -> str:
     lines.append(f"  ASRs used: {', '.join(used) if used else 'none'}")
     return "\n".join(lines)
 
-
-def _start_spark(master: str | None):
-    from selp.engines.spark_session import get_spark
-
-    try:
-        return get_spark(master)
-    except Exception as err:  # Py4J/PySpark errors: one line, not a JVM stack
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise SelpError(f"could not start Spark: {first}") from None
