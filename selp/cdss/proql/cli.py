@@ -24,25 +24,6 @@ from selp.engines.registry import names as engine_names
 from selp.errors import SelpError
 
 
-def run(directory: str, text: str, file: str | None = None, peer: str | None = None, probabilities: dict[str, float] | None = None):
-    """Parse, check and evaluate a query over the store of ``directory`` on the in-memory graph
-    (what every engine but Spark uses); returns a :class:`~selp.cdss.proql.evaluate.QueryResult`."""
-    from selp.cdss.proql.check import check_query, resolve_relations
-    from selp.cdss.proql.evaluate import run_query
-    from selp.cdss.proql.graph import load_graph
-    from selp.cdss.proql.parser import parse_query
-    from selp.cdss.store import Store
-
-    q = parse_query(text, file)
-    with Store.open(directory) as store:
-        q = resolve_relations(q, store.compiled)
-        s = check_query(q, store.compiled)
-        g, epoch = load_graph(store, peer)
-    result = run_query(q, g, s, probabilities)
-    result.epoch = epoch
-    return result
-
-
 def _table(r) -> str:
     head = [f"${c}" for c in r.columns]
     head += [f"{r.semiring.name.lower()}(${c})" for c in r.columns]
@@ -182,7 +163,9 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
     if not uses_spark:
         if master or explain or no_asr:
             raise SelpError("--master, --explain and --no-asr apply to the spark engine; add --engine spark")
-        r = run(directory, text, query_file, peer, _probabilities(probs))
+        from selp.cdss.proql.api import run_local
+
+        r = run_local(directory, text, query_file, peer, _probabilities(probs))
     else:
         from selp.cdss.proql.api import spark_query
         from selp.engines.spark_session import start_spark
@@ -202,4 +185,3 @@ def explain_text(sr) -> str:
     used = sr.asrs_used
     lines.append(f"  ASRs used: {', '.join(used) if used else 'none'}")
     return "\n".join(lines)
-
