@@ -46,17 +46,23 @@ with the row kept, so Skolem terms and trust conditions are exactly the engine's
 whose owner accepts it lowers its instance tuple's cost. Costs only fall and acceptance only
 grows, so the rounds stop (with non-negative costs a cheapest derivation never repeats a tuple
 on a path, so at most as many rounds as tuples; in practice the longest mapping path).
+
+:func:`trust_report` lists what the same fixpoint decides about every import of one peer
+(``selp cdss trust``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from selp.cdss.compile import CompiledCDSS, thresholded_peers
 from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.language.ast import Atom, Const, Rule, Var
+
+if TYPE_CHECKING:
+    from selp.cdss.store import Store
 
 Row = tuple
 Vec = tuple[float, ...]
@@ -446,3 +452,40 @@ def _types_of(rp: RankedProgram, relation: str) -> tuple[str, ...]:
             return tuple(t for _, t in d.columns)
     raise KeyError(relation)
 
+
+def trust_report(store: Store, peer: str) -> dict[str, Any]:
+    """Every tuple imported into ``peer``'s relations with its top-1 trust cost and verdict.
+
+    Ranked trust (dissertation §3.5, digest 3.5) is enforced at exchange
+    (:mod:`selp.cdss.ranked`), and this report is computed by the same capped min-cost fixpoint,
+    over the latest published base data: the imports listed are those derived from tuples the
+    peers accepted (what exchange puts in ``R_i``), ``cost`` is the cheapest of their import
+    derivations of any kind, ``trusted_cost`` the cheapest Boolean-trusted one (None: Boolean
+    trust distrusts every derivation), ``within_threshold`` whether exchange accepts the tuple
+    (Boolean-trusted and, when ``peer`` has a threshold, costing at most it) and ``rejected``
+    whether curation rejected it. Costs are ``peer``'s own (``[peers.P.costs]``: its view of
+    every source peer and mapping; unlisted ones cost 0).
+    """
+    store.check_peer(peer)
+    compiled = store.compiled
+    ranked = store.cdss.peer(peer).policy.ranked
+    threshold = ranked.threshold if ranked is not None else None
+    publication = store.last_publication()
+    base = store.base_data(publication)
+    rp = RankedProgram(compiled, (peer,))
+    res = ranked_local(rp, base)
+    v = res.viewpoints.index(peer)
+    rows = []
+    for rel in store.cdss.peer(peer).relations:
+        name_i, name_t, name_r = (compiled.names.relation(rel.ref, k) for k in ("i", "t", "r"))
+        rejected = base.get(name_r, set())
+        trusted = res.imports.get(name_t, {})
+        for args, vec in sorted(res.imports.get(name_i, {}).items(), key=lambda kv: repr(kv[0])):
+            tvec = trusted.get(args)
+            tcost = tvec[v] if tvec is not None else None
+            accepted = tcost is not None and (threshold is None or tcost <= threshold)
+            rows.append({
+                "relation": rel.name, "args": args, "cost": vec[v], "trusted": tcost is not None,
+                "trusted_cost": tcost, "within_threshold": accepted, "rejected": args in rejected,
+            })
+    return {"peer": peer, "publication": publication, "threshold": threshold, "tuples": rows}
