@@ -274,7 +274,7 @@ def tc_dataset(workdir: str | Path, target: int, seed: int = 0) -> tuple[Path, d
 # measuring
 
 
-def _rss_mb() -> float:
+def rss_mb() -> float:
     """Peak RSS of this process in MiB.
 
     ``VmHWM`` first: ``ru_maxrss`` survives ``exec`` (Linux keeps the pre-exec peak), so in a
@@ -282,11 +282,11 @@ def _rss_mb() -> float:
     driver) instead of the worker's own; ``VmHWM`` belongs to the new address space. Where /proc is
     missing, ``ru_maxrss`` (KiB on Linux) is the fallback.
     """
-    peak = _peak_rss_mb_of("self")
+    peak = peak_rss_mb_of("self")
     return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _reset_peak_rss(pid: int | str = "self") -> bool:
+def reset_peak_rss(pid: int | str = "self") -> bool:
     """Reset the kernel's peak-RSS mark of a process (Linux ``clear_refs`` 5); False if refused."""
     try:
         with open(f"/proc/{pid}/clear_refs", "w") as fh:
@@ -309,7 +309,7 @@ def proc_status_mb(pid: int | str, field: str) -> float | None:
     return None
 
 
-def _peak_rss_mb_of(pid: int | str) -> float | None:
+def peak_rss_mb_of(pid: int | str) -> float | None:
     """``VmHWM`` (peak RSS) of a process in MiB, or None where /proc is unavailable."""
     return proc_status_mb(pid, "VmHWM")
 
@@ -386,11 +386,11 @@ def _local_worker(spec: dict[str, Any]) -> None:
             "load_seconds": res.load_seconds,
             "iterations": res.iterations,
             "count": res.count(spec["output"]),
-            "peak_rss_mb": _rss_mb(),
+            "peak_rss_mb": rss_mb(),
         })
         del res  # free the previous fixpoint before the next run, so the peak is one run's
         gc.collect()
-    emit({"event": "done", "peak_rss_mb": _rss_mb()})
+    emit({"event": "done", "peak_rss_mb": rss_mb()})
 
 
 def _run_local_config(
@@ -484,7 +484,7 @@ def _jvm_stats(spark) -> dict[str, Any]:
         out["jvm_heap_used_mb"] = round((rt.totalMemory() - rt.freeMemory()) / 2**20, 1)
         out["jvm_heap_max_mb"] = round(rt.maxMemory() / 2**20, 1)
         pid = spark._jvm.java.lang.ProcessHandle.current().pid()
-        peak = _peak_rss_mb_of(pid)
+        peak = peak_rss_mb_of(pid)
         if peak is not None:
             out["jvm_peak_rss_mb"] = round(peak, 1)
     except Exception:  # noqa: BLE001 - memory figures are best effort (e.g. a remote driver)
@@ -492,7 +492,9 @@ def _jvm_stats(spark) -> dict[str, Any]:
     return out
 
 
-def _jvm_pid(spark) -> int | None:
+def jvm_pid(spark: Any) -> int | None:
+    """The process id of the session's driver JVM, or None where it cannot be asked (e.g. a
+    remote driver)."""
     try:
         return int(spark._jvm.java.lang.ProcessHandle.current().pid())
     except Exception:  # noqa: BLE001
@@ -522,10 +524,10 @@ def _run_spark_config(
             pass
 
     timer = threading.Timer(timeout_s, cancel) if timeout_s else None
-    jvm_pid = _jvm_pid(spark)
-    _reset_peak_rss()
-    if jvm_pid is not None:
-        _reset_peak_rss(jvm_pid)
+    jvm = jvm_pid(spark)
+    reset_peak_rss()
+    if jvm is not None:
+        reset_peak_rss(jvm)
     runs: list[dict[str, Any]] = []
     status = "ok"
     last_report = [time.monotonic()]
@@ -578,7 +580,7 @@ def _run_spark_config(
     if expired.is_set():
         status = "did not finish"
     timed = [r for r in runs if not r["warmup"]]
-    row: dict[str, Any] = {"status": status, "repeats": len(timed), "peak_rss_mb": round(_rss_mb(), 1)}
+    row: dict[str, Any] = {"status": status, "repeats": len(timed), "peak_rss_mb": round(rss_mb(), 1)}
     row.update(_jvm_stats(spark))
     if timed:
         row.update(_summarise(timed))

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from selp.bench import _jvm_pid, _peak_rss_mb_of, _reset_peak_rss, _rss_mb, machine_info, proc_status_mb, write_results
+from selp.bench import jvm_pid, machine_info, peak_rss_mb_of, proc_status_mb, reset_peak_rss, rss_mb, write_results
 from selp.bench_datasets import save_stats, scaled_dataset, spec
 from selp.errors import SelpError
 
@@ -178,15 +178,15 @@ def _worker(spec_: dict[str, Any]) -> None:
     analysis = analyze(parse_program_file(spec_["program"]))
     embedded = spec_.get("engine") == "embedded" and spec_["mode"] != "full-provenance"
     db = None if embedded else load_database(analysis, spec_["db"])
-    emit({"event": "loaded", "peak_rss_mb": _rss_mb()})
+    emit({"event": "loaded", "peak_rss_mb": rss_mb()})
     for i in range(spec_["warmup"] + spec_["repeat"]):
         try:
             out = _measure_local(analysis, db, spec_)
         except MemoryError:
             emit({"event": "memory"})
             return
-        emit({"event": "run", "run": i, "warmup": i < spec_["warmup"], "peak_rss_mb": _rss_mb(), **out})
-    emit({"event": "done", "peak_rss_mb": _rss_mb()})
+        emit({"event": "run", "run": i, "warmup": i < spec_["warmup"], "peak_rss_mb": rss_mb(), **out})
+    emit({"event": "done", "peak_rss_mb": rss_mb()})
 
 
 def run_local_config(program: Path, db: Path, cfg: Config, repeat: int, warmup: int, timeout_s: float | None,
@@ -336,9 +336,9 @@ def run_spark_config(spark, program: Path, db: Path, cfg: Config, repeat: int, w
     from selp.language.validate import analyze
 
     analysis = analyze(parse_program_file(str(program)))
-    jvm = _jvm_pid(spark)
+    jvm = jvm_pid(spark)
     if jvm is not None:
-        _reset_peak_rss(jvm)
+        reset_peak_rss(jvm)
     runs: list[dict[str, Any]] = []
     status = "ok"
     for i in range(warmup + repeat):
@@ -380,7 +380,7 @@ def run_spark_config(spark, program: Path, db: Path, cfg: Config, repeat: int, w
             status = TIME_CAP
         if status != "ok":
             break
-    peak = _peak_rss_mb_of(jvm) if jvm is not None else None
+    peak = peak_rss_mb_of(jvm) if jvm is not None else None
     return _summarise(runs, status, peak or 0.0)
 
 

@@ -59,26 +59,11 @@ def _parse_conf(values: tuple[str, ...]) -> dict[str, str]:
 
 
 def _start_spark(master: str | None, conf: dict[str, str], quiet: bool):
-    """A Spark session, or a one-line explanation of why none could start."""
-    import os
-    import shutil
+    """A Spark session (announced on stderr unless ``quiet``), or a one-line explanation of why
+    none could start."""
+    from selp.engines.spark_session import start_spark
 
-    if not master and shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise SelpError(
-            "the spark engine needs Java 17 (apt-get install openjdk-17-jre-headless);"
-            " or run with the embedded engine (the default)"
-        )
-    from selp.engines.spark_session import get_spark
-
-    if not quiet:
-        click.echo(f"starting Spark ({master or 'local'}) ...", err=True)
-    try:
-        return get_spark(master, conf)
-    except SelpError:
-        raise
-    except Exception as err:  # Py4J/PySpark errors: report the first line, not a JVM stack
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise SelpError(f"could not start Spark: {first}") from None
+    return start_spark(master, conf, None if quiet else lambda msg: click.echo(msg, err=True))
 
 
 def _progress_printer(quiet: bool, always: bool) -> Callable:

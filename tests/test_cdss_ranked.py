@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from selp.cdss.cli import trust_report
+from selp.cdss.ranked import trust_report
 from selp.cdss.exchange import exchange
 from selp.cdss.store import Store
 from test_cdss_store import cdss_cli, instance, ok

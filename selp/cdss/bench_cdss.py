@@ -142,10 +142,10 @@ def _run_config_spark(g: SwissProtCDSS, steps: list[tuple[str, float | None, str
     from selp.cdss.config import parse_cdss
     from selp.cdss.incremental import apply_changes
     from selp.cdss.incremental_spark import apply_changes_spark
-    from selp.engines.spark_compile import rel_schema
+    from selp.engines.spark_frames import encoded_frame
     from selp.engines.spark_session import get_spark
     from selp.language.validate import analyze
-    from selp.values import decode, encode
+    from selp.values import decode
 
     spark = get_spark()
     compiled = compile_cdss(parse_cdss(g.toml(), "generated cdss.toml"))
@@ -157,7 +157,7 @@ def _run_config_spark(g: SwissProtCDSS, steps: list[tuple[str, float | None, str
     rng = random.Random(f"bench-cdss:{seed}:{g.peers}:{g.base_size}")
 
     def frames(d: dict[str, set]) -> dict[str, Any]:
-        return {r: spark.createDataFrame([tuple(encode(v) for v in t) for t in rows], rel_schema(analysis.arities[r])) for r, rows in d.items() if rows}
+        return {r: encoded_frame(spark, rows, analysis.arities[r]) for r, rows in d.items() if rows}
 
     def collected(fs: dict[str, Any]) -> dict[str, set]:
         return {r: {tuple(decode(x, types[r][j]) for j, x in enumerate(row)) for row in df.collect()} for r, df in fs.items()}

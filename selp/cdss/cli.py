@@ -174,15 +174,9 @@ def _start_spark(engine: str, master: str | None, quiet: bool):
         if master:
             raise SelpError("--master applies to the spark engine; add --engine spark")
         return None
-    from selp.engines.spark_session import get_spark
+    from selp.engines.spark_session import start_spark
 
-    if not quiet:
-        click.echo(f"starting Spark ({master or 'local'}) ...", err=True)
-    try:
-        return get_spark(master)
-    except Exception as err:  # Py4J/PySpark errors: one line, not a JVM stack
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise SelpError(f"could not start Spark: {first}") from None
+    return start_spark(master, None, None if quiet else lambda msg: click.echo(msg, err=True))
 
 
 def _engine(engine: str | None, store, master: str | None = None) -> str:
@@ -511,46 +505,6 @@ def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: 
             click.echo(render_text(s, e), nl=False)
 
 
-def trust_report(store, peer: str) -> dict:
-    """Every tuple imported into ``peer``'s relations with its top-1 trust cost and verdict.
-
-    Ranked trust (dissertation §3.5, digest 3.5) is enforced at exchange
-    (:mod:`selp.cdss.ranked`), and this report is computed by the same capped min-cost fixpoint,
-    over the latest published base data: the imports listed are those derived from tuples the
-    peers accepted (what exchange puts in ``R_i``), ``cost`` is the cheapest of their import
-    derivations of any kind, ``trusted_cost`` the cheapest Boolean-trusted one (None: Boolean
-    trust distrusts every derivation), ``within_threshold`` whether exchange accepts the tuple
-    (Boolean-trusted and, when ``peer`` has a threshold, costing at most it) and ``rejected``
-    whether curation rejected it. Costs are ``peer``'s own (``[peers.P.costs]``: its view of
-    every source peer and mapping; unlisted ones cost 0).
-    """
-    from selp.cdss.ranked import RankedProgram, ranked_local
-
-    store.check_peer(peer)
-    compiled = store.compiled
-    ranked = store.cdss.peer(peer).policy.ranked
-    threshold = ranked.threshold if ranked is not None else None
-    publication = store.last_publication()
-    base = store.base_data(publication)
-    rp = RankedProgram(compiled, (peer,))
-    res = ranked_local(rp, base)
-    v = res.viewpoints.index(peer)
-    rows = []
-    for rel in store.cdss.peer(peer).relations:
-        name_i, name_t, name_r = (compiled.names.relation(rel.ref, k) for k in ("i", "t", "r"))
-        rejected = base.get(name_r, set())
-        trusted = res.imports.get(name_t, {})
-        for args, vec in sorted(res.imports.get(name_i, {}).items(), key=lambda kv: repr(kv[0])):
-            tvec = trusted.get(args)
-            tcost = tvec[v] if tvec is not None else None
-            accepted = tcost is not None and (threshold is None or tcost <= threshold)
-            rows.append({
-                "relation": rel.name, "args": args, "cost": vec[v], "trusted": tcost is not None,
-                "trusted_cost": tcost, "within_threshold": accepted, "rejected": args in rejected,
-            })
-    return {"peer": peer, "publication": publication, "threshold": threshold, "tuples": rows}
-
-
 @cdss.command(name="trust")
 @_DIR
 @_PEER
@@ -569,6 +523,7 @@ def trust_cmd(directory: str, peer: str, fmt: str) -> None:
     """
     import json
 
+    from selp.cdss.ranked import trust_report
     from selp.values import display_value, format_value
 
     with _open(directory) as s:

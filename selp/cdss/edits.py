@@ -34,7 +34,8 @@ from selp.cdss.store import Row, Store
 from selp.errors import Location
 from selp.values import format_value, is_int_literal
 
-_EDIT = re.compile(r"\s*([+-]?)\s*(?:([A-Za-z_][\w]*)\.)?([A-Za-z_][\w]*)\s*\((.*)\)\s*$", re.DOTALL)
+# an edit as written: [+-] [PEER.]RELATION(args) (the args are split by split_args)
+EDIT_SYNTAX = re.compile(r"\s*([+-]?)\s*(?:([A-Za-z_][\w]*)\.)?([A-Za-z_][\w]*)\s*\((.*)\)\s*$", re.DOTALL)
 _SKOLEM_LIKE = re.compile(r"^[A-Za-z_]\w*\(.*\)$")
 
 
@@ -101,7 +102,7 @@ def convert(rel: Relation, cells: list[str], where: str, locs: list[Location] | 
     return tuple(out)
 
 
-def _split_args(text: str, where: str) -> list[str]:
+def split_args(text: str, where: str) -> list[str]:
     """Comma-separated values; double-quoted values may hold commas (``\\"`` escapes a quote)."""
     if not text.strip():
         return []
@@ -129,12 +130,12 @@ def _split_args(text: str, where: str) -> list[str]:
 def parse_edit(store: Store, peer: str, text: str, default_op: str = "+") -> Request:
     """``+B(3, 2)``, ``-B(3, 2)``, ``B(3, 2)`` (``default_op``) or ``PBioSQL.B(3, 2)``."""
     where = f"edit {text.strip()!r}"
-    m = _EDIT.match(text)
+    m = EDIT_SYNTAX.match(text)
     if m is None:
         raise CdssError(f"{where}: expected [+|-]RELATION(value, ...), e.g. +B(3, 2)")
     sign, owner, name, args = m.groups()
     rel = owned_relation(store, peer, f"{owner}.{name}" if owner else name, where)
-    values = convert(rel, _split_args(args, where), where)
+    values = convert(rel, split_args(args, where), where)
     return Request(sign or default_op, rel, values, where)
 
 

@@ -190,7 +190,7 @@ def _write_epoch(store: Store, tmp: Path, relations: dict[str, set[Row]]) -> dic
     return sizes
 
 
-def _materialise_base(store: Store, base: dict[str, set[Row]], target: Path) -> None:
+def materialise_base(store: Store, base: dict[str, set[Row]], target: Path) -> None:
     """Write the base data as ``--db`` files (typed Parquet) for selp's loaders."""
     from selp.database import write_parquet
 
@@ -209,7 +209,7 @@ def _run_in_process(store: Store, eng: Engine, base, start, incremental, strateg
         from selp.language.validate import analyze
 
         with tempfile.TemporaryDirectory(prefix="selp-cdss-base-") as db:
-            _materialise_base(store, base, Path(db))
+            materialise_base(store, base, Path(db))
             result = eng.run(analyze(store.compiled.program), db, _progress(say, t0))
             try:
                 state = {rel: set(result.rows(rel)) for rel in result.relations()}
@@ -238,8 +238,7 @@ def _run_in_process(store: Store, eng: Engine, base, start, incremental, strateg
 def _run_spark(store, base, start, incremental, strategy, spark, tmp, stats, say) -> dict[str, int]:
     from pyspark.sql import functions as F
 
-    from selp.engines.spark_compile import rel_schema
-    from selp.values import encode
+    from selp.engines.spark_frames import encoded_frame
 
     if spark is None:
         from selp.engines.spark_session import get_spark
@@ -256,7 +255,7 @@ def _run_spark(store, base, start, incremental, strategy, spark, tmp, stats, say
         # exchange removes)
         db = tempfile.TemporaryDirectory(prefix=f".tmp-base-{os.getpid()}-", dir=store.instances_dir)
         try:
-            _materialise_base(store, base, Path(db.name))
+            materialise_base(store, base, Path(db.name))
             result = run_spark(analyze(store.compiled.program), db.name, spark, _progress(say, t0))
             frames = {rel: result.frame(rel) for rel in store.relation_names()}
             stats["iterations"] = result.iterations
@@ -269,7 +268,7 @@ def _run_spark(store, base, start, incremental, strategy, spark, tmp, stats, say
 
     def frame_of(rows: set[Row], rel: str):
         arity = len(store.columns(rel))
-        return spark.createDataFrame([tuple(encode(v) for v in r) for r in rows], rel_schema(arity))
+        return encoded_frame(spark, rows, arity)
 
     if start is None:
         frames = {rel: frame_of(set(), rel) for rel in store.relation_names()}

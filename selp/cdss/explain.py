@@ -69,10 +69,10 @@ class Explanation:
 
 def parse_fact(compiled: CompiledCDSS, text: str) -> tuple[RelationRef, tuple[Value, ...]]:
     """``B(3, 2)`` or ``PBioSQL.B(3, 2)`` (any peer's relation), values typed by the schema."""
-    from selp.cdss.edits import _EDIT, _split_args
+    from selp.cdss.edits import EDIT_SYNTAX, split_args
 
     where = f"fact {text.strip()!r}"
-    m = _EDIT.match(text)
+    m = EDIT_SYNTAX.match(text)
     if m is None or m.group(1):
         raise CdssError(f"{where}: expected RELATION(value, ...), e.g. B(3, 2)")
     _, owner, name, args = m.groups()
@@ -84,7 +84,7 @@ def parse_fact(compiled: CompiledCDSS, text: str) -> tuple[RelationRef, tuple[Va
     if len(found) > 1:
         raise CdssError(f"{where}: {name} is ambiguous; write {' or '.join(f'{r.peer}.{name}' for r in found)}")
     rel = found[0]
-    cells = [c.strip() for c in _split_args(args, where)]
+    cells = [c.strip() for c in split_args(args, where)]
     if len(cells) != rel.arity:
         raise CdssError(f"{where}: {rel.name} has {rel.arity} attribute(s) ({', '.join(rel.attribute_names)}), got {len(cells)}")
     values: list[Value] = []
@@ -127,7 +127,7 @@ def explain(
     """The top-k derivation trees of ``fact`` ranked by ``peer``'s trust (see module docstring),
     computed by :func:`selp.topk.api.topk` on the registered engine ``engine`` (``spark``: the
     session when it is the Spark engine)."""
-    from selp.cdss.exchange import _materialise_base
+    from selp.cdss.exchange import materialise_base
     from selp.cdss.ranked import threshold_rejections
     from selp.language.validate import analyze
     from selp.topk.api import topk
@@ -145,7 +145,7 @@ def explain(
     target = compiled.names.relation(ref, "o")
     pattern = f"{target}({', '.join(format_value(v) for v in args)})"
     with tempfile.TemporaryDirectory(prefix="selp-cdss-explain-") as db:
-        _materialise_base(store, base, Path(db))
+        materialise_base(store, base, Path(db))
         table = topk(analyze(compiled.program), db, pattern, k, monoid, engine, spark=spark)
         found = answers(table)
     trees: tuple[tuple[Any, Step], ...] = ()

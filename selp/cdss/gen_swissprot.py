@@ -242,7 +242,7 @@ def generate(
         others = [s for s in range(t) if s != parents[t]]
         sources += rng.sample(others, want - 1)
         for s in sorted(sources):
-            g.mappings.append(_mapping(g, s, t))
+            g.mappings.append(full_mapping(g, s, t))
 
     # Base entries: a shared pool (overlap) plus the peer's own entries.
     pool = list(range(base_size))
@@ -254,7 +254,7 @@ def generate(
     return g
 
 
-def _mapping(g: SwissProtCDSS, s: int, t: int) -> GenMapping:
+def full_mapping(g: SwissProtCDSS, s: int, t: int) -> GenMapping:
     """The full mapping ``m<s>_<t>``: all of ``s``'s relations joined on the key, into ``t``."""
     var = {a: ("k" if a == 0 else UNIVERSAL[a]) for a in range(len(UNIVERSAL))}
     body = g.relations[s]

@@ -39,10 +39,10 @@ from selp.engines.spark_compile import (
     Sources,
     compile_rule,
     empty_frame,
-    materialize_count,
     rel_columns,
     union_all,
 )
+from selp.engines.spark_frames import cut, materialize_count
 from selp.language.ast import Atom, Rule, Var
 from selp.language.types import resolve_types
 from selp.language.validate import Analysis, analyze
@@ -61,14 +61,6 @@ class SparkRel:
 
 def _cols(arity: int) -> list[str]:
     return rel_columns(arity)
-
-
-def _cut(df: DataFrame) -> DataFrame:
-    """Mark a frame to be kept once computed (lineage cut), as :func:`materialize_count` does but
-    without counting: a reliable checkpoint when the context has a directory, else a lazy local one."""
-    if df.sparkSession.sparkContext.getCheckpointDir() is not None:
-        return df.checkpoint(eager=False)
-    return df.localCheckpoint(eager=False)
 
 
 class SparkBackend:
@@ -102,7 +94,7 @@ class SparkBackend:
             self.size(todo[0])
         elif todo:
             for r in todo:
-                r.df = _cut(r.df)
+                r.df = cut(r.df)
             tagged = [r.df.select(F.lit(i).alias("_i")) for i, r in enumerate(todo)]
             counts = {row["_i"]: row["n"] for row in union_all(tagged).groupBy("_i").agg(F.count(F.lit(1)).alias("n")).collect()}
             self.jobs += 1
@@ -113,7 +105,7 @@ class SparkBackend:
     def keep(self, r: SparkRel) -> SparkRel:
         if r.n is not None:
             return r
-        return SparkRel(_cut(r.df), None, r.arity)
+        return SparkRel(cut(r.df), None, r.arity)
 
     def _small(self, r: SparkRel) -> bool:
         return r.n is not None and r.n <= self.broadcast_rows

@@ -36,7 +36,7 @@ from selp.cdss.model import AttributeRef, Condition, ConditionTerm, MappingTerm
 from selp.errors import Location
 from selp.language.ast import Const, Var
 from selp.language.lark_cache import cached_lark
-from selp.language.parser import _unquote  # the string escapes are selp's own
+from selp.language.parser import unquote  # the string escapes are selp's own
 from selp.values import INT64_MAX, INT64_MIN, SKOLEM_MARK
 
 Locate = Callable[[int], Location]
@@ -147,7 +147,7 @@ class _Builder:
     def constant(self, node: Tree) -> Const:
         tok = node.children[0]
         if node.data == "string":
-            value = _unquote(str(tok))
+            value = unquote(str(tok))
             if value.startswith(SKOLEM_MARK):
                 raise CdssError("string constants may not start with the NUL character", self.at(node))
             return Const(value)

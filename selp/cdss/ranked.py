@@ -46,17 +46,23 @@ with the row kept, so Skolem terms and trust conditions are exactly the engine's
 whose owner accepts it lowers its instance tuple's cost. Costs only fall and acceptance only
 grows, so the rounds stop (with non-negative costs a cheapest derivation never repeats a tuple
 on a path, so at most as many rounds as tuples; in practice the longest mapping path).
+
+:func:`trust_report` lists what the same fixpoint decides about every import of one peer
+(``selp cdss trust``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from selp.cdss.compile import CompiledCDSS, thresholded_peers
 from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.language.ast import Atom, Const, Rule, Var
+
+if TYPE_CHECKING:
+    from selp.cdss.store import Store
 
 Row = tuple
 Vec = tuple[float, ...]
@@ -288,14 +294,6 @@ def threshold_rejections(
     return ranked_local(rp, base).rejections
 
 
-def _cut(df: Any) -> Any:
-    """Mark a frame to be kept once computed (lineage cut; a lazy local checkpoint, so the round's
-    one counting job is what computes it, or a reliable checkpoint when a directory is set)."""
-    if df.sparkSession.sparkContext.getCheckpointDir() is not None:
-        return df.checkpoint(eager=False)
-    return df.localCheckpoint(eager=False)
-
-
 def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) -> RankedResult:
     """:func:`ranked_local` on Spark: native column expressions (joins, ``least``, ``min``), no
     Python UDFs; each round's frames are checkpointed and one job counts what changed per
@@ -306,6 +304,7 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
 
     from selp.cdss.incremental_spark import SparkBackend, SparkRel
     from selp.engines.spark_compile import rel_schema, union_all
+    from selp.engines.spark_frames import cut, encoded_frame
     from selp.language.types import resolve_types
     from selp.language.validate import analyze
     from selp.values import decode, encode
@@ -318,9 +317,6 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
 
     def cols(n: int, prefix: str = "c") -> list[str]:
         return [f"{prefix}{j}" for j in range(n)]
-
-    def frame(rows: set[Row] | tuple, arity: int):
-        return spark.createDataFrame([tuple(encode(v) for v in r) for r in rows], rel_schema(arity))
 
     def cost_schema(arity: int) -> StructType:
         return StructType([StructField(c, StringType(), False) for c in cols(arity)] + [StructField(k, DoubleType(), False) for k in K])
@@ -337,9 +333,9 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
         changed = j.filter(fresh | lower).select(
             *c, *[F.least(F.col("n" + k), F.coalesce(F.col(k), F.col("n" + k))).alias(k) for k in K], fresh.alias("new")
         )
-        changed = _cut(changed)
+        changed = cut(changed)
         kept = table.join(changed.select(*c), on=c, how="left_anti")
-        return _cut(kept.unionByName(changed.drop("new"))), changed
+        return cut(kept.unionByName(changed.drop("new"))), changed
 
     arity_of = {o: a for o, (_, _, a) in rp.outputs.items()}
     out: dict[str, Any] = {}
@@ -348,13 +344,13 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
     nonempty: set[str] = set()
     for o, (l_rel, peer, arity) in rp.outputs.items():
         rows_l = base.get(l_rel, set())
-        lf = frame(rows_l, arity)
+        lf = encoded_frame(spark, rows_l, arity)
         w = rp.local_weights[peer]
-        out[o] = _cut(lf.select(*cols(arity), *[F.lit(w[v]).cast("double").alias(K[v]) for v in range(nv)]))
+        out[o] = cut(lf.select(*cols(arity), *[F.lit(w[v]).cast("double").alias(K[v]) for v in range(nv)]))
         new[o], changed[o] = lf, out[o]
         if rows_l:
             nonempty.add(o)
-    rejected = {t.relation: frame(base.get(t.rejections, set()), arity_of[t.output]) for t in rp.targets.values() if t.kind == "t"}
+    rejected = {t.relation: encoded_frame(spark, base.get(t.rejections, set()), arity_of[t.output]) for t in rp.targets.values() if t.kind == "t"}
     rows = {m.provenance: spark.createDataFrame([], rel_schema(m.arity)) for m in rp.mappings}
     edges: dict[str, Any] = {}
     imports = {t: spark.createDataFrame([], cost_schema(arity_of[rp.targets[t].output])) for t in rp.targets if rp.targets[t].kind == "t"}
@@ -386,8 +382,8 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
                 if a.relation in nonempty:
                     delta = {a.relation: SparkRel(new[a.relation], None, arity_of[a.relation])}
                     pieces.append(backend.eval(m.rule, i, full, delta).df)
-            fresh = _cut(union_all(pieces).distinct().join(rows[m.provenance], on=cols(m.arity), how="left_anti"))
-            rows[m.provenance] = _cut(rows[m.provenance].unionByName(fresh))
+            fresh = cut(union_all(pieces).distinct().join(rows[m.provenance], on=cols(m.arity), how="left_anti"))
+            rows[m.provenance] = cut(rows[m.provenance].unionByName(fresh))
             src = {m.provenance: SparkRel(fresh, None, m.arity)}
             for rule, target in m.edges:
                 if rp.targets[target].kind != "t":
@@ -395,7 +391,7 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
                 e = backend.eval(rule, 0, src, src).df
                 n_head = rule.head.arity - m.arity
                 e = e.select(*cols(m.arity), *[F.col(f"c{m.arity + j}").alias(f"h{j}") for j in range(n_head)])
-                edges[rule.name] = _cut(edges[rule.name].unionByName(e)) if rule.name in edges else _cut(e)
+                edges[rule.name] = cut(edges[rule.name].unionByName(e)) if rule.name in edges else cut(e)
             affected = [fresh]
             for i, a in enumerate(m.body):
                 if a.relation in nonempty:
@@ -455,3 +451,41 @@ def _types_of(rp: RankedProgram, relation: str) -> tuple[str, ...]:
         if d.relation == relation:
             return tuple(t for _, t in d.columns)
     raise KeyError(relation)
+
+
+def trust_report(store: Store, peer: str) -> dict[str, Any]:
+    """Every tuple imported into ``peer``'s relations with its top-1 trust cost and verdict.
+
+    Ranked trust (dissertation §3.5, digest 3.5) is enforced at exchange
+    (:mod:`selp.cdss.ranked`), and this report is computed by the same capped min-cost fixpoint,
+    over the latest published base data: the imports listed are those derived from tuples the
+    peers accepted (what exchange puts in ``R_i``), ``cost`` is the cheapest of their import
+    derivations of any kind, ``trusted_cost`` the cheapest Boolean-trusted one (None: Boolean
+    trust distrusts every derivation), ``within_threshold`` whether exchange accepts the tuple
+    (Boolean-trusted and, when ``peer`` has a threshold, costing at most it) and ``rejected``
+    whether curation rejected it. Costs are ``peer``'s own (``[peers.P.costs]``: its view of
+    every source peer and mapping; unlisted ones cost 0).
+    """
+    store.check_peer(peer)
+    compiled = store.compiled
+    ranked = store.cdss.peer(peer).policy.ranked
+    threshold = ranked.threshold if ranked is not None else None
+    publication = store.last_publication()
+    base = store.base_data(publication)
+    rp = RankedProgram(compiled, (peer,))
+    res = ranked_local(rp, base)
+    v = res.viewpoints.index(peer)
+    rows = []
+    for rel in store.cdss.peer(peer).relations:
+        name_i, name_t, name_r = (compiled.names.relation(rel.ref, k) for k in ("i", "t", "r"))
+        rejected = base.get(name_r, set())
+        trusted = res.imports.get(name_t, {})
+        for args, vec in sorted(res.imports.get(name_i, {}).items(), key=lambda kv: repr(kv[0])):
+            tvec = trusted.get(args)
+            tcost = tvec[v] if tvec is not None else None
+            accepted = tcost is not None and (threshold is None or tcost <= threshold)
+            rows.append({
+                "relation": rel.name, "args": args, "cost": vec[v], "trusted": tcost is not None,
+                "trusted_cost": tcost, "within_threshold": accepted, "rejected": args in rejected,
+            })
+    return {"peer": peer, "publication": publication, "threshold": threshold, "tuples": rows}

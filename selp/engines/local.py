@@ -18,7 +18,7 @@ from selp.language.validate import Analysis, Component
 Progress = Callable[["Component", int, int, int], None]
 
 
-class _Store:
+class FactStore:
     """A relation's tuples plus hash indexes on demand, kept up to date as tuples are added."""
 
     __slots__ = ("facts", "indexes")
@@ -28,6 +28,7 @@ class _Store:
         self.indexes: dict[tuple[int, ...], dict[tuple, list[Fact]]] = {}
 
     def index(self, positions: tuple[int, ...]) -> dict[tuple, list[Fact]]:
+        """The facts by their values at ``positions`` (built on first use, then kept current)."""
         idx = self.indexes.get(positions)
         if idx is None:
             idx = {}
@@ -37,17 +38,20 @@ class _Store:
         return idx
 
     def add_all(self, new: Iterable[Fact]) -> None:
+        """Add facts, updating every index built so far."""
         for f in new:
             self.facts.add(f)
             for positions, idx in self.indexes.items():
                 idx.setdefault(tuple(f[p] for p in positions), []).append(f)
 
     def lookup(self, positions: tuple[int, ...], key: tuple) -> Iterable[Fact]:
+        """The facts whose values at ``positions`` are ``key`` (every fact when no position)."""
         if not positions:
             return self.facts
         return self.index(positions).get(key, ())
 
     def matches(self, pattern: tuple) -> bool:
+        """Whether some fact agrees with ``pattern`` where it is not None."""
         positions = tuple(i for i, v in enumerate(pattern) if v is not None)
         if len(positions) == len(pattern):
             return pattern in self.facts
@@ -71,10 +75,10 @@ def evaluate(
 ) -> dict[str, set[Fact]]:
     """Compute the IDB fixpoint; returns ``{idb relation: facts}`` (EDB relations excluded)."""
     t0 = time.perf_counter()
-    stores: dict[str, _Store] = {rel: _Store(edb.get(rel, ())) for rel in analysis.edb}
+    stores: dict[str, FactStore] = {rel: FactStore(edb.get(rel, ())) for rel in analysis.edb}
     for rel in analysis.idb:
-        stores[rel] = _Store()
-    empty = _Store()
+        stores[rel] = FactStore()
+    empty = FactStore()
 
     def negated(rel: str, pattern: tuple) -> bool:
         return stores[rel].matches(pattern)
@@ -106,7 +110,7 @@ def evaluate(
             for i in rec:
                 p = BodyPlan(rule, i, sizes)
                 variants.append((p, p.head_builder()))
-        deltas: dict[str, _Store] = {rel: _Store() for rel in members}
+        deltas: dict[str, FactStore] = {rel: FactStore() for rel in members}
         full_lookup = lambda src, r, p, k: stores[r].lookup(p, k)  # noqa: E731
         new: dict[str, set[Fact]] = {rel: set() for rel in members}
         for plan, head in base:
@@ -120,7 +124,7 @@ def evaluate(
             for rel in members:
                 fresh = new[rel] - stores[rel].facts
                 stores[rel].add_all(fresh)
-                deltas[rel] = _Store(fresh)
+                deltas[rel] = FactStore(fresh)
                 delta_size += len(fresh)
             total_iterations += 1
             if progress:

@@ -31,11 +31,10 @@ from selp.engines.spark_compile import (
     empty_frame,
     int_value,
     is_skolem,
-    materialize_count,
     rel_columns,
-    release,
     union_all,
 )
+from selp.engines.spark_frames import materialize_count, release
 from selp.engines.spark_load import SparkDatabase, hadoop_fs, is_local_path, load_spark_database, local_path, to_uri
 from selp.language.ast import Atom
 from selp.language.validate import Analysis, Component

@@ -48,46 +48,6 @@ def union_all(frames: list[DataFrame]) -> DataFrame:
     return reduce(lambda a, b: a.unionByName(b), frames)
 
 
-def materialize_count(df: DataFrame) -> tuple[DataFrame, int]:
-    """Compute ``df`` once, cut its lineage, and count it.
-
-    A reliable checkpoint is used when the context has a checkpoint directory (survives executor
-    loss on a cluster); otherwise a local checkpoint, which is made lazily so that the count is
-    the job that computes it (one job instead of two).
-    """
-    if df.sparkSession.sparkContext.getCheckpointDir() is not None:
-        out = df.checkpoint(eager=True)
-    else:
-        out = df.localCheckpoint(eager=False)
-    return out, _count_rows(out)
-
-
-def _count_rows(df: DataFrame) -> int:
-    """Count a checkpointed frame: its RDD's count is one narrow stage, where DataFrame.count
-    plans an aggregate with a shuffle (two more stages, per iteration of every fixpoint)."""
-    try:
-        plan = df._jdf.logicalPlan()  # type: ignore[attr-defined]
-        if plan.getClass().getSimpleName() == "LogicalRDD":
-            return int(plan.rdd().count())
-    except Exception:  # noqa: BLE001 - internal API (absent with Spark Connect): use the public one
-        pass
-    return df.count()
-
-
-def release(df: DataFrame) -> None:
-    """Drop the blocks of a frame made by :func:`materialize_count` (no-op for other frames).
-
-    Spark would free them only when the JVM garbage-collects the RDD; long fixpoints release
-    superseded pieces explicitly so storage memory holds live data only.
-    """
-    try:
-        plan = df._jdf.logicalPlan()  # type: ignore[attr-defined]
-        if plan.getClass().getSimpleName() == "LogicalRDD":
-            plan.rdd().unpersist(False)
-    except Exception:  # noqa: BLE001 - best effort: Spark Connect or a changed internal API
-        pass
-
-
 def is_skolem(c: Column) -> Column:
     """Whether an encoded value is a labeled null."""
     return c.startswith(SKOLEM_MARK)

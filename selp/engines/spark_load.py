@@ -32,7 +32,8 @@ from selp.database import (
     raw_evidence,
     read_raw,
 )
-from selp.engines.spark_compile import UNIT, empty_frame, materialize_count, rel_schema, union_all
+from selp.engines.spark_compile import UNIT, empty_frame, rel_schema, union_all
+from selp.engines.spark_frames import materialize_count
 from selp.errors import DataError, Location
 from selp.language.types import DataEvidence, resolve_types
 from selp.language.validate import Analysis

@@ -4,18 +4,24 @@
 sized for a workstation; with one it only adds settings that are right on any cluster (adaptive
 query execution, UTC, shuffle partitions from the cluster's parallelism) and leaves the rest to
 the cluster's own configuration. User ``conf`` always wins over these defaults.
+:func:`start_spark` is the commands' way in: the same session, with a failure to start reported
+as one line.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Callable
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
+
+from selp.errors import SelpError
 
 # Settings that are sensible whatever the master is.
 _GENERAL_DEFAULTS = {
@@ -185,3 +191,25 @@ def get_spark(
         # defaultParallelism is the number of cores Spark can use (local[N] or executors)
         spark.conf.set("spark.sql.shuffle.partitions", str(2 * max(1, spark.sparkContext.defaultParallelism)))
     return spark
+
+
+def start_spark(
+    master: str | None = None, conf: dict[str, str] | None = None, say: Callable[[str], None] | None = None
+) -> SparkSession:
+    """:func:`get_spark` for a command: ``say`` announces the start, and a session that cannot
+    start is a :class:`~selp.errors.SelpError` of one line (Java missing for a local session, or
+    the first line of Spark's error) rather than a JVM stack trace."""
+    if not master and shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise SelpError(
+            "the spark engine needs Java 17 (apt-get install openjdk-17-jre-headless);"
+            " or run with the embedded engine (the default)"
+        )
+    if say is not None:
+        say(f"starting Spark ({master or 'local'}) ...")
+    try:
+        return get_spark(master, conf)
+    except SelpError:
+        raise
+    except Exception as err:  # Py4J/PySpark errors: report the first line, not a JVM stack
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SelpError(f"could not start Spark: {first}") from None

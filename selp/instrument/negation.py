@@ -34,15 +34,15 @@ import itertools
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from selp.instrument.instrument import (
+from selp.instrument.builder import (
+    Builder,
     Instrumented,
     NodeInfo,
     Subst,
-    _apply_atom,
-    _apply_body,
-    _Builder,
-    _cleanup,
-    _result,
+    apply_atom,
+    apply_body,
+    assemble,
+    cleanup,
     local_match,
     number_nodes,
 )
@@ -181,7 +181,7 @@ def instrument_not(base: Instrumented, root: PatternNode, flags: tuple[bool, boo
     """``NOT root`` over ``base``: the base's answers whose trees do not match the tree pattern."""
     info = number_nodes(root, base.next_node)
     auto = Automaton(info)
-    b = _Builder(base, *flags)
+    b = Builder(base, *flags)
     edb = b.analysis.edb
     types: dict[str, dict[Type, int]] = {}  # relation -> its reachable types (in discovery order)
     ids: dict[Type, int] = {}
@@ -233,7 +233,7 @@ def instrument_not(base: Instrumented, root: PatternNode, flags: tuple[bool, boo
                     if body is None:
                         continue
                     subst = c.subst()
-                    head = _apply_atom(rule.head, subst, name(rule.head.relation, head_type))
+                    head = apply_atom(rule.head, subst, name(rule.head.relation, head_type))
                     new |= see(rule.head.relation, head_type)
                     origin = None if is_copy else rule.name
                     b.add(f"{rule.name}@!{info.name}", head, body, rule.weight, origin, rule.head.relation)
@@ -257,7 +257,7 @@ def instrument_not(base: Instrumented, root: PatternNode, flags: tuple[bool, boo
                 body = _typed_body((src,), {}, name, c)
                 if body is None:
                     continue
-                head = _apply_atom(src, c.subst(), name(rel, t))
+                head = apply_atom(src, c.subst(), name(rel, t))
                 b.add(f"edb@{rel}@!{info.name}", head, body, None, None, rel)
                 roots.append(head.relation)
         base_roots = sorted(r for r in types if r not in edb)
@@ -266,11 +266,11 @@ def instrument_not(base: Instrumented, root: PatternNode, flags: tuple[bool, boo
     for rel in base_roots:
         roots.extend(name(rel, t) for t in types.get(rel, {}) if not auto.accepts(t))
     roots = sorted(set(roots))
-    kept = _cleanup(b.analysis, list(base.program.rules) + b.rules, roots)
+    kept = cleanup(b.analysis, list(base.program.rules) + b.rules, roots)
     rule_origin = {**base.rule_origin, **b.rule_origin}
     relation_origin = {**base.relation_origin, **b.relation_origin}
     n = len(auto.nodes)
-    return _result(base, kept, roots, relation_origin, rule_origin, len(b.rules), n, base.next_node + n)
+    return assemble(base, kept, roots, relation_origin, rule_origin, len(b.rules), n, base.next_node + n)
 
 
 def _typed_body(body: Iterable[Literal], idb_type: dict[int, Type], name, cond: _Cond) -> list[Literal] | None:
@@ -294,7 +294,7 @@ def _typed_body(body: Iterable[Literal], idb_type: dict[int, Type], name, cond: 
             names[x] = next(n for n in fresh if n not in taken)
         renamed = [_rename(lit, names) for lit in renamed]
         subst = {Var(names.get(x, x.name)): c for x, c in subst.items()}
-    return _apply_body(renamed, subst)
+    return apply_body(renamed, subst)
 
 
 def _rename(lit: Literal, names: dict[Var, str]) -> Literal:

@@ -164,7 +164,7 @@ class _Builder:
         if kind == "anon":
             return Var(f"{ANON_PREFIX}{next(self.anon)}")
         if kind == "string":
-            value = _unquote(str(a.children[0]))
+            value = unquote(str(a.children[0]))
             if value.startswith(SKOLEM_MARK):
                 raise self.error("string constants may not start with the NUL character", a)
             return Const(value)
@@ -219,7 +219,8 @@ class _Builder:
         return Fact(head, weight, self.loc(node))
 
 
-def _unquote(lit: str) -> str:
+def unquote(lit: str) -> str:
+    """The value of a double-quoted string literal (quotes removed, selp's escapes resolved)."""
     out = []
     i = 1
     end = len(lit) - 1

@@ -33,7 +33,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from selp.errors import Location, SelpError
 from selp.language.lark_cache import cached_lark
-from selp.language.parser import _unquote
+from selp.language.parser import unquote
 from selp.language.pattern import CHILD, DESCENDANT, WILDCARD, And, Not, Or, Pattern, PatternNode, TreePattern
 from selp.language.printer import quote_program_string
 from selp.language.validate import Analysis
@@ -190,7 +190,7 @@ class _Builder:
         if tok.type == "STAR":
             return WILDCARD
         if tok.type == "STRING":
-            return _unquote(text)
+            return unquote(text)
         if tok.type == "INT":
             number = int(text)
             if not INT64_MIN <= number <= INT64_MAX:

@@ -41,7 +41,7 @@ from heapdict import heapdict
 
 from selp.database import Database
 from selp.engines.joins import BodyPlan
-from selp.engines.local import _Store
+from selp.engines.local import FactStore
 from selp.errors import SelpError
 from selp.language.ast import Atom, Rule
 from selp.language.validate import Component
@@ -90,12 +90,12 @@ class _Run:
         self.progress = progress
         self.count = 0
         analysis = task.inst_analysis
-        self.stores: dict[str, _Store] = {}
+        self.stores: dict[str, FactStore] = {}
         self.order: dict[FactKey, int] = {}  # when a fact got its first entry
         self.clock = itertools.count()
         for rel in analysis.edb:
             facts = db.facts.get(rel, set())
-            self.stores[rel] = _Store(facts)
+            self.stores[rel] = FactStore(facts)
             origin_rel = task.inst.relation_origin.get(rel, rel)
             for f in facts:
                 key = (rel, f)
@@ -104,7 +104,7 @@ class _Run:
                 self.origins[key].add(e.origin)
                 self.order[key] = -1  # before everything
         for rel in analysis.idb:
-            self.stores[rel] = _Store()
+            self.stores[rel] = FactStore()
 
     # --- shared pieces -------------------------------------------------------------------------
 

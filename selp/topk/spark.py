@@ -74,11 +74,10 @@ from selp.engines.spark_compile import (
     Sources,
     compile_rule,
     empty_frame,
-    materialize_count,
     rel_columns,
-    release,
     union_all,
 )
+from selp.engines.spark_frames import cut, materialize, materialize_count, release
 from selp.engines.spark_load import SparkDatabase, is_local_path, load_spark_database, local_path, to_uri
 from selp.errors import SelpError
 from selp.language.ast import Atom, Rule, Var
@@ -150,20 +149,7 @@ def _materialize_observed(df: DataFrame, metrics: list[Column]) -> tuple[DataFra
     """Compute ``df`` once, cut its lineage, and return the aggregate ``metrics`` of ``df``
     gathered meanwhile (an :class:`Observation`: no job of their own)."""
     obs = Observation(f"selp_topk_{next(_OBSERVATIONS)}")  # names must be unique in a plan
-    observed = df.observe(obs, *metrics)
-    if df.sparkSession.sparkContext.getCheckpointDir() is not None:
-        out = observed.checkpoint(eager=True)
-    else:
-        out = observed.localCheckpoint(eager=True)
-    return out, obs.get
-
-
-def _materialize(df: DataFrame) -> DataFrame:
-    """Cut the lineage of ``df`` (computed by the next job that reads it), as the Spark engine
-    does: a reliable checkpoint when a checkpoint directory is set, else a local one."""
-    if df.sparkSession.sparkContext.getCheckpointDir() is not None:
-        return df.checkpoint(eager=True)
-    return df.localCheckpoint(eager=False)
+    return cut(df.observe(obs, *metrics), eager=True), obs.get
 
 
 class _Weights:
@@ -352,7 +338,7 @@ class _Engine:
             self.total += sizes[rel]
         if not parts:
             return
-        home = _Home([_materialize(union_all(parts))], dict(sizes), None, dict(sizes), piece_rows=[sum(sizes.values())])
+        home = _Home([materialize(union_all(parts))], dict(sizes), None, dict(sizes), piece_rows=[sum(sizes.values())])
         self.homes.append(home)
         for rel in sizes:
             self.home[rel] = home
@@ -371,7 +357,7 @@ class _Engine:
             .groupBy(*keys)
             .agg(F.max_by(F.col("_weight"), F.col("_seq")).alias("_raw"))
         )
-        raw_df = _materialize(raw_df)
+        raw_df = materialize(raw_df)
         self.owned.append(raw_df)
         raw = F.col("_raw")
         native = self.wt.native(raw)
@@ -634,7 +620,7 @@ class _Engine:
         fresh = {rel: counts[f"fresh{i}"] for i, rel in enumerate(members) if counts[f"fresh{i}"]}
         n_fresh = sum(fresh.values())
         if n_fresh:
-            delta = _materialize(delta)
+            delta = materialize(delta)
             home.pieces.append(delta)
             home.piece_rows.append(n_fresh)
         else:

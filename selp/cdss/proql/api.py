@@ -3,7 +3,8 @@
 :func:`query` picks the engine as every selp command does (:func:`selp.config.choose_engine`:
 ``engine``, then ``SELP_ENGINE``, the ``selp.toml`` beside ``cdss.toml``, else ``embedded``) and
 returns a list of dicts, one per binding: ``{"x": "U(2,5)", "value(x)": <semiring value>}``.
-:func:`local_query` is that on the in-memory graph (what every engine but Spark uses), and
+:func:`local_query` is that on the in-memory graph (what every engine but Spark uses; :func:`run_local`
+returns the :class:`~selp.cdss.proql.evaluate.QueryResult` itself), and
 :func:`spark_query` evaluates on Spark and returns a :class:`~.spark_engine.SparkResult` whose
 ``bindings``, ``values``, ``gout``, ``ginputs`` and ``gnodes`` are DataFrames (and ``table``
 joins the first two). All parse and type-check the query first (errors are
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from selp.cdss.proql.evaluate import QueryResult
     from selp.cdss.proql.spark_engine import SparkResult
 
 
@@ -88,9 +90,29 @@ def local_query(
 ) -> list[dict[str, Any]]:
     """Run a ProQL query on the in-memory graph of the stored epoch (the evaluation of the
     ``embedded`` and ``reference`` engines); one dict per binding (see the module docstring)."""
-    from selp.cdss.proql.cli import run
+    return _dicts(run_local(directory, text, file, peer, probabilities))
 
-    return _dicts(run(directory, text, file, peer, probabilities))
+
+def run_local(
+    directory: str, text: str, file: str | None = None, peer: str | None = None, probabilities: dict[str, float] | None = None
+) -> QueryResult:
+    """Parse, check and evaluate a query over the store of ``directory`` on the in-memory graph
+    (what every engine but Spark uses); the :class:`~selp.cdss.proql.evaluate.QueryResult`
+    carries the epoch it read (``local_query`` turns it into dicts, ``selp proql`` prints it)."""
+    from selp.cdss.proql.check import check_query, resolve_relations
+    from selp.cdss.proql.evaluate import run_query
+    from selp.cdss.proql.graph import load_graph
+    from selp.cdss.proql.parser import parse_query
+    from selp.cdss.store import Store
+
+    q = parse_query(text, file)
+    with Store.open(directory) as store:
+        q = resolve_relations(q, store.compiled)
+        s = check_query(q, store.compiled)
+        g, epoch = load_graph(store, peer)
+    result = run_query(q, g, s, probabilities)
+    result.epoch = epoch
+    return result
 
 
 def _dicts(r: Any) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 **Workload.** The peers' relations come from :mod:`selp.cdss.gen_swissprot` (Zipf-skewed
 projections of a 25-attribute universal relation, key ``ac``; 1-4 relations per peer where the
-thesis used exactly 2); its full mappings (``_mapping``: all of the source peer's relations
+thesis used exactly 2); its full mappings (``full_mapping``: all of the source peer's relations
 joined on the key, into all of the target's) are laid out here on the chapter-8 topologies,
 with data flowing towards a *root* peer whose first relation the query asks about:
 
@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from selp.cdss.gen_swissprot import SwissProtCDSS, _mapping, generate
+from selp.cdss.gen_swissprot import SwissProtCDSS, full_mapping, generate
 
 TOPOLOGIES = ("chain", "branched", "tree")
 PLACEMENTS = ("leaves", "leaves+middle", "every")
@@ -103,38 +103,37 @@ def generate_proql(topology: str, n: int, base: int, data: str, seed: int = 0) -
     """The generated CDSS of one configuration (module docstring)."""
     g = generate(n, base, "1", "chain", seed, overlap=0.0)
     g.topology = topology
-    g.mappings = [_mapping(g, s, t) for s, t in edges(topology, n)]
+    g.mappings = [full_mapping(g, s, t) for s, t in edges(topology, n)]
     holders = placement(topology, n, data)
     g.entries = [e if p in holders else [] for p, e in enumerate(g.entries)]
     return g
 
 
 def build_store(g: SwissProtCDSS, out: Path) -> tuple[Path, float]:
-    """Write, init, import, publish and exchange (embedded engine); returns (dir, exchange seconds)."""
-    from click.testing import CliRunner
-
-    from selp.cli import main
-
+    """Write, init, import, publish and exchange (embedded engine) -- what ``selp cdss init``,
+    ``import``, ``publish`` and ``exchange`` do; returns (dir, exchange seconds)."""
     import shutil
+
+    from selp.cdss.edits import apply_batch, read_csv_requests
+    from selp.cdss.exchange import exchange
+    from selp.cdss.store import Store
 
     shutil.rmtree(out, ignore_errors=True)  # a fresh store every run
     g.write(out)
-    runner = CliRunner()
-
-    def cdss(*args: str) -> None:
-        res = runner.invoke(main, ["cdss", *map(str, args)])
-        if res.exit_code != 0:
-            raise RuntimeError(f"selp cdss {' '.join(map(str, args))}: {res.output}{res.stderr}")
-
-    cdss("init", out)
-    for p, rels in enumerate(g.relations):
-        if not g.entries[p]:
-            continue
-        for r in rels:
-            cdss("import", out, "--peer", f"P{p}", "--relation", r.name, out / "data" / f"P{p}" / f"{r.name}.csv")
-        cdss("publish", out, "--peer", f"P{p}")
-    t0 = time.perf_counter()
-    cdss("exchange", out, "--peer", f"P{g.peers - 1}", "--engine", "embedded", "-q")
+    with Store.init(out) as store:
+        for p, rels in enumerate(g.relations):
+            if not g.entries[p]:
+                continue
+            for r in rels:
+                csv = out / "data" / f"P{p}" / f"{r.name}.csv"
+                requests = read_csv_requests(store, f"P{p}", r.name, csv, "+")
+                if not requests:
+                    raise RuntimeError(f"{csv}: no data rows")
+                apply_batch(store, f"P{p}", requests, f"import {r.name} {csv}")
+            store.publish(f"P{p}")
+    t0 = time.perf_counter()  # opening the store is part of an exchange, as in the command
+    with Store.open(out) as store:
+        exchange(store, f"P{g.peers - 1}", "embedded", "recompute")
     return out, time.perf_counter() - t0
 
 
@@ -156,9 +155,8 @@ def run_config(
     """Build one configuration and time the root query on every engine (module docstring)."""
     import pyarrow.dataset as ds
 
-    from selp.cdss.proql.api import spark_query
+    from selp.cdss.proql.api import run_local, spark_query
     from selp.cdss.proql.asr import build_asrs
-    from selp.cdss.proql.cli import run
     from selp.cdss.proql.evaluate import project
     from selp.cdss.proql.graph import load_graph
     from selp.cdss.proql.parser import parse_query
@@ -186,7 +184,7 @@ def run_config(
 
     def on_local():
         if evaluate:
-            r = run(str(d), q)
+            r = run_local(str(d), q)
             return {str(x[0]) for x in r.rows}, len(r.graph.nodes)
         # projection only, as on Spark: the default POLYNOMIAL would expand every derivation
         # (a mapping with two inputs doubles the expression per level: 2^depth terms' text)

@@ -24,25 +24,6 @@ from selp.engines.registry import names as engine_names
 from selp.errors import SelpError
 
 
-def run(directory: str, text: str, file: str | None = None, peer: str | None = None, probabilities: dict[str, float] | None = None):
-    """Parse, check and evaluate a query over the store of ``directory`` on the in-memory graph
-    (what every engine but Spark uses); returns a :class:`~selp.cdss.proql.evaluate.QueryResult`."""
-    from selp.cdss.proql.check import check_query, resolve_relations
-    from selp.cdss.proql.evaluate import run_query
-    from selp.cdss.proql.graph import load_graph
-    from selp.cdss.proql.parser import parse_query
-    from selp.cdss.store import Store
-
-    q = parse_query(text, file)
-    with Store.open(directory) as store:
-        q = resolve_relations(q, store.compiled)
-        s = check_query(q, store.compiled)
-        g, epoch = load_graph(store, peer)
-    result = run_query(q, g, s, probabilities)
-    result.epoch = epoch
-    return result
-
-
 def _table(r) -> str:
     head = [f"${c}" for c in r.columns]
     head += [f"{r.semiring.name.lower()}(${c})" for c in r.columns]
@@ -160,8 +141,9 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
             raise SelpError("--build-asrs applies to the spark engine; add --engine spark")
         from selp.cdss.proql.asr import build_asrs as build
         from selp.cdss.store import Store
+        from selp.engines.spark_session import start_spark
 
-        spark = _start_spark(master)
+        spark = start_spark(master)
         with Store.open(directory) as store:
             entries = build(store, spark, width=asr_width, kind=asr_kind)
         for e in entries:
@@ -181,11 +163,14 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
     if not uses_spark:
         if master or explain or no_asr:
             raise SelpError("--master, --explain and --no-asr apply to the spark engine; add --engine spark")
-        r = run(directory, text, query_file, peer, _probabilities(probs))
+        from selp.cdss.proql.api import run_local
+
+        r = run_local(directory, text, query_file, peer, _probabilities(probs))
     else:
         from selp.cdss.proql.api import spark_query
+        from selp.engines.spark_session import start_spark
 
-        spark = _start_spark(master)
+        spark = start_spark(master)
         sr = spark_query(directory, text, spark=spark, peer=peer, probabilities=_probabilities(probs), file=query_file, use_asrs=not no_asr)
         r = sr.collect(graph=fmt != "table")
         if explain:
@@ -200,13 +185,3 @@ def explain_text(sr) -> str:
     used = sr.asrs_used
     lines.append(f"  ASRs used: {', '.join(used) if used else 'none'}")
     return "\n".join(lines)
-
-
-def _start_spark(master: str | None):
-    from selp.engines.spark_session import get_spark
-
-    try:
-        return get_spark(master)
-    except Exception as err:  # Py4J/PySpark errors: one line, not a JVM stack
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise SelpError(f"could not start Spark: {first}") from None

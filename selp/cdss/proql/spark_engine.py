@@ -13,7 +13,7 @@ found in the previous round with the edges, minus the pairs already known) over
 ``(start, ancestor)`` pairs, started from the distinct cursor values only, so only what is
 reachable from the FOR bindings is touched, a cycle ends the iteration (no new pair) and the
 work grows with the number of reachable nodes, not the number of paths. Every round's result is
-cut from its lineage (``localCheckpoint``). Access support relations (:mod:`.asr`) add
+cut from its lineage (:func:`selp.engines.spark_frames.cut`). Access support relations (:mod:`.asr`) add
 multi-step edges to this fixpoint: fewer rounds, the same closure.
 
 WHERE conditions are native column expressions (comparisons with the engines' semantics:
@@ -69,19 +69,13 @@ from selp.cdss.proql.graph import MappingNode, TupleNode
 from selp.cdss.proql.parser import ProqlError
 from selp.cdss.proql.semirings import Semiring, probability
 from selp.cdss.proql.spark_graph import SparkGraph, relation_of
-from selp.engines.spark_compile import release
+from selp.engines.spark_frames import cut, release
 from selp.errors import SelpError
 from selp.values import SKOLEM_MARK, encode
 
 MAX_DRIVER_NODES = 200_000
 MAX_ROUNDS = 100_000
 NATIVE = ("DERIVABILITY", "TRUST", "WEIGHT", "CONFIDENTIALITY", "LINEAGE")
-
-
-def _cut(df: DataFrame) -> DataFrame:
-    """Cut the lineage of an iteration's result (eager local checkpoint: the plan of round k
-    would otherwise contain every earlier round)."""
-    return df.localCheckpoint(eager=True)
 
 
 def _v(var: str) -> str:
@@ -103,14 +97,14 @@ def closure(start: DataFrame, edges: DataFrame, stats: Stats, what: str) -> Data
     (``t`` -> ``u``), for the distinct ``s`` of ``start``; semi-naive, one cut per round."""
     e = edges.select(F.col("t").alias("a"), F.col("u").alias("b"))
     first = start.select("s").distinct().join(edges, F.col("s") == F.col("t")).select("s", F.col("u").alias("a")).distinct()
-    return _semi_naive(_cut(first), lambda f: f.join(e, "a").select("s", F.col("b").alias("a")), ["s", "a"], stats, what)
+    return _semi_naive(cut(first, eager=True), lambda f: f.join(e, "a").select("s", F.col("b").alias("a")), ["s", "a"], stats, what)
 
 
 def closure_set(start: DataFrame, edges: DataFrame, stats: Stats, what: str) -> DataFrame:
     """``(a)``: the nodes reachable from some ``s`` of ``start`` in zero or more steps (the set
     version of :func:`closure`, for an include path whose far end is ``[]``: no pairs needed)."""
     e = edges.select(F.col("t").alias("a"), F.col("u").alias("b"))
-    first = _cut(start.select(F.col("s").alias("a")).distinct())
+    first = cut(start.select(F.col("s").alias("a")).distinct(), eager=True)
     return _semi_naive(first, lambda f: f.join(e, "a").select(F.col("b").alias("a")), ["a"], stats, what)
 
 
@@ -123,7 +117,7 @@ def _semi_naive(first: DataFrame, step, keys: list[str], stats: Stats, what: str
     rounds = 1
     while True:
         known = reduce(DataFrame.unionByName, pieces)
-        nxt = _cut(step(frontier).distinct().join(known, keys, "left_anti"))
+        nxt = cut(step(frontier).distinct().join(known, keys, "left_anti"), eager=True)
         if orphan is not None:
             release(orphan)  # a long fixpoint would otherwise keep every round's blocks
             orphan = None
@@ -135,14 +129,14 @@ def _semi_naive(first: DataFrame, step, keys: list[str], stats: Stats, what: str
             raise SelpError(f"{what}: no fixpoint after {rounds} rounds")
         pieces.append(nxt)
         if len(pieces) >= 16:  # keep the plans short: merge the pieces every 16 rounds
-            merged = _cut(reduce(DataFrame.unionByName, pieces))
+            merged = cut(reduce(DataFrame.unionByName, pieces), eager=True)
             for piece in pieces[:-1]:
                 release(piece)
             orphan = pieces[-1]  # still the next round's frontier
             pieces = [merged]
         frontier = nxt
     stats.rounds.append((what, rounds))
-    out = _cut(reduce(DataFrame.unionByName, pieces))
+    out = cut(reduce(DataFrame.unionByName, pieces), eager=True)
     for piece in pieces:
         release(piece)
     return out
@@ -540,14 +534,14 @@ def run_spark_query(
         v, col = mt.condition(p.where, v, [0])
         v = v.filter(col).select(*[c for c in v.columns if c.startswith("v_")])
         stats.plan.append("WHERE: native column filter")
-    v = _cut(v.distinct())
+    v = cut(v.distinct(), eager=True)
     gouts, starts = [], []
     for path in p.include:
         o, st = mt.include(path, v)
         gouts.append(o)
         starts.append(st)
     spark = g.spark
-    gout = _cut(reduce(DataFrame.unionByName, gouts, spark.createDataFrame([], "m string, t string")).distinct())
+    gout = cut(reduce(DataFrame.unionByName, gouts, spark.createDataFrame([], "m string, t string")).distinct(), eager=True)
     ginputs = gout.select("m").distinct().join(g.inputs, "m")
     gatoms = gout.select("m").distinct().join(g.input_atoms, "m").select("m", "u")  # with multiplicity
     bindings = v.select(*[F.col(_v(r.var)).alias(r.var) for r in p.returns]).distinct()
@@ -557,7 +551,7 @@ def run_spark_query(
         [gout.select(F.col("m").alias("node")), gout.select(F.col("t").alias("node")), ginputs.select(F.col("u").alias("node")), roots]
         + [st.select(F.col("t").alias("node")) for st in starts],
     ).distinct()
-    gnodes = _cut(gnodes)
+    gnodes = cut(gnodes, eager=True)
     tnodes = gnodes.join(gout.select(F.col("m").alias("node")).distinct(), "node", "left_anti").withColumnRenamed("node", "t")
     tnodes = tnodes.join(g.local_ids.select(F.col("id").alias("t"), F.lit(True).alias("local")), "t", "left")
     derived = gout.select("t").distinct().withColumn("_derived", F.lit(True))
@@ -644,10 +638,10 @@ def _fixpoint_native(q, s, nat: Native, tnodes, leafcase, gout, gatoms, stats: S
     """Kleene iteration on DataFrames from 0 (module docstring); returns ``(t, value)``."""
     base = tnodes.join(leafcase.withColumn("_leaf", F.lit(True)), "t", "left")
     base = base.select("t", F.when(F.col("_leaf").isNotNull(), _leaf_value_column(q.leaf, s, nat)).otherwise(nat.lit(s.zero)).alias("leaf"))
-    base = _cut(base)
+    base = cut(base, eager=True)
     mnames = gatoms.select("m").distinct().withColumn("_name", F.substring_index(F.col("m"), "(", 1))
-    gin = _cut(gatoms.select("m", "u"))
-    gout = _cut(gout.select("m", "t"))
+    gin = cut(gatoms.select("m", "u"), eager=True)
+    gout = cut(gout.select("m", "t"), eager=True)
     val = base.select("t", F.col("leaf").alias("value"))
     rounds = 0
     while True:
@@ -658,7 +652,7 @@ def _fixpoint_native(q, s, nat: Native, tnodes, leafcase, gout, gatoms, stats: S
         new = base.join(tv, "t", "left").select(
             "t", F.when(F.col("dv").isNull(), F.col("leaf")).otherwise(nat.plus(F.col("leaf"), F.col("dv"))).alias("value")
         )
-        new = _cut(new)
+        new = cut(new, eager=True)
         changed = new.join(val.withColumnRenamed("value", "old"), "t").filter(~F.col("value").eqNullSafe(F.col("old")))
         done = changed.isEmpty()
         if rounds > 1:

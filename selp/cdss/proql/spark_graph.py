@@ -45,14 +45,10 @@ from selp.cdss.compile import InternalNames
 from selp.cdss.model import Mapping, MappingAtom
 from selp.cdss.proql.graph import query_epoch
 from selp.cdss.store import Store
+from selp.engines.spark_frames import cut
 from selp.errors import SelpError
 from selp.language.ast import Var
 from selp.values import SKOLEM_MARK, encode, format_value
-
-
-def _cut(df: DataFrame) -> DataFrame:
-    """Materialise ``df`` on the executors and replace its plan by a scan of the blocks."""
-    return df.localCheckpoint(eager=True)
 
 
 def display(col: Column, is_int: Column) -> Column:
@@ -99,7 +95,7 @@ class SparkGraph:
         if self._tuples is None:
             t = self.tuple_rows
             keep = [F.first(c, ignorenulls=True).alias(c) for c in t.columns if c not in ("id", "base", "local")]
-            self._tuples = _cut(t.groupBy("id").agg(F.max("local").alias("local"), *keep))
+            self._tuples = cut(t.groupBy("id").agg(F.max("local").alias("local"), *keep), eager=True)
         return self._tuples
 
     def attribute_columns(self, attribute: str) -> tuple[str, str] | None:
@@ -120,7 +116,7 @@ class SparkGraph:
     def edges(self) -> DataFrame:
         """``(t, u)``: ``u`` is an input of a mapping node deriving ``t`` (one step back)."""
         if self._edges is None:
-            self._edges = _cut(self.deriv.join(self.inputs, "m").select("t", "u").distinct())
+            self._edges = cut(self.deriv.join(self.inputs, "m").select("t", "u").distinct(), eager=True)
         return self._edges
 
     def ancestor_edges(self) -> DataFrame:
@@ -301,15 +297,15 @@ def load_epoch_graph(spark: SparkSession, store: Store, epoch: int) -> SparkGrap
         # Materialised once per epoch and cut from their lineage (three jobs): every fixpoint round
         # joins these, and the relations below are narrow filters of them. ``patoms`` has one row per
         # (m, out, pos), so an input atom occurs once: a mapping's value multiplies each input atom once.
-        patoms = _cut(patoms.dropDuplicates(["m", "out", "pos"]))  # the rest follows from these
+        patoms = cut(patoms.dropDuplicates(["m", "out", "pos"]), eager=True)  # the rest follows from these
         deriv = patoms.filter("out").select(F.col("node").alias("t"), "m")  # (t, m) twice: a repeated head atom
         atoms_df = patoms.filter(~F.col("out")).select("m", F.col("node").alias("u"), "pos")
-        inp = _cut(atoms_df.select("m", "u").distinct())
+        inp = cut(atoms_df.select("m", "u").distinct(), eager=True)
         # a derived tuple is a node even if (rejected, distrusted) it is in no instance file
         heads = patoms.filter("out").select(
             F.col("node").alias("id"), "base", F.lit(False).alias("local"), *attribute_columns(F.col("enc"))
         )
-        tuple_rows = _cut(tfile_rows.unionByName(heads))
+        tuple_rows = cut(tfile_rows.unionByName(heads), eager=True)
         local_ids = tuple_rows.filter("local").select("id").distinct()
     g = SparkGraph(spark, epoch, edir, tuple_rows, local_ids, deriv, inp, atoms_df, universe)
     if len(_CACHE) >= 4:
