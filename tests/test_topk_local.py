@@ -18,12 +18,14 @@ from hypothesis import strategies as st
 
 from randprog import programs_with_databases
 from selp.database import Database, load_database
+from selp.engines.embedded.store import store_from_facts
 from selp.derivations import DerivationTree, enumerate_trees
 from selp.instrument.match import matches
 from selp.language import parse_program, parse_program_file
 from selp.language.pattern_parser import parse_pattern
 from selp.language.types import resolve_types
 from selp.language.validate import analyze
+from selp.topk.embedded import run_topk_embedded
 from selp.topk.local import run_topk_local
 from selp.topk.monoid import BUILTIN, get_monoid
 from selp.topk.task import make_task
@@ -129,6 +131,14 @@ def _random_cases_agree_with_brute_force_and_between_algorithms(case, data) -> N
     iterative = run_topk_local(task, db, "iterative").answers()
     rounded = lambda ans: {f: [round(e.weight, 9) if isinstance(e.weight, float) else e.weight for e in es] for f, es in ans.items()}  # noqa: E731
     assert rounded(heuristic) == rounded(iterative), "the two top-k algorithms must give the same weights"
+    # the embedded engine (DuckDB facts, compiled kernel) on the same facts: the same weights,
+    # so the brute-force check below holds for it too
+    store = store_from_facts(analysis, db.facts, weights, types)
+    embedded = run_topk_embedded(task, store, None, goal_directed=False)
+    try:
+        assert rounded(embedded.answers()) == rounded(heuristic), "the embedded DTable must rank like the reference"
+    finally:
+        embedded.close()
     SEEN["cases"] += 1
     if monoid not in ("confidence", "cost", "size"):
         return  # min-based weights do not shrink with size: no bounded brute force
@@ -147,7 +157,8 @@ def _random_cases_agree_with_brute_force_and_between_algorithms(case, data) -> N
 
 
 def test_random_cases_agree_with_brute_force_and_between_algorithms() -> None:
-    """Top-k against brute force and between the two algorithms on random cases -- and the run
+    """Top-k against brute force, between the two reference algorithms and with the embedded
+    engine's DTable on random cases -- and the run
     must not be vacuous (the counter is this test's own, so it passes alone)."""
     SEEN.clear()
     _random_cases_agree_with_brute_force_and_between_algorithms()
