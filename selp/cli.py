@@ -374,6 +374,13 @@ def _emit(table, fact_filter, fmt: str, out_file: str | None) -> int:
         text = json.dumps(to_json(table, results), indent=indent, ensure_ascii=False) + "\n"
     elif fmt == "dot":
         text = render_dot(results)
+    elif out_file is None and results:
+        # streamed: the drawing of a large k can be far larger than the DTable behind it
+        from selp.topk.trees import iter_text
+
+        for chunk in iter_text(results):
+            click.echo(chunk, nl=False)
+        return len(results)
     else:
         text = render_text(results) if results else "no derivation matches\n"
     if out_file:
