@@ -231,3 +231,17 @@ def test_query_errors_cut_the_echoed_input_in_the_api_too() -> None:
     code = "from selp.topk.api import parse_query\ntry:\n    parse_query('x' * 500)\nexcept Exception as e:\n    print(len(str(e)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert int(out.stdout) < 200
+
+
+@pytest.mark.parametrize("which", ["cdss.toml", "selp.toml"])
+def test_deeply_nested_toml_is_a_located_error(tmp_path: Path, which: str) -> None:
+    nested = "[" * 3000 + "]" * 3000
+    if which == "cdss.toml":
+        (tmp_path / "cdss.toml").write_text(f'name = "x"\nx = {nested}\n')
+        r = selp("cdss", "check", str(tmp_path))
+    else:
+        (tmp_path / "p.dl").write_text("q(1).\np(x) :- q(x).\n")
+        (tmp_path / "selp.toml").write_text(f"engine = {nested}\n")
+        r = selp("topk", str(tmp_path / "p.dl"), "--pattern", "p")
+    line = one_error_line(r)
+    assert line.startswith(f"error: {tmp_path / which}") and "too deeply nested" in line
