@@ -16,7 +16,8 @@ from typing import Callable, NoReturn
 import click
 
 from selp.engines.registry import names as engine_names
-from selp.errors import SelpError
+from selp.cli_params import TREES_PER_FACT, monoid_plugin_option
+from selp.errors import SelpError, echo, one_line
 
 EXAMPLE_PROGRAM = "examples/trade/trade.dl"
 ENGINE_CHOICES = engine_names()  # the registry's names, and local (the old name of reference)
@@ -27,7 +28,8 @@ ENGINE_HELP = (
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    # one line whatever the message holds: an echoed input may be long or span lines
+    click.echo(f"error: {one_line(message)}", err=True)
     sys.exit(1)
 
 
@@ -39,6 +41,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except SelpError as err:
             _fail(str(err))
+        except RecursionError:
+            # a safety net: parsers bound nesting, but a derivation tree computed from the data
+            # (a path of a thousand steps) is drawn recursively
+            _fail("too deeply nested to process: a derivation tree (or an input) is deeper than Python's recursion allows")
 
 
 def _load(program: str):
@@ -52,7 +58,7 @@ def _parse_conf(values: tuple[str, ...]) -> dict[str, str]:
     conf = {}
     for kv in values:
         if "=" not in kv:
-            raise SelpError(f"--conf expects key=value, got {kv!r}")
+            raise SelpError(f"--conf expects key=value, got {echo(kv)}")
         k, v = kv.split("=", 1)
         conf[k.strip()] = v.strip()
     return conf
@@ -287,7 +293,7 @@ def _topk_options(f: Callable) -> Callable:
     ]
     for o in reversed(opts):
         f = o(f)
-    return f
+    return monoid_plugin_option(f)
 
 
 def _run_topk(program: str, pattern, pattern_text: str | None, k: int, monoid: str, opts: dict) -> None:
@@ -353,6 +359,13 @@ def _emit(table, fact_filter, fmt: str, out_file: str | None) -> int:
         text = json.dumps(to_json(table, results), indent=indent, ensure_ascii=False) + "\n"
     elif fmt == "dot":
         text = render_dot(results)
+    elif out_file is None and results:
+        # streamed: the drawing of a large k can be far larger than the DTable behind it
+        from selp.topk.trees import iter_text
+
+        for chunk in iter_text(results):
+            click.echo(chunk, nl=False)
+        return len(results)
     else:
         text = render_text(results) if results else "no derivation matches\n"
     if out_file:
@@ -367,8 +380,8 @@ def _emit(table, fact_filter, fmt: str, out_file: str | None) -> int:
 @main.command(name="topk")
 @click.argument("program", type=click.Path(dir_okay=False))
 @click.option("--pattern", "pattern_text", required=True, help="A selPQL pattern, e.g. 'dealsWith(Cuba, *) // exports(Cuba, tobacco)'.")
-@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Trees per fact.")
-@click.option("--monoid", default="confidence", show_default=True, help="confidence, min-confidence, size, access, cost, or module:attr.")
+@click.option("-k", "k", type=TREES_PER_FACT, default=3, show_default=True, help=f"Trees per fact (1 to {2**31 - 1}).")
+@click.option("--monoid", default="confidence", show_default=True, help="confidence, min-confidence, size, access, cost, or a plug-in (see --monoid-plugin).")
 @_topk_options
 def topk_cmd(program: str, pattern_text: str, k: int, monoid: str, **opts) -> None:
     """The k best derivation trees matching --pattern, for every fact at the pattern's root.
@@ -384,8 +397,8 @@ def topk_cmd(program: str, pattern_text: str, k: int, monoid: str, **opts) -> No
 @main.command(name="explain")
 @click.argument("program", type=click.Path(dir_okay=False))
 @click.argument("fact")
-@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Trees per fact.")
-@click.option("--monoid", default="confidence", show_default=True, help="confidence, min-confidence, size, access, cost, or module:attr.")
+@click.option("-k", "k", type=TREES_PER_FACT, default=3, show_default=True, help=f"Trees per fact (1 to {2**31 - 1}).")
+@click.option("--monoid", default="confidence", show_default=True, help="confidence, min-confidence, size, access, cost, or a plug-in (see --monoid-plugin).")
 @_topk_options
 def explain_cmd(program: str, fact: str, k: int, monoid: str, **opts) -> None:
     """Why does FACT hold? Its k best derivation trees, whatever they contain.
@@ -428,6 +441,7 @@ def query_cmd(program: str, query: str, **opts) -> None:
 @click.option("--fact", "fact_text", default=None, help="Only answers carrying this label, e.g. 'dealsWith(Cuba, *)'.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default="text", show_default=True)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+@monoid_plugin_option
 def trees_cmd(dtable_dir: str, fact_text: str | None, fmt: str, out_file: str | None) -> None:
     """List trees from a DTable saved with --save-dtable, without recomputing.
 
@@ -435,11 +449,16 @@ def trees_cmd(dtable_dir: str, fact_text: str | None, fmt: str, out_file: str | 
     Examples:
       selp trees dtable/ --fact 'dealsWith(Cuba, France)'
     """
-    from selp.topk.api import parse_fact_filter
+    from selp.topk.api import check_fact_filter, parse_fact_filter
     from selp.topk.dtable import load_dtable
 
+    fact_filter = parse_fact_filter(fact_text) if fact_text else None
     table = load_dtable(dtable_dir)
-    _emit(table, parse_fact_filter(fact_text) if fact_text else None, fmt, out_file)
+    if fact_filter is not None:
+        # the relations of P the DTable knows (its P_p relations by their origin), as topk has them
+        types = {table.relation_origin.get(r, r): t for r, t in table.types.items()}
+        check_fact_filter(fact_filter, {r: len(t) for r, t in types.items()}, types, "the saved DTable")
+    _emit(table, fact_filter, fmt, out_file)
 
 
 @main.group()
@@ -589,9 +608,9 @@ def _int_list(text: str, option: str, minimum: int) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise SelpError(f"{option} expects comma-separated integers, got {text!r}") from None
+        raise SelpError(f"{option} expects comma-separated integers, got {echo(text)}") from None
     if not values or min(values) < minimum:
-        raise SelpError(f"{option} expects integers >= {minimum}, got {text!r}")
+        raise SelpError(f"{option} expects integers >= {minimum}, got {echo(text)}")
     return values
 
 

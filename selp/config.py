@@ -24,6 +24,8 @@ def read_config(program_path: str | Path) -> dict:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise SelpError(f"invalid TOML: {err}", Location(str(path))) from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise SelpError("invalid TOML: too deeply nested", Location(str(path))) from None
 
 
 def choose_engine(flag: str | None, program_path: str | Path, master: str | None = None) -> str:

@@ -134,6 +134,9 @@ def is_int_literal(s: str) -> bool:
     t = s[1:] if s[:1] in "+-" else s
     if not t or not t.isascii() or not t.isdigit():
         return False
+    # more than 19 significant digits never fits; and int() refuses more than 4300 digits
+    if len(t.lstrip("0")) > 19:
+        return False
     return INT64_MIN <= int(s) <= INT64_MAX
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from selp.engines.registry import names as engine_names
+from selp.cli_params import TREES_PER_FACT, monoid_plugin_option
 from selp.errors import SelpError
 
 # every command picks its engine the way `selp eval` does (selp.config.choose_engine), reading
@@ -473,8 +474,9 @@ def log_cmd(directory: str, peer: str | None) -> None:
 @_DIR
 @_PEER
 @click.argument("fact")
-@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Trees.")
-@click.option("--monoid", default="cost", show_default=True, help="cost (PEER's ranked trust), or another selp monoid.")
+@click.option("-k", "k", type=TREES_PER_FACT, default=3, show_default=True, help="Trees (1 to 2147483647).")
+@click.option("--monoid", default="cost", show_default=True, help="cost (PEER's ranked trust), or another selp monoid (a plug-in: see --monoid-plugin).")
+@monoid_plugin_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_engine_option("Top-k engine " + ENGINE_HELP[len("Engine "):])
 @click.option("--master", default=None, help="Spark master URL (spark engine).")

@@ -100,6 +100,8 @@ def parse_cdss(text: str, file: str | None = CONFIG_FILE, check_acyclic: bool = 
         m = _TOML_POS.search(msg)
         loc = Location(file, int(m.group(1)), int(m.group(2))) if m else Location(file)
         raise CdssError(f"TOML syntax error: {_TOML_POS.sub('', msg).strip()}", loc) from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise CdssError("TOML syntax error: too deeply nested", Location(file)) from None
     cdss = _Loader(TomlLocator(text, file), file).load(doc)
     if check_acyclic:
         from selp.cdss.acyclicity import check_weakly_acyclic

@@ -33,7 +33,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from selp.cdss.errors import CdssError
 from selp.cdss.model import AttributeRef, Condition, ConditionTerm, MappingTerm
-from selp.errors import Location
+from selp.errors import Location, clip, echo, int_literal_fits
 from selp.language.ast import Const, Var
 from selp.language.lark_cache import cached_lark
 from selp.language.parser import unquote  # the string escapes are selp's own
@@ -123,7 +123,7 @@ def _syntax_error(err: UnexpectedInput, text: str, what: str, locate: Locate) ->
             locate(len(text.rstrip())),
         )
     return CdssError(
-        f"syntax error in {what}: unexpected {str(tok)!r}, expected {', '.join(expected)}",
+        f"syntax error in {what}: unexpected {echo(str(tok))}, expected {', '.join(expected)}",
         locate(tok.start_pos or 0),
     )
 
@@ -151,9 +151,11 @@ class _Builder:
             if value.startswith(SKOLEM_MARK):
                 raise CdssError("string constants may not start with the NUL character", self.at(node))
             return Const(value)
-        number = int(str(tok))
-        if not INT64_MIN <= number <= INT64_MAX:
-            raise CdssError(f"integer {number} does not fit in 64 bits", self.at(node))
+        text = str(tok)
+        # count digits first: int() of more than 4300 digits raises ValueError
+        number = int(text) if int_literal_fits(text) else None
+        if number is None or not INT64_MIN <= number <= INT64_MAX:
+            raise CdssError(f"integer {clip(text, 40)} does not fit in 64 bits", self.at(node))
         return Const(number)
 
     def atom(self, node: Tree, side: str) -> ParsedAtom:

@@ -15,7 +15,7 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from selp.errors import Location, ProgramError
+from selp.errors import MAX_DEPTH, Location, ProgramError, clip, echo, int_literal_fits
 from selp.language.lark_cache import cached_lark
 from selp.values import INT64_MAX, INT64_MIN, SKOLEM_MARK
 from selp.language.ast import ANON_PREFIX, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Term, Var
@@ -64,7 +64,7 @@ def _syntax_error(err: UnexpectedInput, text: str, file: str | None) -> ProgramE
         )
     assert isinstance(err, UnexpectedToken)
     tok = err.token
-    shown = "end of input" if tok.type == "$END" else repr(str(tok))
+    shown = "end of input" if tok.type == "$END" else echo(str(tok))
     if tok.type == "$END":  # lark places $END at the last token: point just after it
         loc = Location(file, tok.end_line or text.count("\n") + 1, tok.end_column)
     return ProgramError(
@@ -152,7 +152,9 @@ class _Builder:
         args = tuple(self.term(a) for a in call.children[1:] if a is not None)
         return Atom(str(name), args, negated, self.loc(call))
 
-    def term(self, a: Tree) -> Term:
+    def term(self, a: Tree, depth: int = 1) -> Term:
+        """The term of ``a``; ``depth`` counts enclosing Skolem terms, bounded so that this and
+        every later pass over terms (all recursive) stay far from Python's recursion limit."""
         kind = a.data
         if kind == "var_or_word":
             name = str(a.children[0])
@@ -169,9 +171,11 @@ class _Builder:
                 raise self.error("string constants may not start with the NUL character", a)
             return Const(value)
         if kind == "integer":
-            number = int(str(a.children[0]))
-            if not INT64_MIN <= number <= INT64_MAX:
-                raise self.error(f"integer {number} does not fit in 64 bits", a)
+            text = str(a.children[0])
+            # count digits first: int() of more than 4300 digits raises ValueError
+            number = int(text) if int_literal_fits(text) else None
+            if number is None or not INT64_MIN <= number <= INT64_MAX:
+                raise self.error(f"integer {clip(text, 40)} does not fit in 64 bits", a)
             return Const(number)
         if kind == "float":
             raise self.error(
@@ -180,7 +184,9 @@ class _Builder:
             )
         if kind == "skolem":
             call = a.children[0]
-            args = tuple(self.term(x) for x in call.children[1:] if x is not None)
+            if depth > MAX_DEPTH:
+                raise self.error(f"Skolem term too deeply nested (more than {MAX_DEPTH} levels)", call)
+            args = tuple(self.term(x, depth + 1) for x in call.children[1:] if x is not None)
             return SkolemTerm(str(call.children[0]), args)
         raise AssertionError(kind)
 

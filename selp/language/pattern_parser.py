@@ -31,7 +31,7 @@ from typing import Iterator
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from selp.errors import Location, SelpError
+from selp.errors import MAX_DEPTH, Location, SelpError, clip, echo, int_literal_fits
 from selp.language.lark_cache import cached_lark
 from selp.language.parser import unquote
 from selp.language.pattern import CHILD, DESCENDANT, WILDCARD, And, Not, Or, Pattern, PatternNode, TreePattern
@@ -102,7 +102,7 @@ def _syntax_error(err: UnexpectedInput, text: str) -> PatternError:
     if tok.type == "$END":
         # lark places $END at the last token (or nowhere, for empty input): point just past it
         return PatternError(f"syntax error: unexpected end of input, expected {expected}", _end_location(text))
-    return PatternError(f"syntax error: unexpected {str(tok)!r}, expected {expected}", loc)
+    return PatternError(f"syntax error: unexpected {echo(str(tok))}, expected {expected}", loc)
 
 
 def _end_location(text: str) -> Location:
@@ -141,34 +141,45 @@ def arg_location(node: PatternNode, i: int) -> Location:
     return locs[i] if locs is not None and i < len(locs) else node_location(node)
 
 
-class _Builder:
-    """Turns lark's tree into pattern objects (flattening nested AND/OR)."""
+def _too_deep(t: Tree) -> PatternError:
+    return PatternError(f"pattern too deeply nested (more than {MAX_DEPTH} levels of NOT, AND/OR or tree edges)", _loc(t))
 
-    def pattern(self, t: Tree) -> Pattern:
+
+class _Builder:
+    """Turns lark's tree into pattern objects (flattening nested AND/OR).
+
+    ``depth`` counts the operators and tree edges above a node; it is bounded (:data:`MAX_DEPTH`)
+    because this and every later pass over a pattern (printing, checking, matching) recurse."""
+
+    def pattern(self, t: Tree, depth: int = 1) -> Pattern:
+        if depth > MAX_DEPTH:
+            raise _too_deep(t)
         kind = t.data
         if kind in ("chain", "branch"):
-            return TreePattern(self.tree(t))
+            return TreePattern(self.tree(t, depth))
         if kind == "negation":
-            return Not(self.pattern(t.children[1]))
+            return Not(self.pattern(t.children[1], depth + 1))
         if kind in ("conj", "disj"):
             cls = And if kind == "conj" else Or
             operands: list[Pattern] = []
             for c in t.children:
                 if isinstance(c, Token):  # the AND/OR keyword between operands
                     continue
-                p = self.pattern(c)
+                p = self.pattern(c, depth + 1)
                 # AND/OR are associative: a AND (b AND c) is a AND b AND c
                 operands.extend(p.operands if isinstance(p, cls) else (p,))
             return cls(tuple(operands))
         raise AssertionError(kind)
 
-    def tree(self, t: Tree) -> PatternNode:
+    def tree(self, t: Tree, depth: int) -> PatternNode:
+        if depth > MAX_DEPTH:
+            raise _too_deep(t)
         node_t, rest = t.children[0], t.children[1:]
         if t.data == "chain":
-            children = () if not rest or rest[0] is None else ((self.edge(rest[0]), self.tree(rest[1])),)
+            children = () if not rest or rest[0] is None else ((self.edge(rest[0]), self.tree(rest[1], depth + 1)),)
         else:
             items = [c for c in rest if not isinstance(c, Token)]  # drop the '['
-            children = tuple((self.edge(items[i]), self.tree(items[i + 1])) for i in range(0, len(items), 2))
+            children = tuple((self.edge(items[i]), self.tree(items[i + 1], depth + 1)) for i in range(0, len(items), 2))
         glob_tok, args_t = node_t.children
         args: tuple[Value | None, ...] | None = None
         arg_locs: tuple[Location, ...] | None = None
@@ -192,9 +203,10 @@ class _Builder:
         if tok.type == "STRING":
             return unquote(text)
         if tok.type == "INT":
-            number = int(text)
-            if not INT64_MIN <= number <= INT64_MAX:
-                raise PatternError(f"integer {number} does not fit in 64 bits", _loc(tok))
+            # count digits first: int() of more than 4300 digits raises ValueError
+            number = int(text) if int_literal_fits(text) else None
+            if number is None or not INT64_MIN <= number <= INT64_MAX:
+                raise PatternError(f"integer {clip(text, 40)} does not fit in 64 bits", _loc(tok))
             return number
         if "*" in text:
             raise PatternError(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from selp.errors import DataError, Location, ProgramError
+from selp.errors import DataError, Location, ProgramError, echo
 from selp.language.ast import Atom, Comparison, Const, Var
 from selp.language.validate import Analysis
 
@@ -138,8 +138,12 @@ def resolve_types(
             for c in cols:
                 ev = data.get(c)
                 if ev is not None and not ev.all_int:
+                    example = str(ev.example)
+                    digits = example.lstrip("+-")
+                    # an integer too long for 64 bits says so (it is no less an integer)
+                    what = "does not fit in 64 bits" if digits.isascii() and digits.isdigit() else "is not an integer"
                     raise DataError(
-                        f"value {ev.example!r} is not an integer, but column {_colname(analysis, c)} is int",
+                        f"value {echo(example)} {what}, but column {_colname(analysis, c)} is int",
                         ev.where,
                     )
         group_type[root] = typ

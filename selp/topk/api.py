@@ -13,14 +13,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from selp.errors import Location, SelpError
+from selp.errors import Location, SelpError, clip, echo
 from selp.language import parse_program_file
 from selp.language.pattern import Pattern, PatternNode, TreePattern
-from selp.language.pattern_parser import PatternError, check_pattern, parse_pattern
+from selp.language.pattern_parser import PatternError, arg_location, check_pattern, node_location, parse_pattern
 from selp.language.validate import Analysis, analyze
 from selp.topk.dtable import DTable
 from selp.topk.monoid import get_monoid
-from selp.topk.task import make_task
+from selp.topk.task import K_MAX, make_task
 
 _QUERY = re.compile(r"\s*TOP\s+(\d+)\s+(.*?)\s+RANK\s+BY\s+(\S+)\s*$", re.IGNORECASE | re.DOTALL)
 
@@ -39,8 +39,13 @@ def parse_query(text: str) -> Query:
     """Split a selPQL query; the pattern itself is parsed by :func:`parse_query_pattern`."""
     m = _QUERY.match(text)
     if m is None:
-        raise SelpError(f"query: expected 'TOP <k> <pattern> RANK BY <monoid>', got {text!r}")
-    return Query(int(m.group(1)), m.group(2), m.group(3), m.start(2))
+        raise SelpError(f"query: expected 'TOP <k> <pattern> RANK BY <monoid>', got {echo(text)}")
+    digits = m.group(1)
+    # compare lengths before int(): it refuses more than 4300 digits (k >= 1 is the CLI's check)
+    too_long = len(digits.lstrip("0")) > len(str(K_MAX))
+    if too_long or int(digits) > K_MAX:
+        raise SelpError(f"TOP {clip(digits, 40)} is too large: at most {K_MAX} trees per fact", Location("query", 1, m.start(1) + 1))
+    return Query(int(digits), m.group(2), m.group(3), m.start(2))
 
 
 def parse_query_pattern(q: Query) -> Pattern:
@@ -62,8 +67,34 @@ def parse_fact_filter(text: str) -> PatternNode:
         loc = err.location or Location()
         raise PatternError(err.message, Location("fact", loc.line, loc.column)) from None
     if not isinstance(p, TreePattern) or p.root.children:
-        raise SelpError(f"fact: expected one atom like dealsWith(Cuba, France), got {text!r}")
+        raise SelpError(f"fact: expected one atom like dealsWith(Cuba, France), got {echo(text)}")
     return p.root
+
+
+def _as_fact(loc: Location) -> Location:
+    return Location("fact", loc.line, loc.column)
+
+
+def check_fact_filter(node: PatternNode, arities: dict[str, int], types: dict[str, tuple[str, ...]], owner: str = "the program") -> None:
+    """Refuse a ``--fact`` label that can only be a mistake, as a pattern's root is refused: a
+    relation (without ``*``) that ``owner`` does not have, the wrong number of arguments, or a
+    constant of the wrong type (str/int) for its column. Located ``fact:LINE:COL``."""
+    rel = node.relation
+    if "*" in rel:
+        return  # a glob may legitimately match nothing
+    if rel not in arities:
+        raise PatternError(f"unknown relation {rel}: {owner} has no relation of that name", _as_fact(node_location(node)))
+    if node.args is None:
+        return
+    if len(node.args) != arities[rel]:
+        raise PatternError(f"{rel} has {arities[rel]} argument(s) but the fact gives {len(node.args)}", _as_fact(node_location(node)))
+    col_types = types.get(rel)
+    for i, a in enumerate(node.args):
+        if a is None or col_types is None or isinstance(a, bool) or not isinstance(a, (int, str)):
+            continue  # a wildcard, or a Skolem value (the API's), which any column may hold
+        kind = "int" if isinstance(a, int) else "str"
+        if kind != col_types[i]:
+            raise PatternError(f"constant {echo(a) if isinstance(a, str) else a} has type {kind} but column {i + 1} of {rel} is {col_types[i]}", _as_fact(arg_location(node, i)))
 
 
 def topk(
@@ -120,6 +151,8 @@ def topk(
     if parsed is not None:
         for w in check_pattern(parsed, analysis, types):
             warn(w)
+    if fact is not None:
+        check_fact_filter(fact, analysis.arities, types)
     task = make_task(analysis, types, m, k, parsed, text)
     bound = fact if fact is not None else (parsed.root if isinstance(parsed, TreePattern) else None)
     if engine != "embedded" and bound is not None and bound.args and any(a is not None for a in bound.args):

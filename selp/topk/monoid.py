@@ -12,9 +12,12 @@ Weights are kept in an internal numeric form (floats, or ints for ``size`` and `
 that the Spark engine can combine them with native column expressions; :meth:`Monoid.display`
 turns them back into what users wrote (``access`` levels are letters).
 
-A user monoid is any object with this interface, named ``module:attr`` or registered under the
-entry point group ``selp.monoids``. Without ``spark_combine``/``spark_key`` it works with the local
-engine only.
+A user monoid is any object with this interface, registered under the entry point group
+``selp.monoids`` by an installed package, or loaded explicitly with :func:`load_monoid_plugin`
+(the CLI's ``--monoid-plugin module:attr``). A monoid *name* -- from ``--monoid``, a query's
+``RANK BY``, a saved DTable -- never imports anything: text that comes from a query, a pattern or
+a file must not run code. Without ``spark_combine``/``spark_key`` a user monoid works with the
+local engine only.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
-from selp.errors import SelpError
+from selp.errors import SelpError, clip, echo
 
 Weight = Any  # float or int, the monoid's internal form
 
@@ -67,7 +70,7 @@ class Monoid:
             return self.parse(raw)
         except (ValueError, TypeError) as err:
             detail = str(err) or "not a weight"
-            raise SelpError(f"{where}{': ' if where else ''}weight {raw!r} is not valid for monoid {self.name}: {detail}") from None
+            raise SelpError(f"{where}{': ' if where else ''}weight {echo(raw)} is not valid for monoid {self.name}: {detail}") from None
 
     def display(self, w: Weight) -> Any:
         """The weight as users write it (JSON-friendly)."""
@@ -145,22 +148,48 @@ def _builtins() -> dict[str, Monoid]:
 BUILTIN = _builtins()
 
 
+# monoids loaded by load_monoid_plugin, by their name and by the module:attr they came from
+_PLUGINS: dict[str, Monoid] = {}
+
+
+def load_monoid_plugin(spec: str) -> Monoid:
+    """Import ``module:attr`` and register the monoid it names (under its ``name`` and under
+    ``spec``) for :func:`get_monoid`. This runs the module's code: call it only for a module the
+    user named explicitly as a plug-in (``--monoid-plugin``), never for a name read from a query
+    or a file."""
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        raise SelpError(f"--monoid-plugin expects MODULE:ATTR, got {echo(spec)}")
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as err:
+        raise SelpError(f"--monoid-plugin {echo(spec)}: cannot load it: {clip(str(err))}") from None
+    except Exception as err:  # the plug-in's own code failed while importing: report, not a traceback
+        raise SelpError(f"--monoid-plugin {echo(spec)}: importing it raised {type(err).__name__}: {clip(str(err))}") from None
+    m = _check(obj, spec)
+    if m.name in BUILTIN:  # engines pick compiled code by name: a plug-in must not pass for one
+        raise SelpError(f"--monoid-plugin {echo(spec)}: its name {echo(m.name)} is a built-in monoid's; rename it")
+    _PLUGINS[m.name] = _PLUGINS[spec] = m
+    return m
+
+
 def get_monoid(name: str) -> Monoid:
-    """A built-in monoid by name, ``module:attr``, or an entry point of group ``selp.monoids``."""
+    """A built-in monoid, one loaded by :func:`load_monoid_plugin`, or an entry point of group
+    ``selp.monoids`` (installed packages), by name. Never imports a module named by ``name``."""
     if name in BUILTIN:
         return BUILTIN[name]
-    if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            obj = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as err:
-            raise SelpError(f"cannot load monoid {name!r}: {err}") from None
-        return _check(obj, name)
+    if name in _PLUGINS:
+        return _PLUGINS[name]
     for ep in entry_points(group="selp.monoids"):
         if ep.name == name:
             return _check(ep.load(), name)
     known = ", ".join(sorted(BUILTIN))
-    raise SelpError(f"unknown monoid {name!r} (built in: {known}; or give module:attr)")
+    if ":" in name:
+        raise SelpError(
+            f"monoid {echo(name)} is not loaded: a monoid is never imported from a query or file;"
+            f" to use a Python object, give --monoid-plugin MODULE:ATTR (it runs that module's code)"
+        )
+    raise SelpError(f"unknown monoid {echo(name)} (built in: {known}; or a plug-in loaded with --monoid-plugin)")
 
 
 def _check(obj: Any, name: str) -> Monoid:

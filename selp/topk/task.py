@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from selp.database import Database
-from selp.errors import SelpError
+from selp.errors import SelpError, clip
 from selp.instrument.instrument import Instrumented, identity, instrument
 from selp.language.pattern import Pattern
 from selp.language.validate import Analysis, analyze
@@ -60,6 +60,19 @@ class Task:
         )
 
 
+K_MAX = 2**31 - 1  # the top-k kernel ranks entries with int32: the largest k it can run
+
+
+def check_k(k: int, what: str = "k") -> int:
+    """``k`` if it is a usable number of trees per fact (1..:data:`K_MAX`), else a one-line
+    :class:`SelpError` naming ``what`` (``-k``, ``query: TOP``...)."""
+    if k < 1:
+        raise SelpError(f"{what} must be at least 1, got {k}")
+    if k > K_MAX:
+        raise SelpError(f"{what} {clip(str(k), 40)} is too large: at most {K_MAX} trees per fact")
+    return k
+
+
 def make_task(
     analysis: Analysis,
     db_types: dict[str, tuple[str, ...]],
@@ -69,8 +82,7 @@ def make_task(
     pattern_text: str | None = None,
 ) -> Task:
     """Instrument P with ``pattern`` (none: every derivation of every IDB fact) and resolve weights."""
-    if k < 1:
-        raise SelpError(f"k must be at least 1, got {k}")
+    check_k(k)
     inst = identity(analysis) if pattern is None else instrument(analysis, pattern)
     inst_analysis = analyze(inst.program)
     p_rules = {r.name: r for r in analysis.program.rules}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from selp.language.pattern import PatternNode
 from selp.topk.dtable import DTable, Entry, FactKey
@@ -139,14 +139,19 @@ def fact_text(relation: str, args: tuple[Value, ...]) -> str:
 
 def render_text(results: Iterable[Answer]) -> str:
     """Box-drawing trees: every node with its rule and the rule's weight (leaves: the fact's)."""
-    lines: list[str] = []
+    return "".join(iter_text(results))
+
+
+def iter_text(results: Iterable[Answer]) -> Iterator[str]:
+    """:func:`render_text` in pieces, one tree (or answer heading) at a time: a large k over few
+    facts draws hundreds of megabytes, which need not be held at once to be printed."""
     for a in results:
-        lines.append(fact_text(a.relation, a.args))
+        yield fact_text(a.relation, a.args) + "\n"
         for i, (w, tree) in enumerate(a.trees, 1):
-            lines.append(f"  #{i}  weight {_num(w)}")
+            lines = [f"  #{i}  weight {_num(w)}"]
             _draw(tree, "    ", "    ", lines)
-        lines.append("")
-    return "\n".join(lines) + "\n"
+            yield "\n".join(lines) + "\n"
+        yield "\n"
 
 
 def _num(w: Any) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 import click
 
 from selp.engines.registry import names as engine_names
-from selp.errors import SelpError
+from selp.errors import SelpError, echo
 
 
 def _table(r) -> str:
@@ -96,7 +96,7 @@ def _probabilities(items: tuple[str, ...]) -> dict[str, float] | None:
         except ValueError:
             value = -1.0
         if not sep or not name or not 0.0 <= value <= 1.0:
-            raise SelpError(f"--prob expects EVENT=P with 0 <= P <= 1, got {it!r}")
+            raise SelpError(f"--prob expects EVENT=P with 0 <= P <= 1, got {echo(it)}")
         out[name] = value
     return out
 

@@ -45,7 +45,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from selp.cdss.proql import ast
-from selp.errors import Location, SelpError
+from selp.errors import MAX_DEPTH, Location, SelpError, clip, echo, int_literal_fits
 from selp.language.lark_cache import cached_lark
 
 _TOKEN_NAMES = {
@@ -95,7 +95,7 @@ def parse_query(text: str, file: str | None = None) -> ast.Query:
             msg = f"unexpected end of query; expected {_describe(set(e.expected))}"
             loc = _end(text, file)
         elif isinstance(e, UnexpectedToken):
-            shown = "the end of the query" if e.token.type == "$END" else repr(str(e.token))
+            shown = "the end of the query" if e.token.type == "$END" else echo(str(e.token))
             msg = f"unexpected {shown}; expected {_describe(set(e.expected))}"
             if e.token.type == "$END":
                 loc = _end(text, file)
@@ -189,14 +189,18 @@ class _Builder:
         return ast.Step("mapvar", self.var(tok), loc)
 
     # -- conditions --------------------------------------------------------------------------
-    def cond(self, t: Tree) -> ast.Condition:
+    def cond(self, t: Tree, depth: int = 1) -> ast.Condition:
+        """A condition; ``depth`` counts the AND/OR/NOT above it, bounded (:data:`MAX_DEPTH`)
+        because this and the checker and evaluator after it recurse over conditions."""
         loc = self.loc(t)
+        if depth > MAX_DEPTH:
+            raise ProqlError(f"condition too deeply nested (more than {MAX_DEPTH} levels of NOT, AND/OR)", loc)
         if t.data == "or_cond":
-            return ast.Or(tuple(self.cond(c) for c in t.children if isinstance(c, Tree)), loc)
+            return ast.Or(tuple(self.cond(c, depth + 1) for c in t.children if isinstance(c, Tree)), loc)
         if t.data == "and_cond":
-            return ast.And(tuple(self.cond(c) for c in t.children if isinstance(c, Tree)), loc)
+            return ast.And(tuple(self.cond(c, depth + 1) for c in t.children if isinstance(c, Tree)), loc)
         if t.data == "not_cond":
-            return ast.Not(self.cond(t.children[1]), loc)
+            return ast.Not(self.cond(t.children[1], depth + 1), loc)
         if t.data == "comparison":
             left, op, right = t.children
             o = "!=" if str(op) == "<>" else str(op)
@@ -217,10 +221,17 @@ class _Builder:
             return ast.VarRef(self.var(c[0]), loc)
         if t.data == "number":
             s = str(c[0])
+            if "." not in s and not int_literal_fits(s):  # int() refuses more than 4300 digits
+                raise ProqlError(f"integer {clip(s, 40)} does not fit in 64 bits", loc)
             return ast.Literal(float(s) if "." in s else int(s), False, loc)
         if t.data == "string":
             s = str(c[0])[1:-1]
-            return ast.Literal(s.encode().decode("unicode_escape") if "\\" in s else s, False, loc)
+            if "\\" not in s:
+                return ast.Literal(s, False, loc)
+            try:
+                return ast.Literal(s.encode().decode("unicode_escape"), False, loc)
+            except UnicodeDecodeError as err:  # a bad escape such as \x or \N{nosuch}
+                raise ProqlError(f"string {clip(str(c[0]), 40)}: bad escape ({err.reason})", loc) from None
         return ast.Literal(str(c[0]), True, loc)
 
     # -- assignments -------------------------------------------------------------------------
@@ -241,8 +252,11 @@ class _Builder:
                 cases.append(ast.Case(None, self.value(value), self.loc(x)))
         return ast.Assignment("leaf" if t.data == "leaf_assignment" else "mapping", var, arg, tuple(cases), loc)
 
-    def value(self, t: Tree) -> ast.Value:
+    def value(self, t: Tree, depth: int = 1) -> ast.Value:
+        """A semiring value; nested calls are bounded like conditions (see :meth:`cond`)."""
         if t.data == "plain":
             return self.operand(t.children[0])
+        if depth > MAX_DEPTH:
+            raise ProqlError(f"value too deeply nested (more than {MAX_DEPTH} levels of calls)", self.loc(t))
         name, *args = t.children
-        return ast.Call(str(name), tuple(self.value(a) for a in args if a is not None), self.loc(t))
+        return ast.Call(str(name), tuple(self.value(a, depth + 1) for a in args if a is not None), self.loc(t))
