@@ -530,3 +530,37 @@ def test_unsigned_hashes_are_read_as_their_bits() -> None:
     a = run_kernel(_tiny(rule_hash=np.array([2**64 - 1], np.uint64)), 0, -1.0, 1)
     b = run_kernel(_tiny(rule_hash=np.array([-1])), 0, -1.0, 1)
     assert a.origin.tolist() == b.origin.tolist()
+
+
+@given(st.data(), st.booleans(), st.integers(1, 6))
+@SLOW
+def test_tree_count_bound_compiled_equals_python_and_clamping_k_changes_nothing(data, acyclic: bool, k: int) -> None:
+    """The C count and its twin agree; on an acyclic graph no fact has more entries than the
+    bound, and the kernel run with min(k, bound) gives the same arrays as with k."""
+    from selp.topk.kernel import _py_tree_count_bound, tree_count_bound
+
+    g = data.draw(hypergraphs(acyclic, None, None))
+    got = tree_count_bound(g, k)
+    assert got == _py_tree_count_bound(g, k)
+    if got is None:
+        return
+    assert 0 <= got <= k
+    full = run_kernel(g, 0, -1.0, k)
+    assert int(np.diff(full.fact_ptr).max(initial=0)) <= got
+    if 1 <= got < k:
+        _same(full, run_kernel(g, 0, -1.0, got))
+
+
+def test_tree_count_bound_sees_a_cycle_and_counts_a_diamond() -> None:
+    # facts 0, 1 leaves; 2 <- 0 twice (two instances), 3 <- (2, 2) and 3 <- 1; 4 <- 4 (a cycle)
+    base = dict(leaf=np.array([True, True, False, False]), leaf_w=np.ones(4), leaf_origin=np.arange(4),
+                rule_w=np.array([0.5]), rule_size=np.array([1]), rule_hash=np.array([7]), rule_copy=np.array([False]))
+    g = Hypergraph(inst_rule=np.zeros(4, np.int32), inst_head=np.array([2, 2, 3, 3]), child_ptr=np.array([0, 1, 2, 4, 5]),
+                   child_fact=np.array([0, 0, 2, 2, 1]), **base)
+    from selp.topk.kernel import tree_count_bound
+
+    assert tree_count_bound(g, 100) == 5  # fact 3: 2 x 2 + 1
+    assert tree_count_bound(g, 3) == 3  # capped
+    cyc = Hypergraph(inst_rule=np.zeros(2, np.int32), inst_head=np.array([2, 2]), child_ptr=np.array([0, 1, 2]),
+                     child_fact=np.array([0, 2]), **{**base, "leaf": np.array([True, True, False, False])})
+    assert tree_count_bound(cyc, 100) is None

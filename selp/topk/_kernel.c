@@ -518,6 +518,66 @@ EXPORT void selp_fill(const run_t *r, int64_t *fact_ptr, double *w, int64_t *siz
     }
 }
 
+/* The largest number of derivation trees of any fact, each count capped at `cap`, or -1 when
+ * the instance graph has a cycle (some facts then have infinitely many trees). A leaf has one
+ * tree, another fact the sum over its instances of the product of its children's counts; facts
+ * are taken in Kahn's topological order. Twin: selp.topk.kernel.tree_count_bound. */
+EXPORT int64_t selp_tree_count_bound(int64_t F, int64_t I, const uint8_t *leaf, const int64_t *inst_head,
+                                     const int64_t *child_ptr, const int64_t *child_fact, int64_t cap) {
+    int64_t *count = calloc((size_t)F + 1, sizeof(int64_t));
+    int64_t *open = calloc((size_t)F + 1, sizeof(int64_t));     /* instances of f not counted */
+    int64_t *waiting = malloc(((size_t)I + 1) * sizeof(int64_t)); /* children not final */
+    int64_t *uptr = calloc((size_t)F + 2, sizeof(int64_t));
+    int64_t *uses = malloc(((size_t)child_ptr[I] + 1) * sizeof(int64_t));
+    int64_t *stack = malloc(((size_t)F + 1) * sizeof(int64_t));
+    int64_t best = -2;
+    if (!count || !open || !waiting || !uptr || !uses || !stack) goto done;
+    for (int64_t i = 0; i < I; i++) {
+        open[inst_head[i]]++;
+        waiting[i] = child_ptr[i + 1] - child_ptr[i];
+        for (int64_t t = child_ptr[i]; t < child_ptr[i + 1]; t++) uptr[child_fact[t] + 1]++;
+    }
+    for (int64_t f = 0; f < F; f++) uptr[f + 1] += uptr[f];
+    for (int64_t i = 0; i < I; i++)
+        for (int64_t t = child_ptr[i]; t < child_ptr[i + 1]; t++) uses[uptr[child_fact[t]]++] = i;
+    for (int64_t f = F; f > 0; f--) uptr[f] = uptr[f - 1];
+    uptr[0] = 0;
+    int64_t ns = 0, final = 0;
+    for (int64_t f = 0; f < F; f++) {
+        if (leaf[f]) count[f] = 1;
+        if (open[f] == 0) stack[ns++] = f;
+    }
+    /* instances without children count at once */
+    for (int64_t i = 0; i < I; i++) {
+        if (waiting[i] != 0) continue;
+        int64_t h = inst_head[i];
+        count[h] = count[h] + 1 < cap ? count[h] + 1 : cap;
+        if (--open[h] == 0) stack[ns++] = h;
+    }
+    while (ns > 0) {
+        int64_t f = stack[--ns];
+        final++;
+        for (int64_t u = uptr[f]; u < uptr[f + 1]; u++) {
+            int64_t i = uses[u];
+            if (--waiting[i] != 0) continue;
+            int64_t n = 1;
+            for (int64_t t = child_ptr[i]; t < child_ptr[i + 1]; t++) {
+                n *= count[child_fact[t]];
+                if (n > cap) n = cap;
+            }
+            int64_t h = inst_head[i];
+            count[h] = count[h] + n < cap ? count[h] + n : cap;
+            if (--open[h] == 0) stack[ns++] = h;
+        }
+    }
+    if (final < F) { best = -1; goto done; }
+    best = F ? 0 : 1;
+    for (int64_t f = 0; f < F; f++) if (count[f] > best) best = count[f];
+done:
+    free(count); free(open); free(waiting); free(uptr); free(uses); free(stack);
+    return best; /* -2: out of memory */
+}
+
 /* The origin hash of a rule step (for the tests: the kernels inline the same loop). */
 EXPORT int64_t selp_origin_of(int64_t rule_hash, const int64_t *child_origins, int64_t n) {
     uint64_t h = (uint64_t)rule_hash;

@@ -36,7 +36,7 @@ from selp.language.pattern import PatternNode
 from selp.language.validate import analyze
 from selp.topk.demand import is_demand, rewrite
 from selp.topk.dtable import DTable, Entry, FactKey
-from selp.topk.kernel import MIN, PRODUCT, SUM, Hypergraph, compiled_available, run_kernel
+from selp.topk.kernel import MIN, PRODUCT, SUM, Hypergraph, compiled_available, run_kernel, tree_count_bound
 from selp.topk.task import Task
 
 # monoid name -> (combine code, sign): the monoids the kernel computes natively
@@ -117,7 +117,7 @@ def run_topk_embedded(
     if not compiled_available() and graph.n_instances > 10_000:
         warn("the compiled top-k kernel was not built (no C compiler at install time): running it in Python (slower)")
     k = task.k
-    bound = tree_count_bound(graph, k) if k > 1 and _worth_counting(graph, k) else None
+    bound = tree_count_bound(graph, k) if k > 1 else None
     if bound is not None and bound < k:
         # no fact has more than `bound` trees, so k' = bound finds every one of them and the
         # kernel's per-fact tables (O(facts x k)) shrink to O(facts x bound)
@@ -132,69 +132,6 @@ def run_topk_embedded(
         ) from None
     say(f"{result.n_entries} entries in {time.perf_counter() - t0:.2f}s")
     return _to_dtable(task, store, graph, meta, result, fact_filter)
-
-
-# Counting trees is a Python loop over the instances' children (about 1 s per million links):
-# done when that is cheap, or when the kernel's per-fact tables (5 int64 per fact and rank) would
-# be large enough for the count to pay for itself.
-_COUNT_CHEAP_LINKS = 200_000
-_COUNT_TABLE_BYTES = 256 << 20
-
-
-def _worth_counting(g: Hypergraph, k: int) -> bool:
-    links = g.n_instances + len(g.child_fact)
-    return links <= _COUNT_CHEAP_LINKS or g.n_facts * k * 40 >= _COUNT_TABLE_BYTES
-
-
-def tree_count_bound(g: Hypergraph, k: int) -> int | None:
-    """The largest number of derivation trees of any fact, counted up to ``k`` (so at most
-    ``k``), or None when the instance graph has a cycle (then some facts have infinitely many).
-
-    A fact's trees are counted over P_p's instances: a leaf has 1, another fact the sum over its
-    instances of the product of its children's counts. That counts P_p derivations, of which the
-    kernel keeps those with distinct origins, so it bounds the entries of every fact: running
-    the kernel with ``k' = min(k, bound)`` cannot change any fact's entries (no fact reaches k'
-    entries while a candidate of it is left over). The count is Kahn's topological order over
-    the instances, capped at ``k`` so that the numbers stay small.
-    """
-    F, I = g.n_facts, g.n_instances
-    ptr = g.child_ptr.tolist()
-    kids = g.child_fact.tolist()
-    heads = g.inst_head.tolist()
-    leaf = g.leaf.tolist()
-    count = [1 if leaf[f] else 0 for f in range(F)]
-    open_insts = [0] * F  # instances of each fact not yet counted
-    for h in heads:
-        open_insts[h] += 1
-    waiting = [ptr[i + 1] - ptr[i] for i in range(I)]  # children of each instance not yet final
-    uses: list[list[int]] = [[] for _ in range(F)]
-    for i in range(I):
-        for j in range(ptr[i], ptr[i + 1]):
-            uses[kids[j]].append(i)
-    ready = [f for f in range(F) if open_insts[f] == 0]
-    ready_insts = [i for i in range(I) if waiting[i] == 0]
-    final = 0
-    while ready or ready_insts:
-        while ready_insts:
-            i = ready_insts.pop()
-            n = 1
-            for j in range(ptr[i], ptr[i + 1]):
-                n = min(n * count[kids[j]], k)
-            h = heads[i]
-            count[h] = min(count[h] + n, k)
-            open_insts[h] -= 1
-            if open_insts[h] == 0:
-                ready.append(h)
-        if ready:
-            f = ready.pop()
-            final += 1
-            for i in uses[f]:
-                waiting[i] -= 1
-                if waiting[i] == 0:
-                    ready_insts.append(i)
-    if final < F:
-        return None  # some facts lie on (or above) a cycle of instances
-    return max(count, default=1)
 
 
 class _Meta:
