@@ -181,10 +181,10 @@ def eval_cmd(program: str, db_dir: str | None, engine: str | None, out_dir: str 
     analysis = _load(program)
     engine = choose_engine(engine, program, master)
     eng = get_engine(engine)
-    if not eng.uses_spark and (master or conf):
+    if not eng.needs_spark_session and (master or conf):
         raise SelpError("--master/--conf apply to the spark engine; add --engine spark")
-    progress = _progress_printer(quiet, eng.uses_spark)
-    spark = _start_spark(master, _parse_conf(conf), quiet) if eng.uses_spark else None
+    progress = _progress_printer(quiet, eng.needs_spark_session)
+    spark = _start_spark(master, _parse_conf(conf), quiet) if eng.needs_spark_session else None
     result = eng.run(analysis, db_dir, progress, spark)
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
@@ -304,12 +304,12 @@ def _run_topk(program: str, pattern, pattern_text: str | None, k: int, monoid: s
 
     analysis = _load(program)
     engine = choose_engine(opts["engine"], program, opts["master"])
-    uses_spark = get_engine(engine).uses_spark
-    if not uses_spark and (opts["master"] or opts["conf"]):
+    needs_spark = get_engine(engine).needs_spark_session
+    if not needs_spark and (opts["master"] or opts["conf"]):
         raise SelpError("--master/--conf apply to the spark engine; add --engine spark")
     fact_filter = parse_fact_filter(opts["fact_text"]) if opts["fact_text"] else None
     quiet = opts["quiet"]
-    spark = _start_spark(opts["master"], _parse_conf(opts["conf"]), quiet) if uses_spark else None
+    spark = _start_spark(opts["master"], _parse_conf(opts["conf"]), quiet) if needs_spark else None
     t0 = time.perf_counter()
 
     def progress(*args) -> None:
@@ -729,7 +729,7 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
         dataset, patterns, modes = "tc", "p10", "semi-naive,top-k"
     scale_list = _int_list(scales, "--scales", 4) if scales else None
     k_values = _int_list(ks, "-k", 1)
-    from selp.engines.registry import canonical
+    from selp.engines.registry import canonical, get_engine
 
     chosen = [canonical(e.strip()) for e in ",".join(engines).split(",") if e.strip()] or ["embedded"]
     mode_list = [m.strip() for m in modes.split(",") if m.strip()]
@@ -742,7 +742,7 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
     machine = machine_info()
     machine["loadavg_at_start"] = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
     say(f"machine: {machine.get('nproc')} cores, {machine.get('mem_total_gib')} GiB, load average {machine['loadavg_at_start']}")
-    spark = _start_spark(master, {}, quiet) if "spark" in chosen else None
+    spark = _start_spark(master, {}, quiet) if any(get_engine(e).needs_spark_session for e in chosen) else None
     if spark is not None:
         machine["spark_master"] = spark.sparkContext.master
     rows = run_bench(dataset, scale_list, patterns, k_values, chosen, mode_list, repeat, warmup, timeout_s, memory_cap,

@@ -8,10 +8,9 @@ import os
 import tomllib
 from pathlib import Path
 
-from selp.engines import ENGINES
 from selp.errors import Location, SelpError
 
-DEFAULT_ENGINE = "embedded"
+from selp.engines.base import DEFAULT as DEFAULT_ENGINE  # noqa: E402
 CONFIG_NAME = "selp.toml"
 
 
@@ -31,22 +30,24 @@ def read_config(program_path: str | Path) -> dict:
 def choose_engine(flag: str | None, program_path: str | Path, master: str | None = None) -> str:
     """Resolve the engine by precedence (aliases such as ``local`` become their registered
     name); rejects unknown names with their source."""
-    from selp.engines.registry import canonical
+    from selp.engines.registry import canonical, names, spark_engine_name
+
+    known = names()  # registered names and aliases
 
     if flag:
         return canonical(flag)
     if master:
-        return "spark"
+        return spark_engine_name()
     env = os.environ.get("SELP_ENGINE")
     if env:
-        if env not in ENGINES:
-            raise SelpError(f"SELP_ENGINE={env!r} is not an engine; use one of {', '.join(ENGINES)}")
+        if env not in known:
+            raise SelpError(f"SELP_ENGINE={env!r} is not an engine; use one of {', '.join(known)}")
         return canonical(env)
     cfg = read_config(program_path)
     if "engine" in cfg:
         eng = cfg["engine"]
-        if eng not in ENGINES:
+        if eng not in known:
             where = Path(program_path).parent / CONFIG_NAME
-            raise SelpError(f"engine = {eng!r} is not an engine; use one of {', '.join(ENGINES)}", Location(str(where)))
+            raise SelpError(f"engine = {eng!r} is not an engine; use one of {', '.join(known)}", Location(str(where)))
         return canonical(eng)
     return DEFAULT_ENGINE

@@ -220,7 +220,12 @@ class Database:
 
 def load_database(analysis: Analysis, db_dir: str | Path | None) -> Database:
     """Load ``db_dir`` plus the program's inline facts; resolves column types."""
-    files = discover(db_dir)
+    return load_files(analysis, discover(db_dir))
+
+
+def load_files(analysis: Analysis, files: dict[str, TableFile]) -> Database:
+    """:func:`load_database` of data files named by relation wherever they are (the CDSS's base
+    data live in one directory per peer); errors point at the files themselves."""
     warnings = check_files(analysis, files)
     raws = {rel: read_raw(analysis, tf) for rel, tf in files.items() if rel in analysis.arities}
     evidence = {

@@ -298,7 +298,9 @@ def full_provenance(
     from selp.language import parse_program_file
 
     analysis = analyze(parse_program_file(program)) if isinstance(program, str) else program
-    if engine == "spark":
+    from selp.engines.registry import get_engine
+
+    if get_engine(engine).needs_spark_session:  # the Spark variant of full provenance, else Python's
         res = full_provenance_spark(analysis, db_dir, pattern, k, monoid, spark, work_dir)
         try:
             return res.table.to_dtable()

@@ -73,7 +73,7 @@ def _run_config(g: SwissProtCDSS, steps: list[tuple[str, float | None, str]], in
     """Measure every step of one configuration (in the child process) on the registered engine
     ``engine``; ``emit`` reports a row."""
     eng = get_engine(engine)
-    if eng.uses_spark:
+    if eng.needs_spark_session:
         return _run_config_spark(g, steps, insert_fraction, seed, emit)
     from selp.cdss.compile import compile_cdss
     from selp.cdss.config import parse_cdss
@@ -110,7 +110,7 @@ def _run_config(g: SwissProtCDSS, steps: list[tuple[str, float | None, str]], in
             del new
 
     for op, f, ins, dels in _batches(g, steps, insert_fraction, edb, rng):
-        ref, ref_stats = apply_changes(compiled, state, ins, dels, "recompute", eng.name)
+        ref, ref_stats = apply_changes(compiled, state, ins, dels, "recompute", eng)
         for s in strategies:
             if s == "recompute":
                 new, stats = ref, ref_stats
@@ -240,7 +240,7 @@ def bench_cdss(
         say(f"cdss on {eng}: {n} peers, base {m}, {len(g.mappings)} mappings ({topology}, fan-in {fanout})")
         # Spark children are spawned, not forked: a forked child would share the parent's JVM
         # gateway if the parent ever started Spark (a test session, say)
-        c = multiprocessing.get_context("spawn") if get_engine(eng).uses_spark else ctx
+        c = multiprocessing.get_context("spawn") if get_engine(eng).needs_spark_session else ctx
         q = c.Queue()
         proc = c.Process(target=_child, args=(g, steps, insert_fraction, seed, q, eng), daemon=True)
         proc.start()

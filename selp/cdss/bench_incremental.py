@@ -87,7 +87,7 @@ def bench_incremental(
                     deletes = {}
                 reference = None
                 for strategy in ["recompute"] + [s for s in strategies if s != "recompute"]:
-                    new, stats = apply_changes(compiled, state, inserts, deletes, strategy, eng.name)
+                    new, stats = apply_changes(compiled, state, inserts, deletes, strategy, eng)
                     if reference is None:
                         reference = new
                     if strategy not in strategies:

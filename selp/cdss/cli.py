@@ -171,7 +171,7 @@ def _start_spark(engine: str, master: str | None, quiet: bool):
     with another engine is refused (it would be silently ignored)."""
     from selp.engines.registry import get_engine
 
-    if not get_engine(engine).uses_spark:
+    if not get_engine(engine).needs_spark_session:
         if master:
             raise SelpError("--master applies to the spark engine; add --engine spark")
         return None
@@ -329,10 +329,9 @@ def exchange_cmd(directory: str, peer: str, engine: str | None, strategy: str, p
     with _open(directory) as s:
         eng = _engine(engine, s, master)
         if strategy != "recompute":  # before starting Spark: refuse fast when unavailable
-            from selp.cdss.exchange import check_strategy
             from selp.engines.registry import get_engine
 
-            check_strategy(strategy, get_engine(eng).uses_spark)
+            get_engine(eng).check_strategy(strategy)
         if publish_first:
             epoch, n = s.publish(peer)
             if n and not quiet:

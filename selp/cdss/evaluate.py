@@ -5,14 +5,14 @@ formerly ``local``; ``spark``); callers resolve a user's choice with
 :func:`selp.config.choose_engine` first.
 
 This is the full computation of update exchange (every peer's instance recomputed from all base
-data), reading the base data from files until the durable store exists:
+data, :func:`selp.cdss.recompute.compute_from_scratch`), reading the base data from files:
 
 ``BASE/<peer>/<relation>.csv``             the peer's local contributions (``R_l``)
 ``BASE/<peer>/<relation>.rejections.csv``  the peer's rejections (``R_r``), optional
 
-(``.parquet`` also; a header row naming the relation's attributes in any order). The files are
-linked under their internal names (``B_l.csv``) into a temporary directory that selp's loaders
-read, so types, headers and malformed rows are checked exactly as for ``selp eval``.
+(``.parquet`` also; a header row naming the relation's attributes in any order). selp's loader
+reads them under their internal names (``B_l``) into Python facts, so types, headers and
+malformed rows are checked exactly as for ``selp eval``; the engine gets the facts, no files.
 
 Ranked-trust thresholds are enforced as by exchange (:mod:`selp.cdss.ranked`: ``R_x`` is
 computed from the base data and added before the evaluation).
@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from selp.cdss.compile import CompiledCDSS, compile_cdss
 from selp.cdss.errors import CdssError
 from selp.cdss.model import CDSS, RelationRef
+from selp.cdss.recompute import add_threshold_rejections, compute_from_scratch
 from selp.database import FORMATS
 from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.engines.registry import get_engine
@@ -96,14 +96,13 @@ class CdssResult:
 
     ``result`` is the engine's :class:`~selp.engines.result.EvalResult` over the compiled program
     (``P_m``, ``R_i``, ``R_t``, ...); call :meth:`close` when done with it (Spark may read the
-    linked input files lazily, so they live as long as this object).
+    input files it wrote lazily, so they live as long as this object).
     """
 
     compiled: CompiledCDSS
     instances: dict[RelationRef, set[Row]]
     with_nulls: bool
     result: Any
-    _tmp: tempfile.TemporaryDirectory | None = field(default=None, repr=False)
 
     def instance(self, peer: str, relation: str) -> set[Row]:
         return self.instances[RelationRef(peer, relation)]
@@ -114,9 +113,6 @@ class CdssResult:
         close = getattr(self.result, "close", None)
         if close is not None:
             close()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
 
 
 def link_base_data(files: dict[str, Path], target: str | Path) -> None:
@@ -126,17 +122,6 @@ def link_base_data(files: dict[str, Path], target: str | Path) -> None:
         _link(src, Path(target) / f"{internal}{src.suffix.lower()}")
 
 
-def _relocated(err: SelpError, tmp: str, files: dict[str, Path]) -> SelpError:
-    """The same error, pointing at the user's file instead of its link in the temporary directory."""
-    loc = err.location
-    if loc is None or loc.file is None or not loc.file.startswith(tmp):
-        return err
-    internal = Path(loc.file).stem
-    if internal not in files:
-        return err
-    return type(err)(err.message, Location(str(files[internal]), loc.line, loc.column))
-
-
 def _link(src: Path, dst: Path) -> None:
     try:
         os.symlink(src.resolve(), dst)
@@ -144,21 +129,14 @@ def _link(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def _write_threshold_rejections(compiled: CompiledCDSS, analysis: Any, db: str, engine: str, spark: Any) -> None:
-    """Write ``R_x`` (imports above their owner's ranked-trust threshold, computed by
-    :mod:`selp.cdss.ranked` from the base data in ``db``) into ``db``, so the evaluation keeps
-    exactly what exchange would."""
-    from selp.cdss.compile import thresholded_peers
-    from selp.cdss.ranked import threshold_rejections
-    from selp.database import load_database, write_parquet
+def load_base_data(compiled: CompiledCDSS, files: dict[str, Path]) -> dict[str, set[Row]]:
+    """The base data of :func:`base_data_files` as Python facts: every EDB relation of the
+    compiled program (empty when it has no file), read by selp's loader -- types, headers and
+    malformed rows are checked as for ``selp eval``, errors point at the user's files."""
+    from selp.database import TableFile, load_files
 
-    if not thresholded_peers(compiled.cdss):
-        return  # no R_x to write: skip reading the base data
-    base = load_database(analysis, db).facts
-    for rel, rows in threshold_rejections(compiled, base, engine, spark).items():
-        decl = next(d for d in compiled.program.decls if d.relation == rel)
-        cols = tuple(c for c, _ in decl.columns)
-        write_parquet(Path(db) / f"{rel}.parquet", cols, tuple(t for _, t in decl.columns), sorted(rows, key=repr))
+    tables = {internal: TableFile(internal, src, src.suffix[1:].lower()) for internal, src in files.items()}
+    return load_files(analyze(compiled.program), tables).facts
 
 
 def evaluate_cdss(
@@ -180,22 +158,15 @@ def evaluate_cdss(
         raise CdssError(err.message) from None
     compiled = compile_cdss(cdss, viewpoint)
     files = base_data_files(cdss, compiled, base_data_dir) if base_data_dir is not None else {}
-    analysis = analyze(compiled.program)
-    tmp = tempfile.TemporaryDirectory(prefix="selp-cdss-")
-    result: Any = None
+    base = load_base_data(compiled, files)
+    add_threshold_rejections(eng, compiled, base, spark)
+    result = compute_from_scratch(eng, compiled, base, spark=spark)
     try:
-        link_base_data(files, tmp.name)
-        _write_threshold_rejections(compiled, analysis, tmp.name, eng.name, spark)
-        result = eng.run(analysis, tmp.name, None, spark)
         instances: dict[RelationRef, set[Row]] = {}
         for ref, rel in compiled.output_relations().items():
             rows = result.rows(rel)
             instances[ref] = set(rows) if with_nulls else {r for r in rows if is_certain(r)}
-    except BaseException as err:
-        if result is not None and hasattr(result, "close"):
-            result.close()
-        tmp.cleanup()
-        if isinstance(err, SelpError):
-            raise _relocated(err, tmp.name, files) from None
+    except BaseException:
+        result.close()
         raise
-    return CdssResult(compiled, instances, with_nulls, result, tmp)
+    return CdssResult(compiled, instances, with_nulls, result)

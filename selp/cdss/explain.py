@@ -13,9 +13,7 @@ tree is the cheapest), compared with the peer's threshold when it has one.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from selp.cdss.compile import CompiledCDSS, compile_cdss
@@ -127,8 +125,8 @@ def explain(
     """The top-k derivation trees of ``fact`` ranked by ``peer``'s trust (see module docstring),
     computed by :func:`selp.topk.api.topk` on the registered engine ``engine`` (``spark``: the
     session when it is the Spark engine)."""
-    from selp.cdss.exchange import materialise_base
     from selp.cdss.ranked import threshold_rejections
+    from selp.database import Database, column_names, fact_types
     from selp.language.validate import analyze
     from selp.topk.api import topk
     from selp.topk.trees import answers
@@ -144,10 +142,13 @@ def explain(
     base.update(threshold_rejections(store.compiled, base))
     target = compiled.names.relation(ref, "o")
     pattern = f"{target}({', '.join(format_value(v) for v in args)})"
-    with tempfile.TemporaryDirectory(prefix="selp-cdss-explain-") as db:
-        materialise_base(store, base, Path(db))
-        table = topk(analyze(compiled.program), db, pattern, k, monoid, engine, spark=spark)
-        found = answers(table)
+    # the base data as Python facts, typed as declared: no files between the store and the engine
+    analysis = analyze(compiled.program)
+    facts = {rel: set(base.get(rel, ())) for rel in analysis.edb}
+    columns = {rel: column_names(compiled.program, rel, n) for rel, n in analysis.arities.items()}
+    db = Database(facts, {rel: {} for rel in analysis.edb}, fact_types(analysis, facts), columns)
+    table = topk(analysis, db, pattern, k, monoid, engine, spark=spark)
+    found = answers(table)
     trees: tuple[tuple[Any, Step], ...] = ()
     if found:
         (answer,) = found

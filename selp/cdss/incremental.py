@@ -6,7 +6,7 @@ contributions added/removed, ``R_r`` rejections added/removed), :func:`apply_cha
 state that full recomputation would give, doing as little work as the chosen strategy allows:
 
 ``recompute``
-    Evaluate from scratch with one of selp's engines (``engine``, a name of
+    Evaluate from scratch with one of selp's engines (``engine``, one of
     :mod:`selp.engines.registry`; the embedded engine by default): the baseline. The tests'
     oracle is the reference engine.
 ``dred``
@@ -75,7 +75,6 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
 
 from selp.cdss.compile import CompiledCDSS
 from selp.engines.joins import BodyPlan, Fact
-from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.language.ast import Atom, Rule, Var
 from selp.language.validate import Analysis, Component, analyze
 
@@ -820,7 +819,7 @@ def maintain(
     inserts: Mapping[str, set[Fact]],
     deletes: Mapping[str, set[Fact]],
     strategy: str = "provenance",
-    engine: str = DEFAULT_ENGINE,
+    engine: Any = None,
 ) -> tuple[dict[str, set[Fact]], dict]:
     """:func:`apply_changes` for any stratified selp program (``analysis`` of it)."""
     check_changes(analysis, inserts, deletes)
@@ -828,11 +827,13 @@ def maintain(
         for rel, rows in changes.items():
             _check_arity(analysis, rel, rows)
     if strategy == "recompute":
-        from selp.engines.registry import get_engine
+        from selp.engines.embedded import evaluate as embedded_evaluate
 
         t0 = time.perf_counter()
         edb = {rel: (set(state.get(rel, ())) - set(deletes.get(rel, ()))) | set(inserts.get(rel, ())) for rel in analysis.edb}
-        idb = get_engine(engine).evaluate(analysis, edb)
+        # the engine object, not its name: this module sits below the registry (whose engines
+        # call into it); without one, the default embedded engine's evaluation
+        idb = engine.evaluate(analysis, edb) if engine is not None else embedded_evaluate(analysis, edb)
         new = {**edb, **idb}
         stats = Stats("recompute")
         for rel, rows in new.items():
@@ -867,7 +868,7 @@ def apply_changes(
     inserts: dict[str, set[tuple]],
     deletes: dict[str, set[tuple]],
     strategy: str = "provenance",
-    engine: str = DEFAULT_ENGINE,
+    engine: Any = None,
 ) -> tuple[dict[str, set[tuple]], dict]:
     """Apply EDB changes to the full state of a compiled CDSS; returns (new state, statistics).
 
@@ -876,7 +877,8 @@ def apply_changes(
     relations only (``R_l`` tuples added/removed, ``R_r`` rejections added/removed; the new EDB is
     ``(old - deletes) | inserts``). ``strategy`` is ``provenance`` (PropagateDelete with
     derivability testing, then delta-rule insertion), ``dred`` or ``recompute`` (see the module
-    docstring); ``engine`` is the registered engine that ``recompute`` evaluates with (the
+    docstring); ``engine`` is the engine (:func:`selp.engines.registry.get_engine`; None: the
+    default embedded one) that ``recompute`` evaluates with (the
     incremental strategies maintain Python sets themselves). The new state equals full recomputation; its dict is new, but the sets of
     relations that did not change are the caller's own (not copied).
 

@@ -58,7 +58,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from selp.cdss.compile import CompiledCDSS, thresholded_peers
-from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.language.ast import Atom, Const, Rule, Var
 
 if TYPE_CHECKING:
@@ -269,28 +268,16 @@ def ranked_local(rp: RankedProgram, base: Mapping[str, set[Row]]) -> RankedResul
     return RankedResult(rp.viewpoints, rejections, out, imports, rounds)
 
 
-def threshold_rejections(
-    compiled: CompiledCDSS, base: Mapping[str, set[Row]], engine: str = DEFAULT_ENGINE, spark: Any = None
-) -> dict[str, set[Row]]:
+def threshold_rejections(compiled: CompiledCDSS, base: Mapping[str, set[Row]]) -> dict[str, set[Row]]:
     """``R_x`` of every relation of a thresholded peer (empty dict when no peer has a threshold):
     the Boolean-trusted imports over accepted tuples that cost their owner more than its
-    threshold. ``base`` holds ``R_l``/``R_r`` as Python values. On an engine that uses Spark
-    (:mod:`selp.engines.registry`) the fixpoint runs there (``spark``: the session, default
-    :func:`~selp.engines.spark_session.get_spark`) and only ``R_x`` is collected; on the
-    in-process engines it is :func:`ranked_local` -- a capped min-cost fixpoint over cost
-    vectors, which no engine's set-semantics datalog evaluation computes, so it stays in Python."""
-    from selp.engines.registry import get_engine
-
-    uses_spark = get_engine(engine).uses_spark  # an unknown name fails before any work
+    threshold. ``base`` holds ``R_l``/``R_r`` as Python values. This is :func:`ranked_local` --
+    a capped min-cost fixpoint over cost vectors, which no engine's set-semantics datalog
+    evaluation computes, so it stays in Python; the Spark engine runs :func:`ranked_spark`
+    instead (:meth:`selp.engines.base.Engine.threshold_rejections` chooses)."""
     rp = RankedProgram(compiled)
     if not rp.thresholds:
         return {}
-    if uses_spark:
-        if spark is None:
-            from selp.engines.spark_session import get_spark
-
-            spark = get_spark()
-        return ranked_spark(rp, base, spark).rejections
     return ranked_local(rp, base).rejections
 
 

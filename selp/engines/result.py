@@ -72,6 +72,9 @@ class LocalResult:
     def write(self, out_dir: str | Path, fmt: str = "csv") -> list[str]:
         return [str(p) for p in write_relations(out_dir, self.facts, self.types, self.columns, fmt)]
 
+    def close(self) -> None:
+        """Nothing to release (Python sets); every engine's result can be closed alike."""
+
 
 def run_local(analysis: Analysis, db_dir: str | Path | None, progress: Progress | None = None) -> LocalResult:
     """Load ``db_dir`` (plus inline facts) and evaluate with the local engine."""

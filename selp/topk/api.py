@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from selp.database import Database
 from selp.errors import Location, SelpError, clip, echo
 from selp.language import parse_program_file
 from selp.language.pattern import Pattern, PatternNode, TreePattern
@@ -99,7 +100,7 @@ def check_fact_filter(node: PatternNode, arities: dict[str, int], types: dict[st
 
 def topk(
     program: str | Analysis,
-    db_dir: str | None,
+    db_dir: str | Database | None,
     pattern: str | Pattern | None,
     k: int = 3,
     monoid: str = "confidence",
@@ -119,71 +120,28 @@ def topk(
     pattern node such as ``dealsWith(Cuba, *)``) says which answers are wanted; on the embedded
     engine, constants in it -- or at the pattern's root -- make the evaluation goal-directed
     (only what can contribute to those facts is computed), and the DTable then holds those
-    answers only.
+    answers only. ``db_dir`` may also be the EDB facts already in Python (a
+    :class:`~selp.database.Database`). What differs per engine is behind
+    :meth:`selp.engines.base.Engine.open_topk`.
     """
-    from selp.engines.registry import canonical
+    from selp.engines.registry import get_engine
 
-    engine = canonical(engine)
+    eng = get_engine(engine)
     analysis = analyze(parse_program_file(program)) if isinstance(program, str) else program
     m = get_monoid(monoid)
     text = pattern if isinstance(pattern, str) else None
     parsed = parse_pattern(pattern) if isinstance(pattern, str) else pattern
-    if engine == "spark":
-        if not m.on_spark:
-            raise SelpError(f"monoid {m.name} has no Spark column expressions; use --engine embedded")
-        from selp.engines.spark_load import load_spark_database
-
-        types = load_spark_database(analysis, db_dir, spark).types
-    elif engine == "embedded":
-        from selp.engines.embedded.store import load_store
-
-        store = load_store(analysis, db_dir)
-        types = store.types
-        for w in store.warnings:
-            warn(w)
-    else:
-        from selp.database import load_database
-
-        db = load_database(analysis, db_dir)
-        types = db.types
-        for w in db.warnings:
-            warn(w)
-    if parsed is not None:
-        for w in check_pattern(parsed, analysis, types):
-            warn(w)
-    if fact is not None:
-        check_fact_filter(fact, analysis.arities, types)
-    task = make_task(analysis, types, m, k, parsed, text)
+    data = eng.open_topk(analysis, db_dir, m, spark, warn)  # loading, types and warnings: the engine's
+    try:
+        types = data.types
+        if parsed is not None:
+            for w in check_pattern(parsed, analysis, types):
+                warn(w)
+        if fact is not None:
+            check_fact_filter(fact, analysis.arities, types)
+        task = make_task(analysis, types, m, k, parsed, text)
+    except BaseException:
+        data.close()
+        raise
     bound = fact if fact is not None else (parsed.root if isinstance(parsed, TreePattern) else None)
-    if engine != "embedded" and bound is not None and bound.args and any(a is not None for a in bound.args):
-        warn(f"goal-directed evaluation runs on the embedded engine; the {engine} engine evaluates the whole program")
-    if engine == "spark":
-        from selp.topk.spark import run_topk_spark
-
-        result = run_topk_spark(task, db_dir, spark, progress)
-        try:
-            return result.to_dtable()
-        finally:
-            result.close()
-    if engine == "embedded":
-        from selp.topk.embedded import COMPILED, run_topk_embedded
-
-        if m.name in COMPILED and algorithm == "heuristic":
-            # the DTable keeps the store: its entries are read from DuckDB when looked at
-            node = fact if fact is not None else (parsed.root if isinstance(parsed, TreePattern) else None)
-            return run_topk_embedded(task, store, node, progress=progress, goal_directed=goal_directed, warn=warn)
-        try:
-            if m.name not in COMPILED:
-                warn(f"monoid {m.name} has no compiled form: its DTable runs in Python (slower)")
-            from selp.database import Database
-            from selp.topk.local import run_topk_local
-
-            facts = {rel: store.rows(rel) for rel in analysis.edb}
-            weights = {rel: store.weights(rel) for rel in analysis.edb}
-            db = Database(facts, weights, store.types, store.columns, store.warnings)
-            return run_topk_local(task, db, algorithm, progress)
-        finally:
-            store.close()
-    from selp.topk.local import run_topk_local
-
-    return run_topk_local(task, db, algorithm, progress)
+    return data.run(task, bound, algorithm, progress, warn, goal_directed)

@@ -130,14 +130,14 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
     """
     from selp.cdss.config import CONFIG_FILE
     from selp.config import choose_engine
-    from selp.engines.registry import get_engine
+    from selp.engines.registry import get_engine, spark_engine_name
 
     # the Spark-only options ask for Spark as --master does: below --engine, above the rest
     if engine is None and (explain or no_asr or build_asrs):
-        engine = "spark"
-    uses_spark = get_engine(choose_engine(engine, Path(directory) / CONFIG_FILE, master)).uses_spark
+        engine = spark_engine_name()
+    eng = get_engine(choose_engine(engine, Path(directory) / CONFIG_FILE, master))
     if build_asrs:
-        if not uses_spark:
+        if not eng.needs_spark_session:
             raise SelpError("--build-asrs applies to the spark engine; add --engine spark")
         from selp.cdss.proql.asr import build_asrs as build
         from selp.cdss.store import Store
@@ -160,21 +160,19 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
             raise SelpError(f"{query_file}: cannot read ({e.strerror})") from None
     else:
         text = query
-    if not uses_spark:
+    spark = None
+    if not eng.needs_spark_session:
         if master or explain or no_asr:
             raise SelpError("--master, --explain and --no-asr apply to the spark engine; add --engine spark")
-        from selp.cdss.proql.api import run_local
-
-        r = run_local(directory, text, query_file, peer, _probabilities(probs))
     else:
-        from selp.cdss.proql.api import spark_query
         from selp.engines.spark_session import start_spark
 
         spark = start_spark(master)
-        sr = spark_query(directory, text, spark=spark, peer=peer, probabilities=_probabilities(probs), file=query_file, use_asrs=not no_asr)
-        r = sr.collect(graph=fmt != "table")
-        if explain:
-            click.echo(explain_text(sr))
+    r, sr = eng.proql(
+        directory, text, file=query_file, peer=peer, probabilities=_probabilities(probs), spark=spark, use_asrs=not no_asr, graph=fmt != "table"
+    )
+    if explain:
+        click.echo(explain_text(sr))
     click.echo({"table": _table, "json": _json, "dot": _dot}[fmt](r))
 
 

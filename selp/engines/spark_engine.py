@@ -1,0 +1,196 @@
+"""The ``spark`` engine behind the engine interface: Apache Spark DataFrames
+(:mod:`selp.engines.spark`), for data beyond one machine.
+
+Spark's executors read files, so facts handed over as Python values are written as typed
+Parquet first -- into a scratch directory the caller may choose (on a cluster, storage the
+executors share). The CDSS steps keep their DataFrame implementations (``apply_changes_spark``,
+:func:`selp.cdss.ranked.ranked_spark`, the Spark ProQL graph).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from selp.engines.base import Engine, EvalStats, Row, Say, TopkInput, Warn, warn_not_goal_directed
+
+
+def session(spark: Any) -> Any:
+    """``spark``, or the default session when None."""
+    if spark is not None:
+        return spark
+    from selp.engines.spark_session import get_spark
+
+    return get_spark()
+
+
+def write_facts(analysis: Any, facts: Mapping[str, Iterable[Row]], scratch_dir: str | Path | None) -> tempfile.TemporaryDirectory:
+    """EDB ``facts`` as typed Parquet in a new temporary directory (inside ``scratch_dir``; its
+    ``.tmp-`` prefix lets a CDSS store remove what a crash leaves behind)."""
+    from selp.database import column_names, fact_types, write_relations
+
+    d = tempfile.TemporaryDirectory(prefix=f".tmp-facts-{os.getpid()}-", dir=scratch_dir)
+    edb = {rel: set(rows) for rel, rows in facts.items() if rel in analysis.edb}
+    types = fact_types(analysis, edb)
+    columns = {rel: column_names(analysis.program, rel, analysis.arities[rel]) for rel in edb}
+    write_relations(d.name, {r: f for r, f in edb.items() if f}, types, columns, "parquet")
+    return d
+
+
+class ScratchResult:
+    """A Spark :class:`~selp.engines.spark.SparkResult` whose input files live until it is
+    closed (Spark reads them lazily)."""
+
+    def __init__(self, result: Any, scratch: tempfile.TemporaryDirectory) -> None:
+        self._result = result
+        self._scratch = scratch
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._result, name)
+
+    def close(self) -> None:
+        """Release the result's frames, then remove its input files."""
+        try:
+            self._result.close()
+        finally:
+            self._scratch.cleanup()
+
+
+class SparkTopk(TopkInput):
+    """The database as Spark frames; the DTable computed on Spark and collected."""
+
+    def __init__(self, analysis: Any, db_dir: Any, spark: Any, scratch: tempfile.TemporaryDirectory | None) -> None:
+        from selp.engines.spark_load import load_spark_database
+
+        self.db_dir = db_dir
+        self.spark = spark
+        self.scratch = scratch
+        self.types = load_spark_database(analysis, db_dir, spark).types
+
+    def run(self, task: Any, node: Any, algorithm: str, progress: Callable | None, warn: Warn, goal_directed: bool) -> Any:
+        from selp.topk.spark import run_topk_spark
+
+        warn_not_goal_directed(node, SparkEngine.name, warn)
+        try:
+            result = run_topk_spark(task, self.db_dir, self.spark, progress)
+            try:
+                return result.to_dtable()
+            finally:
+                result.close()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.scratch is not None:
+            self.scratch.cleanup()
+
+
+class SparkEngine(Engine):
+    """Apache Spark DataFrames."""
+
+    name = "spark"
+    description = "Apache Spark DataFrames, for data beyond one machine (--master for a cluster)"
+
+    @property
+    def needs_spark_session(self) -> bool:
+        return True
+
+    def run(self, analysis: Any, db_dir: str | Path | None, progress: Any = None, spark: Any = None) -> Any:
+        from selp.engines.spark import run_spark
+
+        return run_spark(analysis, db_dir, session(spark), progress)
+
+    def evaluate(
+        self, analysis: Any, facts: Mapping[str, Iterable[Row]], progress: Any = None, spark: Any = None, stats: EvalStats | None = None
+    ) -> dict[str, set[Row]]:
+        result = self.compute(analysis, facts, progress, spark)
+        try:
+            if stats is not None:
+                stats.iterations = result.iterations
+            return {rel: set(result.rows(rel)) for rel in analysis.idb}
+        finally:
+            result.close()
+
+    def compute(
+        self, analysis: Any, facts: Mapping[str, Iterable[Row]], progress: Any = None, spark: Any = None, scratch_dir: str | Path | None = None
+    ) -> Any:
+        from selp.engines.spark import run_spark
+
+        scratch = write_facts(analysis, facts, scratch_dir)
+        try:
+            return ScratchResult(run_spark(analysis, scratch.name, session(spark), progress), scratch)
+        except BaseException:
+            scratch.cleanup()
+            raise
+
+    def open_topk(self, analysis: Any, source: Any, monoid: Any, spark: Any, warn: Warn) -> TopkInput:
+        from selp.database import Database
+        from selp.errors import SelpError
+
+        if not monoid.on_spark:
+            raise SelpError(f"monoid {monoid.name} has no Spark column expressions; use --engine embedded")
+        if not isinstance(source, Database):
+            return SparkTopk(analysis, source, spark, None)
+        scratch = write_facts(analysis, source.facts, None)
+        try:
+            return SparkTopk(analysis, scratch.name, spark, scratch)
+        except BaseException:
+            scratch.cleanup()
+            raise
+
+    def check_strategy(self, strategy: str) -> Callable:
+        """``apply_changes_spark`` (in :mod:`selp.cdss.incremental` or
+        :mod:`selp.cdss.incremental_spark`), or a one-line error."""
+        from selp.cdss.exchange_steps import find_strategy
+
+        return find_strategy(
+            strategy, "apply_changes_spark", ["selp.cdss.incremental", "selp.cdss.incremental_spark"], "the spark engine"
+        )
+
+    def exchange_epoch(
+        self,
+        store: Any,
+        base: dict[str, set[Row]],
+        start: Any,
+        incremental: Callable | None,
+        strategy: str,
+        tmp: Path,
+        stats: dict[str, Any],
+        say: Say,
+        spark: Any = None,
+    ) -> dict[str, int]:
+        """The epoch computed and written by Spark (:func:`selp.cdss.exchange_steps.run_spark`)."""
+        from selp.cdss.exchange_steps import run_spark
+
+        return run_spark(self, store, base, start, incremental, strategy, session(spark), tmp, stats, say)
+
+    def threshold_rejections(self, compiled: Any, base: Mapping[str, set[Row]], spark: Any = None) -> dict[str, set[Row]]:
+        """``R_x`` by :func:`selp.cdss.ranked.ranked_spark`; only ``R_x`` is collected (no Spark
+        starts when no peer has a threshold)."""
+        from selp.cdss.ranked import RankedProgram, ranked_spark
+
+        rp = RankedProgram(compiled)
+        if not rp.thresholds:
+            return {}
+        return ranked_spark(rp, base, session(spark)).rejections
+
+    def proql(
+        self,
+        directory: str,
+        text: str,
+        *,
+        file: str | None = None,
+        peer: str | None = None,
+        probabilities: dict[str, float] | None = None,
+        spark: Any = None,
+        use_asrs: bool = True,
+        graph: bool = True,
+    ) -> tuple[Any, Any]:
+        """The query on Spark's graph (with the epoch's ASRs unless ``use_asrs`` is false),
+        collected; the Spark result carries the plan."""
+        from selp.cdss.proql.run import spark_query
+
+        sr = spark_query(directory, text, spark=spark, peer=peer, probabilities=probabilities, file=file, use_asrs=use_asrs)
+        return sr.collect(graph=graph), sr
