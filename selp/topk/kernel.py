@@ -217,7 +217,9 @@ def _compiled() -> Any:
             from selp.topk import _kernel  # noqa: PLC0415 (a module only so its file is found)
 
             lib = ctypes.CDLL(_kernel.__file__)
-        except (ImportError, OSError):
+            lib.selp_tree_count_bound  # the newest entry point: an older build lacks it
+        except (ImportError, OSError, AttributeError):
+            # not built, or built from an older _kernel.c (an editable install not rebuilt)
             _LIB.append(None)
             return None
         P, I64, F64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
