@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 from selp.engines import ENGINES
-from selp.errors import Location, SelpError
+from selp.errors import Location, SelpError, not_utf8
 
 DEFAULT_ENGINE = "embedded"
 CONFIG_NAME = "selp.toml"
@@ -24,6 +24,8 @@ def read_config(program_path: str | Path) -> dict:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise SelpError(f"invalid TOML: {err}", Location(str(path))) from None
+    except UnicodeDecodeError:
+        raise SelpError(not_utf8(path), Location(str(path))) from None
     except RecursionError:  # tomllib parses nested arrays and tables recursively
         raise SelpError("invalid TOML: too deeply nested", Location(str(path))) from None
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from selp.errors import DataError, Location
+from selp.errors import DataError, Location, not_utf8
 from selp.language.ast import Program
 from selp.language.types import DataEvidence, resolve_types
 from selp.language.validate import Analysis
@@ -151,7 +151,7 @@ def _read_csv(analysis: Analysis, tf: TableFile) -> RawTable:
         except csv.Error as err:
             raise DataError(f"malformed CSV: {err}", Location(str(tf.path), reader.line_num)) from None
         except UnicodeDecodeError as err:
-            raise DataError(f"file is not UTF-8 text ({err.reason})", Location(str(tf.path))) from None
+            raise DataError(f"file is {not_utf8(tf.path)}", Location(str(tf.path))) from None
     return RawTable(rows, weights, lines, tf)
 
 

@@ -5,13 +5,83 @@ trees deeper than Python's recursion limit."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from test_cli import selp
+from bio_store import BIO, build_bio_store
+from test_cli import TRADE, selp
 from test_cli_hostile import one_error_line
+
+
+@pytest.fixture(scope="module")
+def bio(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bio example with a store after the README's walkthrough (read-only: copy to change)."""
+    return build_bio_store(tmp_path_factory.mktemp("bio") / "bio")
+
+
+# --- files that are not UTF-8 ---------------------------------------------------------------
+
+BAD = b"\xff\xfe"  # never valid UTF-8
+PREFIX = b"caf\xc3\xa9 "  # valid UTF-8 (an accent: the offset counts bytes, not characters)
+
+
+def _assert_names_offset(line: str, path: Path, offset: int) -> None:
+    assert str(path) in line and f"byte offset {offset}" in line and "UTF-8" in line, line
+
+
+def test_non_utf8_proql_file(bio: Path, tmp_path: Path) -> None:
+    q = tmp_path / "q.proql"
+    q.write_bytes(b"FOR [U $x] -- " + PREFIX + BAD + b"\nRETURN $x\n")
+    _assert_names_offset(one_error_line(selp("proql", str(bio), "-f", str(q))), q, 14 + len(PREFIX))
+
+
+def test_non_utf8_program(tmp_path: Path) -> None:
+    prog = tmp_path / "p.dl"
+    prog.write_bytes(b"% " + PREFIX + BAD + b"\np(1).\n")
+    _assert_names_offset(one_error_line(selp("check", str(prog))), prog, 2 + len(PREFIX))
+
+
+def test_non_utf8_selp_toml(tmp_path: Path) -> None:
+    shutil.copy(TRADE / "trade.dl", tmp_path / "trade.dl")
+    toml = tmp_path / "selp.toml"
+    toml.write_bytes(b'# ' + BAD + b'\nengine = "reference"\n')
+    r = selp("eval", str(tmp_path / "trade.dl"), "--db", str(TRADE / "db"))
+    _assert_names_offset(one_error_line(r), toml, 2)
+
+
+def test_non_utf8_cdss_toml(tmp_path: Path) -> None:
+    d = tmp_path / "bio"
+    shutil.copytree(BIO, d)
+    toml = d / "cdss.toml"
+    data = toml.read_bytes()
+    toml.write_bytes(data + b"# " + BAD + b"\n")
+    _assert_names_offset(one_error_line(selp("cdss", "check", str(d))), toml, len(data) + 2)
+
+
+def test_non_utf8_data_csv_far_into_the_file(tmp_path: Path) -> None:
+    # past the first read buffer, so the offset must be counted over the whole file
+    db = tmp_path / "db"
+    shutil.copytree(TRADE / "db", db)
+    f = db / "exports.csv"
+    head = f.read_bytes()
+    if not head.endswith(b"\n"):
+        head += b"\n"
+    filler = b"".join(b"Cuba,x%07d\n" % i for i in range(20_000))
+    f.write_bytes(head + filler + b"Cuba," + BAD + b"\n")
+    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(db), "--engine", "reference")
+    _assert_names_offset(one_error_line(r), f, len(head) + len(filler) + 5)
+
+
+def test_non_utf8_import_csv(bio: Path, tmp_path: Path) -> None:
+    d = tmp_path / "bio"
+    shutil.copytree(bio, d)
+    f = tmp_path / "G.csv"
+    f.write_bytes(b"id,can,nam\n1,2," + BAD + b"\n")
+    r = selp("cdss", "import", str(d), "--peer", "PGUS", "--relation", "G", str(f))
+    _assert_names_offset(one_error_line(r), f, 15)
 
 
 # --- deep derivation trees ------------------------------------------------------------------

@@ -31,7 +31,7 @@ from pathlib import Path
 from selp.cdss.errors import CdssError
 from selp.cdss.model import Relation, RelationRef
 from selp.cdss.store import Row, Store
-from selp.errors import Location
+from selp.errors import Location, not_utf8
 from selp.values import format_value, is_int_literal
 
 # an edit as written: [+-] [PEER.]RELATION(args) (the args are split by split_args)
@@ -175,7 +175,7 @@ def read_csv_requests(store: Store, peer: str, relation: str, path: str | Path, 
         except csv.Error as err:
             raise CdssError(f"malformed CSV: {err}", Location(str(p), reader.line_num)) from None
         except UnicodeDecodeError as err:
-            raise CdssError(f"file is not UTF-8 text ({err.reason})", Location(str(p))) from None
+            raise CdssError(f"file is {not_utf8(p)}", Location(str(p))) from None
     return out
 
 

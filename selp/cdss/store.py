@@ -511,7 +511,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 def _read_holder(path: Path) -> str:
     try:
-        text = path.read_text().strip()
+        text = path.read_text(encoding="utf-8", errors="replace").strip()  # only shown to the user
     except OSError:
         text = ""
     return text or "holder unknown"
