@@ -138,3 +138,17 @@ def test_deep_tree_prints_as_dot(chain: tuple[Path, Path]) -> None:
     out = _run_explain(chain, "dot")
     assert out.startswith("digraph topk {") and out.rstrip().endswith("}")
     assert out.count(" -> ") == 2 * CHAIN + 1  # edges of a tree of 2*CHAIN+2 nodes
+
+
+# --- edits without a sign -------------------------------------------------------------------
+
+
+def test_edit_without_sign_is_refused(bio: Path, tmp_path: Path) -> None:
+    d = tmp_path / "bio"
+    shutil.copytree(bio, d)
+    before = selp("cdss", "log", str(d)).stdout
+    line = one_error_line(selp("cdss", "edit", str(d), "--peer", "PBioSQL", "B(3, 77)"))
+    assert "write +B(3, 77) or -B(3, 77)" in line, line
+    assert selp("cdss", "log", str(d)).stdout == before  # nothing recorded
+    r = selp("cdss", "edit", str(d), "--peer", "PBioSQL", "+B(3, 77)")
+    assert r.returncode == 0 and "1 insertion(s)" in r.stdout, r.stderr

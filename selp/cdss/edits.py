@@ -31,7 +31,7 @@ from pathlib import Path
 from selp.cdss.errors import CdssError
 from selp.cdss.model import Relation, RelationRef
 from selp.cdss.store import Row, Store
-from selp.errors import Location, not_utf8
+from selp.errors import Location, clip, echo, not_utf8
 from selp.values import format_value, is_int_literal
 
 # an edit as written: [+-] [PEER.]RELATION(args) (the args are split by split_args)
@@ -127,13 +127,17 @@ def split_args(text: str, where: str) -> list[str]:
     return parts
 
 
-def parse_edit(store: Store, peer: str, text: str, default_op: str = "+") -> Request:
-    """``+B(3, 2)``, ``-B(3, 2)``, ``B(3, 2)`` (``default_op``) or ``PBioSQL.B(3, 2)``."""
-    where = f"edit {text.strip()!r}"
+def parse_edit(store: Store, peer: str, text: str, default_op: str | None = None) -> Request:
+    """``+B(3, 2)``, ``-B(3, 2)`` or ``PBioSQL.B(3, 2)``; an unsigned ``B(3, 2)`` takes
+    ``default_op`` and is refused without one (an edit must say whether it inserts or deletes)."""
+    where = f"edit {echo(text.strip())}"
     m = EDIT_SYNTAX.match(text)
     if m is None:
         raise CdssError(f"{where}: expected [+|-]RELATION(value, ...), e.g. +B(3, 2)")
     sign, owner, name, args = m.groups()
+    if not sign and default_op is None:
+        atom = clip(text.strip())
+        raise CdssError(f"{where}: say whether it inserts or deletes: write +{atom} or -{atom}")
     rel = owned_relation(store, peer, f"{owner}.{name}" if owner else name, where)
     values = convert(rel, split_args(args, where), where)
     return Request(sign or default_op, rel, values, where)
