@@ -152,3 +152,26 @@ def test_edit_without_sign_is_refused(bio: Path, tmp_path: Path) -> None:
     assert selp("cdss", "log", str(d)).stdout == before  # nothing recorded
     r = selp("cdss", "edit", str(d), "--peer", "PBioSQL", "+B(3, 77)")
     assert r.returncode == 0 and "1 insertion(s)" in r.stdout, r.stderr
+
+
+# --- ill-typed ProQL comparisons ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "where, column, fragments",
+    [
+        ('$x.nam > "a"', 18, ("$x.nam (of U) is an int", "'a' is a string", "'>'")),
+        ('"3" = $x.can', 18, ("'3' is a string", "$x.can (of U) is an int")),
+    ],
+)
+def test_proql_int_attribute_against_a_string_is_a_located_error(bio: Path, where: str, column: int, fragments: tuple[str, ...]) -> None:
+    line = one_error_line(selp("proql", str(bio), f"FOR [U $x] WHERE {where} RETURN $x"))
+    assert line.startswith(f"error: <query>:1:{column}: type mismatch"), line
+    for f in fragments:
+        assert f in line, line
+
+
+@pytest.mark.parametrize("where", ["$x.nam > 2", "$x.nam > 2.5", "$x.nam = $y.id", "$x.can != -1"])
+def test_proql_comparisons_of_compatible_types_still_run(bio: Path, where: str) -> None:
+    r = selp("proql", str(bio), f"FOR [U $x], [B $y] WHERE {where} RETURN $x")
+    assert r.returncode == 0 and "binding(s)" in r.stderr + r.stdout, r.stderr
