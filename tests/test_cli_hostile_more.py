@@ -175,3 +175,22 @@ def test_proql_int_attribute_against_a_string_is_a_located_error(bio: Path, wher
 def test_proql_comparisons_of_compatible_types_still_run(bio: Path, where: str) -> None:
     r = selp("proql", str(bio), f"FOR [U $x], [B $y] WHERE {where} RETURN $x")
     assert r.returncode == 0 and "binding(s)" in r.stderr + r.stdout, r.stderr
+
+
+# --- a --db holding none of the program's files ---------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["embedded", "reference"])
+def test_db_without_any_edb_file_warns(engine: str) -> None:
+    # the CDSS layout (data/<peer>/REL.csv) is not a --db: nothing of trade.dl is there
+    data = BIO / "data"
+    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(data), "--engine", engine, "--show", "dealsWith")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    warning = [ln for ln in r.stderr.splitlines() if ln.startswith("warning: ")]
+    assert len(warning) == 1, r.stderr
+    assert str(data) in warning[0] and "exports.csv or exports.parquet" in warning[0] and "imports.csv or imports.parquet" in warning[0]
+
+
+def test_db_with_the_program_files_does_not_warn() -> None:
+    r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--show", "dealsWith")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
