@@ -194,3 +194,42 @@ def test_db_without_any_edb_file_warns(engine: str) -> None:
 def test_db_with_the_program_files_does_not_warn() -> None:
     r = selp("eval", str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--show", "dealsWith")
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+# --- a repeated import ----------------------------------------------------------------------
+
+
+def test_reimport_of_the_same_content_records_nothing(tmp_path: Path) -> None:
+    d = tmp_path / "bio"
+    shutil.copytree(BIO, d)
+    assert selp("cdss", "init", str(d)).returncode == 0
+    g = d / "data" / "PGUS" / "G.csv"
+    imp = ("cdss", "import", str(d), "--peer", "PGUS", "--relation", "G")
+    first = selp(*imp, str(g))
+    assert first.returncode == 0 and "batch 1 of PGUS recorded" in first.stdout, first.stderr
+    # the re-run of an import whose first run committed, from another path to the same bytes
+    copy = tmp_path / "G-again.csv"
+    copy.write_bytes(g.read_bytes())
+    again = selp(*imp, str(copy))
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+    assert "already imported as batch 1" in again.stdout and "nothing recorded" in again.stdout
+    log = selp("cdss", "log", str(d), "--peer", "PGUS").stdout
+    assert log.count("batch ") == 1, log
+    status = selp("cdss", "status", str(d)).stdout
+    assert "PGUS: 2 unpublished edit(s)" in status, status
+    forced = selp(*imp, "--again", str(g))
+    assert forced.returncode == 0 and "batch 2 of PGUS recorded" in forced.stdout, forced.stderr
+
+
+def test_import_dedup_in_a_store_made_before_it(tmp_path: Path) -> None:
+    import sqlite3
+
+    d = tmp_path / "bio"
+    shutil.copytree(BIO, d)
+    assert selp("cdss", "init", str(d)).returncode == 0
+    with sqlite3.connect(d / ".selp" / "store.sqlite") as conn:
+        conn.execute("DROP TABLE imports")  # as a store made by an earlier selp
+    g = str(d / "data" / "PGUS" / "G.csv")
+    imp = ("cdss", "import", str(d), "--peer", "PGUS", "--relation", "G", g)
+    assert "batch 1 of PGUS recorded" in selp(*imp).stdout
+    assert "already imported as batch 1" in selp(*imp).stdout

@@ -201,12 +201,31 @@ class BatchResult:
         return ", ".join(parts)
 
 
-def apply_batch(store: Store, peer: str, requests: list[Request], source: str) -> BatchResult:
-    """Validate, resolve and record ``requests`` as one batch of ``peer`` (all or nothing)."""
+class AlreadyImported(Exception):
+    """A file of the same content was imported before for the same peer, relation and op."""
+
+    def __init__(self, batch: int) -> None:
+        super().__init__(batch)
+        self.batch = batch
+
+
+def apply_batch(
+    store: Store, peer: str, requests: list[Request], source: str,
+    imported: tuple[str, str, str] | None = None, again: bool = False,
+) -> BatchResult:
+    """Validate, resolve and record ``requests`` as one batch of ``peer`` (all or nothing).
+
+    ``imported`` is ``(relation, op, sha256)`` of an imported file: unless ``again``, a file of
+    that content already imported raises :class:`AlreadyImported` and records nothing."""
     store.check_peer(peer)
     if not requests:
         raise CdssError("empty batch: nothing to record")
     with store.write() as conn:
+        if imported is not None and not again:
+            # inside the write transaction: two concurrent runs cannot both record it
+            earlier = store.find_import(conn, peer, *imported)
+            if earlier is not None:
+                raise AlreadyImported(earlier)
         # read inside the write transaction: no other batch or exchange commit can interleave
         local: dict[RelationRef, set[Row]] = {}
         rejected: dict[RelationRef, set[Row]] = {}
@@ -277,7 +296,7 @@ def apply_batch(store: Store, peer: str, requests: list[Request], source: str) -
                 raise ValueError(req.op)
         for ref, reqs in touched.items():
             _check_key(store, peer, ref, local[ref], reqs)
-        batch = store.record_batch(conn, peer, source, resolved)
+        batch = store.record_batch(conn, peer, source, resolved, imported)
     return BatchResult(batch, counts["+"], counts["l-"], counts["r+"], counts["r-"], tuple(notes))
 
 

@@ -102,7 +102,18 @@ CREATE TABLE exchanges (
     epoch INTEGER PRIMARY KEY, peer TEXT NOT NULL, publication INTEGER NOT NULL,
     program TEXT NOT NULL, engine TEXT NOT NULL, strategy TEXT NOT NULL, created REAL NOT NULL,
     seconds REAL NOT NULL, stats TEXT NOT NULL, collected INTEGER NOT NULL DEFAULT 0);
+""" + "\n"
+
+# The content hash of each imported file, recorded with its batch in the same transaction, so a
+# re-run of an import whose earlier run committed (then was killed before saying so) is
+# recognised. Created on demand too: stores made before it lack the table, and the format is the
+# same (an older selp ignores it).
+_IMPORTS_TABLE = """
+CREATE TABLE IF NOT EXISTS imports (
+    batch INTEGER PRIMARY KEY REFERENCES batches(id), peer TEXT NOT NULL, relation TEXT NOT NULL,
+    op TEXT NOT NULL, sha256 TEXT NOT NULL);
 """
+_SCHEMA += _IMPORTS_TABLE
 
 
 def schema_fingerprint(cdss: CDSS) -> str:
@@ -373,12 +384,31 @@ class Store:
                 target.discard(e.values)
         return out
 
-    def record_batch(self, conn: sqlite3.Connection, peer: str, source: str, edits: Iterable[tuple[str, str, str, Row]]) -> int:
+    def find_import(self, conn: sqlite3.Connection, peer: str, relation: str, op: str, sha256: str) -> int | None:
+        """The batch that imported a file of this content for ``peer``'s ``relation`` with ``op``
+        (``+`` or ``-``), or None."""
+        has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'imports'").fetchone()
+        if has is None:
+            return None
+        row = conn.execute(
+            "SELECT MAX(batch) FROM imports WHERE peer = ? AND relation = ? AND op = ? AND sha256 = ?",
+            (peer, relation, op, sha256),
+        ).fetchone()
+        return row[0] if row else None
+
+    def record_batch(
+        self, conn: sqlite3.Connection, peer: str, source: str, edits: Iterable[tuple[str, str, str, Row]],
+        imported: tuple[str, str, str] | None = None,
+    ) -> int:
         """Append a batch of resolved edits ``(relation, kind, op, values)`` inside the caller's
-        write transaction; returns the batch id."""
+        write transaction; returns the batch id. ``imported`` is ``(relation, op, sha256)`` of
+        the file a batch imports, recorded with it (see :meth:`find_import`)."""
         cur = conn.execute("INSERT INTO batches (peer, created, source) VALUES (?, ?, ?)", (peer, time.time(), source))
         batch = cur.lastrowid
         assert batch is not None
+        if imported is not None:
+            conn.execute(_IMPORTS_TABLE.strip().rstrip(";"))  # execute, not executescript: that would COMMIT
+            conn.execute("INSERT INTO imports VALUES (?, ?, ?, ?, ?)", (batch, peer, *imported))
         conn.executemany(
             "INSERT INTO edits (batch, peer, relation, kind, op, tuple) VALUES (?, ?, ?, ?, ?, ?)",
             [(batch, peer, rel, kind, op, json.dumps(list(values))) for rel, kind, op, values in edits],
