@@ -52,13 +52,20 @@ def _summary(directory: str) -> str:
 @cdss.command(name="check")
 @click.argument("directory", type=click.Path())
 def check_cmd(directory: str) -> None:
-    """Validate DIRECTORY/cdss.toml (schemas, mappings, weak acyclicity, trust) and summarise it.
+    """Validate DIRECTORY/cdss.toml (schemas, mappings, weak acyclicity, trust) and summarise it;
+    with a store (after `selp cdss init`), check its database and read every instance file a peer
+    relies on, naming any damaged file and what to do.
 
     \b
     Example:
       selp cdss check examples/cdss/bio
     """
+    from selp.cdss.store import DB_FILE, STORE_DIR
+
     click.echo(_summary(directory))
+    if (Path(directory) / STORE_DIR / DB_FILE).is_file():
+        with _open(directory) as s:
+            click.echo(s.verify())
 
 
 @cdss.command(name="compile")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from selp.cdss.errors import CdssError
-from selp.cdss.store import ExchangeInfo, Row, Store, crash_hook, epoch_name, program_fingerprint, write_relation
+from selp.cdss.store import DamagedStore, ExchangeInfo, Row, Store, crash_hook, epoch_name, program_fingerprint, write_relation
 from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.engines.registry import Engine, get_engine
 from selp.errors import SelpError
@@ -224,7 +225,14 @@ def _run_in_process(store: Store, eng: Engine, base, start, incremental, strateg
             old_state: dict[str, set[Row]] = {rel: set() for rel in store.relation_names()}
         else:
             say(f"starting from epoch {start.epoch} (publication {start.publication})")
-            old_state = store.read_epoch(start.epoch)
+            try:
+                old_state = store.read_epoch(start.epoch)
+            except DamagedStore as err:
+                # the epoch is derived data: recomputing from the base data is always possible
+                # on stderr even with --quiet: a warning, not progress
+                print(f"warning: {err.message.split('; instances are')[0]}; recomputing from the edit log instead", file=sys.stderr)
+                stats["recovered"] = "damaged start epoch: recomputed"
+                return _run_in_process(store, eng, base, None, None, "recompute", tmp, stats, say)
         old_base = {rel: old_state.get(rel, set()) for rel in base}
         inserts, deletes = _delta(old_base, base)
         say(f"delta: {sum(map(len, inserts.values()))} insertion(s), {sum(map(len, deletes.values()))} deletion(s)")
