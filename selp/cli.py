@@ -337,7 +337,7 @@ def _run_topk(program: str, pattern, pattern_text: str | None, k: int, monoid: s
 
 
 def _emit(table, fact_filter, fmt: str, out_file: str | None) -> int:
-    from selp.topk.trees import answers, render_dot, render_text, summarize, to_json
+    from selp.topk.trees import answers, iter_json, render_dot, render_text, summarize, to_json
 
     if fmt == "summary":
         summary = summarize(table, fact_filter)
@@ -356,7 +356,7 @@ def _emit(table, fact_filter, fmt: str, out_file: str | None) -> int:
     if fmt == "json":
         # indented for a person at a terminal; compact for files and pipes (outputs can be large)
         indent = 2 if out_file is None and sys.stdout.isatty() else None
-        text = json.dumps(to_json(table, results), indent=indent, ensure_ascii=False) + "\n"
+        text = "".join(iter_json(to_json(table, results), indent)) + "\n"  # a deep tree defeats json.dumps
     elif fmt == "dot":
         text = render_dot(results)
     elif out_file is None and results:

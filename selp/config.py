@@ -8,7 +8,7 @@ import os
 import tomllib
 from pathlib import Path
 
-from selp.errors import Location, SelpError
+from selp.errors import Location, SelpError, not_utf8
 
 from selp.engines.base import DEFAULT as DEFAULT_ENGINE  # noqa: E402
 CONFIG_NAME = "selp.toml"
@@ -23,6 +23,8 @@ def read_config(program_path: str | Path) -> dict:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise SelpError(f"invalid TOML: {err}", Location(str(path))) from None
+    except UnicodeDecodeError:
+        raise SelpError(not_utf8(path), Location(str(path))) from None
     except RecursionError:  # tomllib parses nested arrays and tables recursively
         raise SelpError("invalid TOML: too deeply nested", Location(str(path))) from None
 

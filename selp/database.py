@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from selp.errors import DataError, Location
+from selp.errors import DataError, Location, not_utf8
 from selp.language.ast import Program
 from selp.language.types import DataEvidence, resolve_types
 from selp.language.validate import Analysis
@@ -35,16 +35,25 @@ class TableFile:
     format: str
 
 
+class TableFiles(dict):
+    """Relation name -> :class:`TableFile`, remembering the directory searched (None: no --db),
+    so :func:`check_files` can tell "no --db" from "a --db holding none of the program's files"."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        super().__init__()
+        self.directory = directory
+
+
 def discover(db_dir: str | Path | None) -> dict[str, TableFile]:
     """Map relation name -> data file in ``db_dir`` (``REL.csv`` or ``REL.parquet``)."""
     if db_dir is None:
-        return {}
+        return TableFiles()
     d = Path(db_dir)
     if not d.exists():
         raise DataError(f"database directory not found: {d}")
     if not d.is_dir():
         raise DataError(f"--db must be a directory of REL.csv / REL.parquet files: {d}")
-    out: dict[str, TableFile] = {}
+    out = TableFiles(d)
     for p in sorted(d.iterdir()):
         fmt = p.suffix[1:].lower()
         if fmt not in FORMATS or p.name.startswith((".", "_")):
@@ -76,6 +85,17 @@ def check_files(analysis: Analysis, files: dict[str, TableFile]) -> list[str]:
             )
         if rel not in analysis.arities:
             warnings.append(f"{tf.path}: relation {rel} is not used by the program; ignored")
+    directory = getattr(files, "directory", None)
+    if directory is not None and analysis.edb and not any(rel in files for rel in analysis.edb):
+        # legal (an empty database), but mostly a wrong --db path or layout (a CDSS's
+        # data/<peer>/): every answer would silently be empty
+        wanted = sorted(analysis.edb)
+        shown = ", ".join(f"{rel}.csv or {rel}.parquet" for rel in wanted[:5])
+        more = f" and {len(wanted) - 5} more" if len(wanted) > 5 else ""
+        warnings.append(
+            f"{directory}: no data file for any EDB relation of the program (expected {shown}{more});"
+            " every EDB relation is empty"
+        )
     return warnings
 
 
@@ -151,7 +171,7 @@ def _read_csv(analysis: Analysis, tf: TableFile) -> RawTable:
         except csv.Error as err:
             raise DataError(f"malformed CSV: {err}", Location(str(tf.path), reader.line_num)) from None
         except UnicodeDecodeError as err:
-            raise DataError(f"file is not UTF-8 text ({err.reason})", Location(str(tf.path))) from None
+            raise DataError(f"file is {not_utf8(tf.path)}", Location(str(tf.path))) from None
     return RawTable(rows, weights, lines, tf)
 
 

@@ -7,7 +7,9 @@ instead of showing a traceback.
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,57 @@ def one_line(message: str, limit: int = LINE_LIMIT) -> str:
         return flat
     half = limit // 2
     return flat[:half] + " … " + flat[-(limit - half - 3):]
+
+
+def first_non_utf8(path: str | Path) -> tuple[int, str] | None:
+    """``(byte offset, reason)`` of the first byte of ``path`` that is not UTF-8, or None.
+
+    Read in chunks with an incremental decoder, so a streamed reader (CSV) that met a bad byte can
+    name its offset in the file, not in the chunk it was decoding."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    pos = 0
+    try:
+        with open(path, "rb") as fh:
+            while True:
+                chunk = fh.read(1 << 20)
+                pending = len(decoder.getstate()[0])
+                try:
+                    decoder.decode(chunk, final=not chunk)
+                except UnicodeDecodeError as err:
+                    return pos - pending + err.start, err.reason
+                if not chunk:
+                    return None
+                pos += len(chunk)
+    except OSError:
+        return None
+
+
+def not_utf8(path: str | Path) -> str:
+    """The message for a file that is not UTF-8 text, naming the first bad byte's offset."""
+    found = first_non_utf8(path)
+    if found is None:
+        return "not UTF-8 text"
+    offset, reason = found
+    return f"not UTF-8 text ({reason} at byte offset {offset}); save the file as UTF-8"
+
+
+def read_user_text(path: str | Path, what: str = "file", error: type["SelpError"] | None = None) -> str:
+    """The text of a file the user named, or a one-line :class:`SelpError` (of class ``error``)
+    naming the file: not found, unreadable, or not UTF-8 (with the bad byte's offset)."""
+    cls = error or SelpError
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise cls(f"{what} not found", Location(str(p))) from None
+    except IsADirectoryError:
+        raise cls(f"{what} is a directory", Location(str(p))) from None
+    except OSError as err:
+        raise cls(f"cannot read {what} ({err.strerror})", Location(str(p))) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise cls(f"not UTF-8 text ({err.reason} at byte offset {err.start}); save the file as UTF-8", Location(str(p))) from None
 
 
 def int_literal_fits(digits: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from selp.errors import Location, SelpError
+from selp.errors import Location, SelpError, not_utf8
 from selp.language.pattern import Pattern
 from selp.language.pattern_parser import PatternError, parse_pattern
 
@@ -23,6 +23,8 @@ def load_named_patterns(path: str | Path) -> dict[str, tuple[str, Pattern]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as err:
         raise SelpError(f"cannot read patterns file: {err.strerror}", Location(str(path))) from None
+    except UnicodeDecodeError:
+        raise SelpError(f"patterns file is {not_utf8(path)}", Location(str(path))) from None
     out: dict[str, tuple[str, Pattern]] = {}
     for lineno, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):

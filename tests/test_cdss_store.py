@@ -116,7 +116,7 @@ def test_schema_change_refuses_but_mapping_change_is_accepted(tmp_path):
 def test_edit_records_one_batch_in_order(tmp_path):
     d = make_cdss(tmp_path)
     ok(cdss_cli("init", d))
-    out = ok(cdss_cli("edit", d, "--peer", "PGUS", "+G(1, 2, 3)", "G(3,5,2)", "+G(7, 7, 7)", "-G(7, 7, 7)"))
+    out = ok(cdss_cli("edit", d, "--peer", "PGUS", "+G(1, 2, 3)", "+G(3,5,2)", "+G(7, 7, 7)", "-G(7, 7, 7)"))
     assert out.strip() == "batch 1 of PGUS recorded (unpublished): 3 insertion(s), 1 local deletion(s), 0 rejection(s)"
     with Store.open(d) as s:
         edits = s.edits()

@@ -52,13 +52,20 @@ def _summary(directory: str) -> str:
 @cdss.command(name="check")
 @click.argument("directory", type=click.Path())
 def check_cmd(directory: str) -> None:
-    """Validate DIRECTORY/cdss.toml (schemas, mappings, weak acyclicity, trust) and summarise it.
+    """Validate DIRECTORY/cdss.toml (schemas, mappings, weak acyclicity, trust) and summarise it;
+    with a store (after `selp cdss init`), check its database and read every instance file a peer
+    relies on, naming any damaged file and what to do.
 
     \b
     Example:
       selp cdss check examples/cdss/bio
     """
+    from selp.cdss.store import DB_FILE, STORE_DIR
+
     click.echo(_summary(directory))
+    if (Path(directory) / STORE_DIR / DB_FILE).is_file():
+        with _open(directory) as s:
+            click.echo(s.verify())
 
 
 @cdss.command(name="compile")
@@ -241,21 +248,40 @@ def edit_cmd(directory: str, peer: str, edits: tuple[str, ...]) -> None:
 @_PEER
 @click.option("--relation", required=True, help="The peer's relation the file holds.")
 @click.option("--delete", is_flag=True, help="Delete the file's tuples instead of inserting them.")
+@click.option("--again", is_flag=True, help="Record the file even if the same content was imported before.")
 @click.argument("csv_file", metavar="FILE.csv", type=click.Path(dir_okay=False))
-def import_cmd(directory: str, peer: str, relation: str, delete: bool, csv_file: str) -> None:
+def import_cmd(directory: str, peer: str, relation: str, delete: bool, again: bool, csv_file: str) -> None:
     """Record the rows of FILE.csv (a header naming the attributes) as one batch of PEER.
+
+    Importing the same content again for the same peer and relation records nothing (a re-run
+    of an import that was interrupted after it committed) unless --again is given.
 
     \b
     Example:
       selp cdss import examples/cdss/bio --peer PGUS --relation G examples/cdss/bio/data/PGUS/G.csv
     """
-    from selp.cdss.edits import apply_batch, read_csv_requests
+    import hashlib
+
+    from selp.cdss.edits import AlreadyImported, apply_batch, read_csv_requests
 
     with _open(directory) as s:
-        requests = read_csv_requests(s, peer, relation, csv_file, "-" if delete else "+")
+        op = "-" if delete else "+"
+        requests = read_csv_requests(s, peer, relation, csv_file, op)
         if not requests:
             raise SelpError(f"{csv_file}: no data rows; nothing to record")
-        _report_batch(peer, apply_batch(s, peer, requests, f"import {'--delete ' if delete else ''}{relation} {csv_file}"))
+        # the rows just read are the file's content: hash the same bytes (read_csv_requests
+        # has already refused an unreadable file)
+        digest = hashlib.sha256(Path(csv_file).read_bytes()).hexdigest()
+        source = f"import {'--delete ' if delete else ''}{relation} {csv_file}"
+        try:
+            result = apply_batch(s, peer, requests, source, (requests[0].relation.name, op, digest), again)
+        except AlreadyImported as done:
+            click.echo(
+                f"{csv_file}: already imported as batch {done.batch} of {peer} (same content, relation"
+                f" {requests[0].relation.name}); nothing recorded (--again records it again)"
+            )
+            return
+        _report_batch(peer, result)
 
 
 @cdss.command(name="reject", context_settings={"ignore_unknown_options": True})

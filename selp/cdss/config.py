@@ -64,7 +64,7 @@ from selp.cdss.model import (
     TrustRule,
 )
 from selp.cdss.toml_locate import TomlLocator
-from selp.errors import Location
+from selp.errors import Location, not_utf8
 from selp.language.ast import Const, Var
 
 CONFIG_FILE = "cdss.toml"
@@ -85,7 +85,7 @@ def load_cdss(directory: str | Path, check_acyclic: bool = True) -> CDSS:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
-        raise CdssError(f"not UTF-8 text ({err.reason})", Location(str(path))) from None
+        raise CdssError(not_utf8(path), Location(str(path))) from None
     except OSError as err:
         raise CdssError(f"cannot read {path}: {err.strerror}") from None
     return parse_cdss(text, str(path), check_acyclic)

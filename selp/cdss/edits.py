@@ -31,7 +31,7 @@ from pathlib import Path
 from selp.cdss.errors import CdssError
 from selp.cdss.model import Relation, RelationRef
 from selp.cdss.store import Row, Store
-from selp.errors import Location
+from selp.errors import Location, clip, echo, not_utf8
 from selp.values import format_value, is_int_literal
 
 # an edit as written: [+-] [PEER.]RELATION(args) (the args are split by split_args)
@@ -127,13 +127,17 @@ def split_args(text: str, where: str) -> list[str]:
     return parts
 
 
-def parse_edit(store: Store, peer: str, text: str, default_op: str = "+") -> Request:
-    """``+B(3, 2)``, ``-B(3, 2)``, ``B(3, 2)`` (``default_op``) or ``PBioSQL.B(3, 2)``."""
-    where = f"edit {text.strip()!r}"
+def parse_edit(store: Store, peer: str, text: str, default_op: str | None = None) -> Request:
+    """``+B(3, 2)``, ``-B(3, 2)`` or ``PBioSQL.B(3, 2)``; an unsigned ``B(3, 2)`` takes
+    ``default_op`` and is refused without one (an edit must say whether it inserts or deletes)."""
+    where = f"edit {echo(text.strip())}"
     m = EDIT_SYNTAX.match(text)
     if m is None:
         raise CdssError(f"{where}: expected [+|-]RELATION(value, ...), e.g. +B(3, 2)")
     sign, owner, name, args = m.groups()
+    if not sign and default_op is None:
+        atom = clip(text.strip())
+        raise CdssError(f"{where}: say whether it inserts or deletes: write +{atom} or -{atom}")
     rel = owned_relation(store, peer, f"{owner}.{name}" if owner else name, where)
     values = convert(rel, split_args(args, where), where)
     return Request(sign or default_op, rel, values, where)
@@ -175,7 +179,7 @@ def read_csv_requests(store: Store, peer: str, relation: str, path: str | Path, 
         except csv.Error as err:
             raise CdssError(f"malformed CSV: {err}", Location(str(p), reader.line_num)) from None
         except UnicodeDecodeError as err:
-            raise CdssError(f"file is not UTF-8 text ({err.reason})", Location(str(p))) from None
+            raise CdssError(f"file is {not_utf8(p)}", Location(str(p))) from None
     return out
 
 
@@ -197,12 +201,31 @@ class BatchResult:
         return ", ".join(parts)
 
 
-def apply_batch(store: Store, peer: str, requests: list[Request], source: str) -> BatchResult:
-    """Validate, resolve and record ``requests`` as one batch of ``peer`` (all or nothing)."""
+class AlreadyImported(Exception):
+    """A file of the same content was imported before for the same peer, relation and op."""
+
+    def __init__(self, batch: int) -> None:
+        super().__init__(batch)
+        self.batch = batch
+
+
+def apply_batch(
+    store: Store, peer: str, requests: list[Request], source: str,
+    imported: tuple[str, str, str] | None = None, again: bool = False,
+) -> BatchResult:
+    """Validate, resolve and record ``requests`` as one batch of ``peer`` (all or nothing).
+
+    ``imported`` is ``(relation, op, sha256)`` of an imported file: unless ``again``, a file of
+    that content already imported raises :class:`AlreadyImported` and records nothing."""
     store.check_peer(peer)
     if not requests:
         raise CdssError("empty batch: nothing to record")
     with store.write() as conn:
+        if imported is not None and not again:
+            # inside the write transaction: two concurrent runs cannot both record it
+            earlier = store.find_import(conn, peer, *imported)
+            if earlier is not None:
+                raise AlreadyImported(earlier)
         # read inside the write transaction: no other batch or exchange commit can interleave
         local: dict[RelationRef, set[Row]] = {}
         rejected: dict[RelationRef, set[Row]] = {}
@@ -273,7 +296,7 @@ def apply_batch(store: Store, peer: str, requests: list[Request], source: str) -
                 raise ValueError(req.op)
         for ref, reqs in touched.items():
             _check_key(store, peer, ref, local[ref], reqs)
-        batch = store.record_batch(conn, peer, source, resolved)
+        batch = store.record_batch(conn, peer, source, resolved, imported)
     return BatchResult(batch, counts["+"], counts["l-"], counts["r+"], counts["r-"], tuple(notes))
 
 

@@ -11,12 +11,13 @@ This module imports no engine registry: the engines call into it.
 from __future__ import annotations
 
 import importlib
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from selp.cdss.errors import CdssError
-from selp.cdss.store import Row, Store, crash_hook, write_relation
+from selp.cdss.store import DamagedStore, Row, Store, crash_hook, write_relation
 
 Say = Callable[[str], None]
 
@@ -93,7 +94,14 @@ def run_in_process(eng: Any, store: Store, base, start, incremental, strategy, t
             old_state: dict[str, set[Row]] = {rel: set() for rel in store.relation_names()}
         else:
             say(f"starting from epoch {start.epoch} (publication {start.publication})")
-            old_state = store.read_epoch(start.epoch)
+            try:
+                old_state = store.read_epoch(start.epoch)
+            except DamagedStore as err:
+                # the epoch is derived data: recomputing from the base data is always possible
+                # on stderr even with --quiet: a warning, not progress
+                print(f"warning: {err.message.split('; instances are')[0]}; recomputing from the edit log instead", file=sys.stderr)
+                stats["recovered"] = "damaged start epoch: recomputed"
+                return run_in_process(eng, store, base, None, None, "recompute", tmp, stats, say)
         old_base = {rel: old_state.get(rel, set()) for rel in base}
         inserts, deletes = delta(old_base, base)
         say(f"delta: {sum(map(len, inserts.values()))} insertion(s), {sum(map(len, deletes.values()))} deletion(s)")

@@ -70,6 +70,7 @@ from selp.cdss.compile import CompiledCDSS, compile_cdss
 from selp.cdss.config import CONFIG_FILE, load_cdss
 from selp.cdss.errors import CdssError
 from selp.cdss.model import CDSS, RelationRef
+from selp.errors import clip
 from selp.values import Value, decode, encode
 
 STORE_DIR = ".selp"
@@ -102,7 +103,38 @@ CREATE TABLE exchanges (
     epoch INTEGER PRIMARY KEY, peer TEXT NOT NULL, publication INTEGER NOT NULL,
     program TEXT NOT NULL, engine TEXT NOT NULL, strategy TEXT NOT NULL, created REAL NOT NULL,
     seconds REAL NOT NULL, stats TEXT NOT NULL, collected INTEGER NOT NULL DEFAULT 0);
+""" + "\n"
+
+# The content hash of each imported file, recorded with its batch in the same transaction, so a
+# re-run of an import whose earlier run committed (then was killed before saying so) is
+# recognised. Created on demand too: stores made before it lack the table, and the format is the
+# same (an older selp ignores it).
+_IMPORTS_TABLE = """
+CREATE TABLE IF NOT EXISTS imports (
+    batch INTEGER PRIMARY KEY REFERENCES batches(id), peer TEXT NOT NULL, relation TEXT NOT NULL,
+    op TEXT NOT NULL, sha256 TEXT NOT NULL);
 """
+_SCHEMA += _IMPORTS_TABLE
+
+
+class DamagedStore(CdssError):
+    """A file of the store that cannot be read: the message names it and what to do."""
+
+
+def _damaged_db(path: Path, err: Exception) -> DamagedStore:
+    """The one-line error for a ``store.sqlite`` that is not a readable database."""
+    return DamagedStore(
+        f"{path}: the store database is damaged ({clip(str(err), 60)}); it alone holds the edit logs:"
+        " restore it from a backup (the instances are rebuilt from it by `selp cdss exchange`)"
+    )
+
+
+def _is_damage(err: sqlite3.Error) -> bool:
+    # a busy or locked database is contention, reported where transactions begin; anything
+    # else from SQLite on a store selp made (not a database, malformed, a missing table)
+    # means the file was damaged
+    text = str(err)
+    return isinstance(err, sqlite3.DatabaseError) and "locked" not in text and "busy" not in text
 
 
 def schema_fingerprint(cdss: CDSS) -> str:
@@ -236,8 +268,16 @@ class Store:
         if not (root / DB_FILE).is_file():
             raise CdssError(f"no store in {d}: create it with `selp cdss init {d}`")
         compiled = compile_cdss(cdss)
-        conn = _connect(root / DB_FILE)
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        try:
+            conn = _connect(root / DB_FILE)
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.Error as err:
+            if not _is_damage(err):
+                raise
+            raise _damaged_db(root / DB_FILE, err) from None
+        if "format" not in meta or "schema" not in meta:
+            conn.close()
+            raise _damaged_db(root / DB_FILE, ValueError("its meta table lost the store format"))
         if meta.get("format") != str(FORMAT):
             conn.close()
             raise CdssError(f"{root / DB_FILE}: store format {meta.get('format')!r}, this selp reads {FORMAT}")
@@ -256,8 +296,15 @@ class Store:
     def __enter__(self) -> "Store":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        try:
+            self.close()
+        except sqlite3.Error:
+            pass  # the error being raised (or the damage reported below) says more
+        # SQLite reads pages lazily: damage past the first page surfaces in whichever query
+        # reaches it, so every command run on an open store is covered here
+        if isinstance(exc, sqlite3.Error) and _is_damage(exc):
+            raise _damaged_db(self.root / DB_FILE, exc) from None
 
     # -- transactions and locks ------------------------------------------------------------
     def write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
@@ -373,12 +420,31 @@ class Store:
                 target.discard(e.values)
         return out
 
-    def record_batch(self, conn: sqlite3.Connection, peer: str, source: str, edits: Iterable[tuple[str, str, str, Row]]) -> int:
+    def find_import(self, conn: sqlite3.Connection, peer: str, relation: str, op: str, sha256: str) -> int | None:
+        """The batch that imported a file of this content for ``peer``'s ``relation`` with ``op``
+        (``+`` or ``-``), or None."""
+        has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'imports'").fetchone()
+        if has is None:
+            return None
+        row = conn.execute(
+            "SELECT MAX(batch) FROM imports WHERE peer = ? AND relation = ? AND op = ? AND sha256 = ?",
+            (peer, relation, op, sha256),
+        ).fetchone()
+        return row[0] if row else None
+
+    def record_batch(
+        self, conn: sqlite3.Connection, peer: str, source: str, edits: Iterable[tuple[str, str, str, Row]],
+        imported: tuple[str, str, str] | None = None,
+    ) -> int:
         """Append a batch of resolved edits ``(relation, kind, op, values)`` inside the caller's
-        write transaction; returns the batch id."""
+        write transaction; returns the batch id. ``imported`` is ``(relation, op, sha256)`` of
+        the file a batch imports, recorded with it (see :meth:`find_import`)."""
         cur = conn.execute("INSERT INTO batches (peer, created, source) VALUES (?, ?, ?)", (peer, time.time(), source))
         batch = cur.lastrowid
         assert batch is not None
+        if imported is not None:
+            conn.execute(_IMPORTS_TABLE.strip().rstrip(";"))  # execute, not executescript: that would COMMIT
+            conn.execute("INSERT INTO imports VALUES (?, ?, ?, ?, ?)", (batch, peer, *imported))
         conn.executemany(
             "INSERT INTO edits (batch, peer, relation, kind, op, tuple) VALUES (?, ?, ?, ?, ?, ?)",
             [(batch, peer, rel, kind, op, json.dumps(list(values))) for rel, kind, op, values in edits],
@@ -421,7 +487,26 @@ class Store:
     def read_epoch(self, epoch: int, relations: Iterable[str] | None = None) -> dict[str, set[Row]]:
         """Relations of a committed epoch as Python values."""
         names = self.relation_names() if relations is None else list(relations)
-        return {rel: read_relation(self.epoch_dir(epoch), rel, tuple(t for _, t in self.columns(rel))) for rel in names}
+        try:
+            return {rel: read_relation(self.epoch_dir(epoch), rel, tuple(t for _, t in self.columns(rel))) for rel in names}
+        except DamagedStore as err:
+            # instances are derived data: say which exchange rebuilds this epoch's peer(s)
+            peers = [p for p, e in self.peer_epochs().items() if e == epoch] or [p.name for p in self.cdss.peers][:1]
+            cmd = f"`selp cdss exchange {self.directory} --peer {peers[0]}`"
+            raise DamagedStore(f"{err}; instances are derived data: {cmd} rebuilds them from the edit log") from None
+
+    def verify(self) -> str:
+        """Check the store's files: SQLite's own consistency check, then every instance file of
+        each epoch some peer reflects is read whole. Raises :class:`DamagedStore` naming the
+        first damaged file; returns a summary of what was checked."""
+        problems = [r[0] for r in self.conn.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            raise _damaged_db(self.root / DB_FILE, ValueError(problems[0]))
+        epochs = sorted({e for e in self.peer_epochs().values() if e is not None})
+        for epoch in epochs:
+            self.read_epoch(epoch)
+        files = len(epochs) * len(self.relation_names())
+        return f"store {self.root}: ok ({len(self.edits())} edit(s); {files} instance file(s) of {len(epochs)} epoch(s) read)"
 
     def clean_uncommitted(self) -> list[Path]:
         """Remove temporary epoch directories and epoch directories without a committed row (a
@@ -511,7 +596,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 def _read_holder(path: Path) -> str:
     try:
-        text = path.read_text().strip()
+        text = path.read_text(encoding="utf-8", errors="replace").strip()  # only shown to the user
     except OSError:
         text = ""
     return text or "holder unknown"
@@ -532,15 +617,24 @@ def write_relation(directory: Path, relation: str, columns: tuple[tuple[str, str
 
 
 def read_relation(directory: Path, relation: str, types: tuple[str, ...]) -> set[Row]:
-    """Read ``REL.parquet`` (a file, or Spark's directory of part files) back into values."""
+    """Read ``REL.parquet`` (a file, or Spark's directory of part files) back into values; a file
+    that cannot be read raises :class:`DamagedStore` naming it."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = directory / f"{relation}.parquet"
     if not path.exists():
         raise CdssError(f"{path}: missing from the store (was the epoch garbage-collected meanwhile? run the command again)")
-    table = pq.read_table(path)
-    cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
-    return {tuple(decode(v, t) for v, t in zip(vals, types)) for vals in zip(*cols)}
+    try:
+        table = pq.read_table(path)
+        if table.num_columns != len(types):
+            raise ValueError(f"{table.num_columns} column(s), expected {len(types)}")
+        cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
+        return {tuple(decode(v, t) for v, t in zip(vals, types)) for vals in zip(*cols)}
+    except (OSError, ValueError, TypeError, pa.ArrowException) as err:  # ArrowInvalid: truncated, not Parquet
+        reason = (str(err).splitlines() or [type(err).__name__])[0]
+        reason = reason.split("': ", 1)[-1]  # pyarrow repeats the path first
+        raise DamagedStore(f"{path}: damaged instance file ({clip(reason, 60)})") from None
 
 
 def crash_hook() -> None:

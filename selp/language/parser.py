@@ -15,7 +15,7 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from selp.errors import MAX_DEPTH, Location, ProgramError, clip, echo, int_literal_fits
+from selp.errors import MAX_DEPTH, Location, ProgramError, clip, echo, int_literal_fits, not_utf8
 from selp.language.lark_cache import cached_lark
 from selp.values import INT64_MAX, INT64_MIN, SKOLEM_MARK
 from selp.language.ast import ANON_PREFIX, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Term, Var
@@ -259,7 +259,7 @@ def parse_program_file(path: str | Path) -> Program:
     except FileNotFoundError:
         raise ProgramError(f"program file not found: {p}") from None
     except UnicodeDecodeError as err:
-        raise ProgramError(f"program file is not UTF-8 text ({err.reason})", Location(str(p))) from None
+        raise ProgramError(f"program file is {not_utf8(p)}", Location(str(p))) from None
     except OSError as err:
         raise ProgramError(f"cannot read program file {p}: {err.strerror}") from None
     return parse_program(text, str(p))

@@ -3,6 +3,9 @@
 Pointer chasing starts at the answers asked for only. Annotated relations are shown under their
 origin relation, copy steps (transitive copies, HandleEDB, NOT's EDB copies) are skipped: the
 trees are derivations of P, as Proposition 4.2 promises.
+
+Every walk over a tree here is iterative (explicit stacks, no recursion): a tree computed from the
+data can be thousands of levels deep (a path along a long chain), beyond Python's recursion limit.
 """
 
 from __future__ import annotations
@@ -28,13 +31,36 @@ class Node:
     children: tuple["Node", ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "relation": self.relation,
-            "args": [_json_value(v) for v in self.args],
-            "rule": self.rule,
-            "weight": self.weight,
-            "children": [c.to_json() for c in self.children],
-        }
+        """The tree as nested dicts (built bottom-up without recursion); write it with
+        :func:`iter_json`, since :func:`json.dumps` recurses too."""
+        done: dict[int, dict[str, Any]] = {}
+        stack: list[tuple[Node, bool]] = [(self, False)]
+        while stack:
+            n, expanded = stack.pop()
+            if id(n) in done:
+                continue  # a shared subtree: its dict is reused
+            if not expanded:
+                stack.append((n, True))
+                stack.extend((c, False) for c in reversed(n.children) if id(c) not in done)
+                continue
+            done[id(n)] = {
+                "relation": n.relation,
+                "args": [_json_value(v) for v in n.args],
+                "rule": n.rule,
+                "weight": n.weight,
+                "children": [done[id(c)] for c in n.children],
+            }
+        return done[id(self)]
+
+    def depth(self) -> int:
+        """The number of nodes on the longest root-to-leaf path."""
+        best = 0
+        stack: list[tuple[Node, int]] = [(self, 1)]
+        while stack:
+            n, d = stack.pop()
+            best = max(best, d)
+            stack.extend((c, d + 1) for c in n.children)
+        return best
 
 
 @dataclass(frozen=True)
@@ -54,23 +80,56 @@ def materialise(table: DTable, relation: str, values: tuple[Value, ...], entry: 
     """The tree of P that a DTable entry of P_p fact ``relation(values)`` stands for.
 
     ``memo`` shares the subtrees of entries reached more than once (trees of many answers
-    overlap), so materialising all answers costs about the DTable's size, not the trees'."""
+    overlap), so materialising all answers costs about the DTable's size, not the trees'. The
+    walk is a post-order over an explicit stack: a node is built once all its children are."""
     monoid = get_monoid(table.monoid)
     memo = {} if memo is None else memo
-    while entry.rule is not None and table.rule_origin.get(entry.rule) is None:  # copy steps
-        ((relation, values, rank),) = entry.children
-        entry = table.entries[(relation, values)][rank - 1]
-    origin_rel = table.relation_origin.get(relation, relation)
-    if entry.rule is None:
-        return Node(origin_rel, values, None, monoid.display(entry.weight))
-    found = memo.get(id(entry))
-    if found is not None:
-        return found
-    rule = table.rule_origin[entry.rule]
-    children = tuple(materialise(table, r, vs, table.entries[(r, vs)][k - 1], memo) for r, vs, k in entry.children)
-    node = Node(origin_rel, values, rule, table.rule_weights.get(rule), children)
-    memo[id(entry)] = node
-    return node
+
+    def resolve(relation: str, values: tuple[Value, ...], entry: Entry) -> tuple[str, tuple[Value, ...], Entry]:
+        while entry.rule is not None and table.rule_origin.get(entry.rule) is None:  # copy steps
+            ((relation, values, rank),) = entry.children
+            entry = table.entries[(relation, values)][rank - 1]
+        return relation, values, entry
+
+    def leaf_or_memo(relation: str, values: tuple[Value, ...], entry: Entry) -> Node | None:
+        if entry.rule is None:
+            return Node(table.relation_origin.get(relation, relation), values, None, monoid.display(entry.weight))
+        return memo.get(id(entry))
+
+    root = resolve(relation, values, entry)
+    built = leaf_or_memo(*root)
+    if built is not None:
+        return built
+    # frames: [relation, values, entry, resolved children, children built so far]
+    stack: list[list[Any]] = []
+
+    def push(rel: str, vs: tuple[Value, ...], e: Entry) -> None:
+        kids = [resolve(r, v, table.entries[(r, v)][k - 1]) for r, v, k in e.children]
+        stack.append([rel, vs, e, kids, []])
+
+    push(*root)
+    result: Node | None = None
+    while stack:
+        frame = stack[-1]
+        rel, vs, e, kids, made = frame
+        if len(made) < len(kids):
+            child = kids[len(made)]
+            node = leaf_or_memo(*child)
+            if node is None:
+                push(*child)
+            else:
+                made.append(node)
+            continue
+        stack.pop()
+        rule = table.rule_origin[e.rule]
+        node = Node(table.relation_origin.get(rel, rel), vs, rule, table.rule_weights.get(rule), tuple(made))
+        memo[id(e)] = node
+        if stack:
+            stack[-1][4].append(node)
+        else:
+            result = node
+    assert result is not None
+    return result
 
 
 def answers(table: DTable, fact_filter: PatternNode | None = None) -> list[Answer]:
@@ -133,6 +192,48 @@ def to_json(table: DTable, results: Iterable[Answer]) -> dict[str, Any]:
     }
 
 
+def iter_json(doc: Any, indent: int | None = None) -> Iterator[str]:
+    """``json.dumps(doc, indent=indent, ensure_ascii=False)`` in pieces, without recursion
+    (``json.dumps`` recurses per level and fails on a tree a thousand levels deep)."""
+    item_sep = "," if indent is not None else ", "
+    end = object()
+
+    def newline(depth: int) -> str:
+        return "" if indent is None else "\n" + " " * (indent * depth)
+
+    # frames: [iterator over items, is a dict, depth of the items, no item written yet]
+    stack: list[list[Any]] = []
+
+    def begin(value: Any, depth: int) -> str:
+        if isinstance(value, dict) and value:
+            stack.append([iter(value.items()), True, depth + 1, True])
+            return "{"
+        if isinstance(value, (list, tuple)) and value:
+            stack.append([iter(value), False, depth + 1, True])
+            return "["
+        if isinstance(value, dict):
+            return "{}"
+        if isinstance(value, (list, tuple)):
+            return "[]"
+        return json.dumps(value, ensure_ascii=False)
+
+    yield begin(doc, 0)
+    while stack:
+        frame = stack[-1]
+        item = next(frame[0], end)
+        if item is end:
+            stack.pop()
+            yield newline(frame[2] - 1) + ("}" if frame[1] else "]")
+            continue
+        lead = ("" if frame[3] else item_sep) + newline(frame[2])
+        frame[3] = False
+        if frame[1]:
+            key, value = item
+            yield lead + json.dumps(str(key), ensure_ascii=False) + ": " + begin(value, frame[2])
+        else:
+            yield lead + begin(item, frame[2])
+
+
 def fact_text(relation: str, args: tuple[Value, ...]) -> str:
     return f"{relation}({', '.join(display_value(v) for v in args)})"
 
@@ -164,10 +265,15 @@ def _label(n: Node) -> str:
 
 
 def _draw(n: Node, first: str, rest: str, lines: list[str]) -> None:
-    lines.append(first + _label(n))
-    for j, c in enumerate(n.children):
-        last = j == len(n.children) - 1
-        _draw(c, rest + ("└─ " if last else "├─ "), rest + ("   " if last else "│  "), lines)
+    # pre-order over an explicit stack; children pushed in reverse so they pop in order
+    stack: list[tuple[Node, str, str]] = [(n, first, rest)]
+    while stack:
+        n, first, rest = stack.pop()
+        lines.append(first + _label(n))
+        last = len(n.children) - 1
+        for j in range(last, -1, -1):
+            end = j == last
+            stack.append((n.children[j], rest + ("└─ " if end else "├─ "), rest + ("   " if end else "│  ")))
 
 
 def render_dot(results: Iterable[Answer]) -> str:

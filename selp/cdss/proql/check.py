@@ -4,8 +4,10 @@ Reported with the query position (:class:`~.parser.ProqlError`): an unknown rela
 an attribute not in the relation its variable is bound to; ``<m`` when the relation on the
 step's target side is not a target of ``m`` (or the source side not a source); a variable used
 before the FOR clause binds it, or as the wrong kind of node; a relation name in INCLUDE PATH; an
-unknown semiring; a SET value the semiring does not have; and an assignment that breaks the
-mapping law m(0) = 0 (checked by running the mapping assignment on 0 for every mapping).
+unknown semiring; a SET value the semiring does not have; an assignment that breaks the
+mapping law m(0) = 0 (checked by running the mapping assignment on 0 for every mapping); and a
+comparison of an ``int`` attribute with a string (or a ``str`` attribute with a number), which
+could never hold.
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ from selp.cdss.compile import CompiledCDSS
 from selp.cdss.proql import ast
 from selp.cdss.proql.parser import ProqlError
 from selp.cdss.proql.semirings import SEMIRINGS, Semiring, semiring
-from selp.errors import SelpError
+from selp.errors import SelpError, echo
+
+
+_TYPE_WORDS = {"int": "an int", "str": "a string"}
 
 
 class _Checker:
     def __init__(self, compiled: CompiledCDSS) -> None:
         names = compiled.names
         self.attrs = {names.base(r.ref): r.attribute_names for r in compiled.cdss.relations()}
+        self.attr_types = {names.base(r.ref): {a.name: a.type for a in r.attributes} for r in compiled.cdss.relations()}
         self.targets = {m.name: {names.base(a.relation) for a in m.head} for m in compiled.cdss.mappings}
         self.sources = {m.name: {names.base(a.relation) for a in m.body} for m in compiled.cdss.mappings}
         self.types: dict[str, str | None] = {}  # tuple var -> relation (None: heterogeneous)
@@ -83,6 +89,36 @@ class _Checker:
             if o.var not in self.types and o.var not in self.mapvars and o.var not in extra:
                 raise ProqlError(f"${o.var} is not bound", o.loc)
 
+    def operand_type(self, o: ast.Operand, extra: dict[str, str | None]) -> tuple[str, str] | None:
+        """``(type, description)`` of an operand when it is known before evaluation: an attribute
+        (of a heterogeneous node: when every relation having it agrees) or a quoted or numeric
+        literal. Bare names and whole nodes have none."""
+        if isinstance(o, ast.AttrRef):
+            rel = self.types.get(o.var) if o.var in self.types else extra.get(o.var)
+            rels = [rel] if rel is not None else [r for r, a in self.attr_types.items() if o.attribute in a]
+            found = {self.attr_types[r][o.attribute] for r in rels}
+            if len(found) != 1:
+                return None
+            where = f" (of {rel})" if rel is not None else ""
+            return found.pop(), f"${o.var}.{o.attribute}{where}"
+        if isinstance(o, ast.Literal) and not o.bare:
+            if isinstance(o.value, str):
+                return "str", echo(o.value, 40)
+            return "int", str(o.value)  # an int or float literal orders against ints
+        return None
+
+    def same_types(self, c: ast.Comparison, extra: dict[str, str | None]) -> None:
+        """Refuse a comparison of an int with a string: at run time it is silently false (never
+        equal, never ordered), which reads as "no answers" rather than as the typo it is."""
+        left, right = self.operand_type(c.left, extra), self.operand_type(c.right, extra)
+        if left is None or right is None or left[0] == right[0]:
+            return
+        raise ProqlError(
+            f"type mismatch: {left[1]} is {_TYPE_WORDS[left[0]]} but {right[1]} is {_TYPE_WORDS[right[0]]};"
+            f" '{c.op}' between them never holds",
+            c.loc,
+        )
+
     def cond(self, c: ast.Condition, extra: dict[str, str | None]) -> None:
         if isinstance(c, (ast.And, ast.Or)):
             for p in c.parts:
@@ -101,6 +137,7 @@ class _Checker:
                     if c.op not in ("=", "!=") or not (isinstance(b, ast.Literal) and b.bare):
                         raise ProqlError(f"compare the mapping node ${a.var} with a mapping name ($p = m1)", c.loc)
                     self.mapping(str(b.value), b.loc)
+            self.same_types(c, extra)
         elif isinstance(c, ast.PathCondition):
             saved = dict(self.types), set(self.mapvars)
             self.path(c.path, binding=True)  # unbound variables are existential

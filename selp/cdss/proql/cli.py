@@ -21,7 +21,7 @@ from pathlib import Path
 import click
 
 from selp.engines.registry import names as engine_names
-from selp.errors import SelpError, echo
+from selp.errors import SelpError, echo, read_user_text
 
 
 def _table(r) -> str:
@@ -154,10 +154,7 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
     if (query is None) == (query_file is None):
         raise SelpError("give the query as an argument or with -f FILE (not both)")
     if query_file is not None:
-        try:
-            text = Path(query_file).read_text()
-        except OSError as e:
-            raise SelpError(f"{query_file}: cannot read ({e.strerror})") from None
+        text = read_user_text(query_file, "query file")
     else:
         text = query
     spark = None
