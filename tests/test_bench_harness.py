@@ -75,7 +75,7 @@ def test_results_files_and_table(tc_rows, tmp_path: Path) -> None:
 def test_plots_are_png_files(tc_rows, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     paths = plot(tc_rows, tmp_path)
-    assert sorted(p.name for p in paths) == ["fig5_tc_local.png", "fig6_tc_local.png"]
+    assert sorted(p.name for p in paths) == ["fig5_tc_reference.png", "fig6_tc_reference.png"]
     for p in paths:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
 
