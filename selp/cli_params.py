@@ -13,13 +13,13 @@ from typing import Any, Callable
 import click
 
 from selp.errors import SelpError, clip, echo
-from selp.topk.task import K_MAX
+from selp.topk import K_MAX  # not selp.topk.task: the CLI's start would import instrumentation
 
 _INT = re.compile(r"\s*[+-]?[0-9]+\s*")
 
 
 class TreesPerFact(click.ParamType):
-    """``-k``: an integer from 1 to :data:`~selp.topk.task.K_MAX` (the kernel's int32 ranks).
+    """``-k``: an integer from 1 to :data:`~selp.topk.K_MAX` (the kernel's int32 ranks).
 
     Below 1 is a usage error (exit 2), as with ``click.IntRange(min=1)``; above the bound is a
     one-line :class:`SelpError` (exit 1), checked on the digits before ``int()`` so that no
