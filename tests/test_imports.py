@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from selp.scc import strongly_connected
+
 PACKAGE = Path(__file__).resolve().parent.parent / "selp"
 
 
@@ -80,38 +82,9 @@ def _graph() -> dict[str, set[str]]:
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """One cycle per strongly connected component with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    components: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                components.append(comp)
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return [_a_cycle(graph, set(c)) for c in components]
+    """One cycle per strongly connected component with more than one module."""
+    components = strongly_connected(sorted(graph), lambda v: sorted(graph[v]))
+    return [_a_cycle(graph, set(c)) for c in components if len(c) > 1]
 
 
 def _a_cycle(graph: dict[str, set[str]], component: set[str]) -> list[str]:
