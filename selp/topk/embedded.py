@@ -36,7 +36,7 @@ from selp.language.pattern import PatternNode
 from selp.language.validate import analyze
 from selp.topk.demand import is_demand, rewrite
 from selp.topk.dtable import DTable, Entry, FactKey
-from selp.topk.kernel import MIN, PRODUCT, SUM, Hypergraph, compiled_available, run_kernel, tree_count_bound
+from selp.topk.kernel import MIN, PRODUCT, SUM, Hypergraph, checked, compiled_available, run_kernel, tree_count_bound
 from selp.topk.task import Task
 
 # monoid name -> (combine code, sign): the monoids the kernel computes natively
@@ -112,6 +112,7 @@ def run_topk_embedded(
     evaluate_store(store)
     say(f"facts of P_p in {time.perf_counter() - t0:.2f}s")
     graph, meta = _hypergraph(task, store)
+    graph = checked(graph)  # once: the count and the kernel both read it
     say(f"{graph.n_facts} facts, {graph.n_instances} rule instances in {time.perf_counter() - t0:.2f}s")
     combine, sign = COMPILED[task.monoid.name]
     if not compiled_available() and graph.n_instances > 10_000:

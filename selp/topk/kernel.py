@@ -135,6 +135,7 @@ class Hypergraph:
     rule_size: np.ndarray  # int64[R]
     rule_hash: np.ndarray  # int64[R]
     rule_copy: np.ndarray  # bool[R]
+    checked: bool = False  # set by the kernel's validation: a checked graph is not checked again
 
     @property
     def n_facts(self) -> int:
@@ -179,7 +180,7 @@ def run_kernel(graph: Hypergraph, combine: int, sign: float, k: int, backend: st
     or "auto": compiled when it was built, else Python. Raises ValueError on malformed input,
     MemoryError when the compiled kernel cannot allocate.
     """
-    g = _validated(graph)
+    g = checked(graph)
     if combine not in (PRODUCT, SUM, MIN):
         raise ValueError(f"combine must be 0 (product), 1 (sum) or 2 (min), not {combine!r}")
     if sign not in (1.0, -1.0):
@@ -297,7 +298,7 @@ def tree_count_bound(g: Hypergraph, k: int) -> int | None:
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, not {k!r}")
-    g = _validated(g)
+    g = checked(g)
     lib = _compiled()
     if lib is None:
         return _py_tree_count_bound(g, k) if g.n_instances + len(g.child_fact) <= PYTHON_COUNT_LINKS else None
@@ -344,10 +345,12 @@ _DTYPES = {
 _KINDS = {np.bool_: "b", np.float64: "fiu", np.int64: "iu", np.int32: "iu"}
 
 
-def _validated(graph: Hypergraph) -> Hypergraph:
+def checked(graph: Hypergraph) -> Hypergraph:
     """``graph`` with contiguous arrays of the kernel's dtypes (converted only where needed),
     checked for shape and range: an index out of range would read garbage in compiled code, not
     raise."""
+    if graph.checked:
+        return graph
     arrays = {}
     for name, dtype in _DTYPES.items():
         a = np.asarray(getattr(graph, name))
@@ -361,7 +364,7 @@ def _validated(graph: Hypergraph) -> Hypergraph:
         if a.dtype.kind in "iu" and b.size and not np.array_equal(b, a):
             raise ValueError(f"{name} does not fit {np.dtype(dtype).name}")
         arrays[name] = b
-    g = Hypergraph(**arrays)
+    g = Hypergraph(**arrays, checked=True)
     F, I, R = len(g.leaf), len(g.inst_rule), len(g.rule_w)
     for name, n in (("leaf_w", F), ("leaf_origin", F), ("inst_head", I), ("child_ptr", I + 1),
                     ("rule_size", R), ("rule_hash", R), ("rule_copy", R)):
