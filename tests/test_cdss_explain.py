@@ -79,7 +79,7 @@ def test_another_peers_viewpoint_weighs_nothing(tmp_path, engine):
 
 
 @pytest.mark.parametrize("engine", IN_PROCESS)
-def test_rejected_and_underivable_tuples_have_no_trees(tmp_path, engine):
+def test_rejected_tuples_get_why_not_trees_and_underivable_ones_none(tmp_path, engine):
     d = make_cdss(tmp_path)
     load_running_example(d)
     ok(cdss_cli("exchange", d, "--peer", "PBioSQL", "--engine", engine, "-q"))
@@ -89,7 +89,8 @@ def test_rejected_and_underivable_tuples_have_no_trees(tmp_path, engine):
         assert [w for w, _ in explain(s, "PBioSQL", "B(3, 2)", engine=engine).trees] == [3, 5, 7]
     ok(cdss_cli("publish", d, "--peer", "PBioSQL"))
     res = cdss_cli("explain", d, "--peer", "PBioSQL", "B(3, 2)", "--engine", engine)
-    assert ok(res) == "B(3, 2) has no derivation (publication 4); nothing to explain\n"
+    assert ok(res).startswith("B(3, 2) is not in PBioSQL's instance (publication 4)")
+    assert "✗ PBioSQL's curators rejected it" in res.stdout
     assert "instance reflects an older publication" in res.stderr
     out = ok(cdss_cli("explain", d, "--peer", "PBioSQL", "B(9, 9)", "--engine", engine))
     assert out.startswith("B(9, 9) has no derivation")
@@ -103,3 +104,46 @@ def test_explain_errors_are_one_line(tmp_path):
     one_line_error(cdss_cli("explain", d, "--peer", "PBioSQL", "B(3, x)"), "B.nam is int, got 'x'")
     one_line_error(cdss_cli("explain", d, "--peer", "Nobody", "B(3, 2)"), "unknown peer 'Nobody'")
     one_line_error(cdss_cli("explain", d, "--peer", "PBioSQL", "B 3 2"), "expected RELATION(value, ...)")
+
+
+# -- why-not: a tuple the peer's policies keep out ----------------------------------------------
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_a_distrusted_tuple_is_explained_with_the_rule_that_rejects_each_derivation(tmp_path, engine):
+    """``selp cdss trust`` lists B(3, 3) as distrusted with cost 10: explain shows its derivations
+    (each through m4 with nam = 3) and the distrust rule on m4 that rejects each."""
+    d = make_cdss(tmp_path)
+    load_running_example(d)
+    with Store.open(d) as s:
+        e = explain(s, "PBioSQL", "B(3, 3)", k=3, engine=engine)
+    assert e.why_not and [w for w, _ in e.trees] == [10, 12, 14]
+    for _, tree in e.trees:
+        assert tree.mapping == "m4" and len(tree.rejected) == 1
+        assert "distrust through m4 when nam != 2" in tree.rejected[0]
+        assert all(not c.is_rejected() for c in tree.children)  # B(3, 2) and U(3, 2) are accepted
+    out = ok(cdss_cli("explain", d, "--peer", "PBioSQL", "B(1, 3)", "--engine", engine)).splitlines()
+    assert out[0].startswith("B(1, 3) is not in PBioSQL's instance (publication 3)")
+    assert out[2] == "    B(1, 3)  <- m1 from PGUS  [cost 0]"
+    assert out[3].startswith("      ✗ PBioSQL's rule at ")
+    assert out[3].endswith("cdss.toml:45:1: distrust from PGUS when nam >= 3")
+    assert out[4:] == ["    └─ G(1, 2, 3)  local data of PGUS  [cost 5]"]
+
+
+def test_a_curators_rejection_is_named_in_the_why_not_tree(tmp_path):
+    d = make_cdss(tmp_path)
+    load_running_example(d)
+    ok(cdss_cli("reject", d, "--peer", "PBioSQL", "B(3, 2)"))
+    ok(cdss_cli("publish", d, "--peer", "PBioSQL"))
+    data = json.loads(ok(cdss_cli("explain", d, "--peer", "PBioSQL", "B(3, 2)", "--format", "json")))
+    assert data["why_not"] and not data["in_instance"]
+    assert [t["weight"] for t in data["trees"]] == [3, 5, 7]
+    assert all(any("curators rejected it" in r for r in t["tree"]["rejected"]) for t in data["trees"])
+
+
+def test_an_accepted_tuple_is_not_a_why_not_and_a_tuple_nothing_derives_says_so(tmp_path):
+    d = make_cdss(tmp_path)
+    load_running_example(d)
+    data = json.loads(ok(cdss_cli("explain", d, "--peer", "PBioSQL", "B(3, 2)", "--format", "json")))
+    assert data["in_instance"] and not data["why_not"]
+    assert all(t["tree"]["rejected"] == [] for t in data["trees"])
+    out = ok(cdss_cli("explain", d, "--peer", "PBioSQL", "B(7, 7)"))
+    assert out == "B(7, 7) has no derivation (publication 3); nothing to explain\n"

@@ -53,7 +53,11 @@ def test_explain_ranks_any_derivation_and_monoids_change_the_order() -> None:
     r = selp("explain", *BASE, "dealsWith(Cuba, France)", "-k", "2", "--format", "json", "-q")
     assert _weights(json.loads(r.stdout), ["Cuba", "France"]) == pytest.approx([0.5, 0.4])
     r = selp("explain", *BASE, "dealsWith(Cuba, France)", "-k", "2", "--monoid", "size", "--format", "json", "-q")
-    assert _weights(json.loads(r.stdout), ["Cuba", "France"]) == [-1, -2]
+    assert _weights(json.loads(r.stdout), ["Cuba", "France"]) == [1, 2]  # rule occurrences
+    tree = json.loads(r.stdout)["results"][0]["trees"][0]["tree"]
+    assert tree["weight"] == 1 and [c["weight"] for c in tree["children"]] == [None, None]  # facts weigh nothing
+    text = selp("explain", *BASE, "dealsWith(Cuba, France)", "-k", "1", "--monoid", "size", "-q").stdout
+    assert "weight 1\n" in text and "[r2 1]" in text and "(fact)" in text and "(fact 0)" not in text
 
 
 def test_out_file_is_written_and_stdout_is_empty(tmp_path: Path) -> None:
@@ -79,3 +83,18 @@ def test_user_errors_are_one_line(args: list[str], expected: str) -> None:
     assert r.returncode == 1, r.stdout
     assert r.stderr.strip().startswith(expected), r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_json_and_text_print_the_same_digits_of_a_weight(tmp_path: Path) -> None:
+    """0.8 x 0.69255 is 0.5540400000000001 in binary floating point: both renderings say 0.55404."""
+    prog = tmp_path / "p.dl"
+    prog.write_text("r1 (0.8): q(x) :- e(x).\n(0.69255): e(1).\n")
+    j = json.loads(selp("explain", str(prog), "q(1)", "-k", "1", "--format", "json", "-q").stdout)
+    assert j["results"][0]["trees"][0]["weight"] == 0.55404
+    assert "#1  weight 0.55404\n" in selp("explain", str(prog), "q(1)", "-k", "1", "-q").stdout
+
+
+def test_explaining_a_base_fact_prints_its_leaf_without_a_warning() -> None:
+    r = selp("explain", *BASE, "exports(Cuba, tobacco)", "-k", "1")
+    assert r.returncode == 0 and "exports(Cuba, tobacco)  (fact 1)" in r.stdout
+    assert "matches no tree" not in r.stderr and "EDB" not in r.stderr

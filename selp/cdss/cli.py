@@ -515,9 +515,8 @@ def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: 
     Example:
       selp cdss explain examples/cdss/bio --peer PBioSQL 'B(3, 2)' -k 3
     """
-    import json
-
     from selp.cdss.explain import explain, render_text, to_json
+    from selp.topk.trees import iter_json
 
     with _open(directory) as s:
         engine = _engine(engine, s, master)
@@ -527,7 +526,9 @@ def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: 
         if epoch is not None and s.exchange(epoch).publication < e.publication:
             click.echo(f"note: {peer}'s instance reflects an older publication; run exchange to see these tuples there", err=True)
         if fmt == "json":
-            click.echo(json.dumps(to_json(s, e), indent=2, ensure_ascii=False))
+            for piece in iter_json(to_json(s, e), indent=2):
+                click.echo(piece, nl=False)
+            click.echo()
         else:
             click.echo(render_text(s, e), nl=False)
 

@@ -82,6 +82,7 @@ from selp.errors import Location
 from selp.language.ast import Atom, Comparison, Const, Decl, Program, Rule, SkolemTerm, Term, Var
 from selp.language.printer import format_decl, format_rule
 from selp.language.validate import analyze
+from selp.values import Value
 
 KINDS = ("l", "r", "i", "t", "o", "x")
 KIND_MEANING = {
@@ -199,8 +200,9 @@ def _rule_matches(rule: TrustRule, m: Mapping) -> bool:
 
 
 class _Compiler:
-    def __init__(self, cdss: CDSS, viewpoint: str | None) -> None:
+    def __init__(self, cdss: CDSS, viewpoint: str | None, unfiltered: bool = False) -> None:
         self.cdss = cdss
+        self.unfiltered = unfiltered
         self.names = InternalNames(cdss)
         self.viewpoint = viewpoint
         self.ranked = cdss.peer(viewpoint).policy.ranked if viewpoint else None
@@ -255,6 +257,8 @@ class _Compiler:
         self.comment(f"{header} compiled to datalog^sk by selp cdss compile")
         view = f"ranked trust of {self.viewpoint}" if self.viewpoint else "none (all rules unweighted)"
         self.comment(f"rule weights (costs for --monoid cost): {view}")
+        if self.unfiltered:
+            self.comment("unfiltered: no trust condition, rejection or threshold gates the imports")
         self.comment("internal relations of each peer relation R: " + ", ".join(f"R_{k} {v}" for k, v in KIND_MEANING.items()))
         if any(has_threshold(self.cdss, p.name) for p in self.cdss.peers):
             self.comment(f"R_{THRESHOLD_KIND[0]}: {THRESHOLD_KIND[1]} (computed by exchange, selp.cdss.ranked)")
@@ -297,7 +301,8 @@ class _Compiler:
         cost = self.ranked.peer_cost(r.peer) if self.ranked else None
         self.rule(Rule(f"l_{base}", rel("o"), (rel("l"),), self.weight(cost)), RuleOrigin("local", r.ref), r.loc)
         gate = (rel("x", True),) if has_threshold(self.cdss, r.peer) else ()
-        self.rule(Rule(f"t_{base}", rel("o"), (rel("t"), rel("r", True)) + gate), RuleOrigin("output", r.ref), r.loc)
+        gates = () if self.unfiltered else (rel("r", True),) + gate
+        self.rule(Rule(f"t_{base}", rel("o"), (rel("t"),) + gates), RuleOrigin("output", r.ref), r.loc)
 
     def mapping_rules(self, m: Mapping) -> None:
         self.comment(f"mapping {m.text or m.name}")
@@ -315,6 +320,8 @@ class _Compiler:
             )
             head = Atom(self.names.relation(a.relation, "t"), args)
             formula, described = self.trust(m, a, args)
+            if self.unfiltered:
+                formula, described = TRUE, "every step (unfiltered: why-not explanations)"
             if described:
                 self.comment(f"trust of {a.relation.peer} in {self.cdss.display_name(a.relation)} through {m.name}: {described}")
             if not formula:
@@ -343,15 +350,7 @@ class _Compiler:
         parts = []
         if policy.default == "distrust":
             parts.append("distrusted by default")
-        for r in trusts + distrusts:
-            what = [r.action]
-            if r.sources:
-                what.append("from " + ", ".join(r.sources))
-            if r.mappings:
-                what.append("through " + ", ".join(r.mappings))
-            if r.when_text.strip():
-                what.append("when " + r.when_text.strip())
-            parts.append(" ".join(what))
+        parts.extend(describe_trust_rule(r) for r in trusts + distrusts)
         return formula, "; ".join(parts)
 
     def condition(self, rule: TrustRule, rel: Relation, args: tuple[Term, ...], m: Mapping) -> DNF:
@@ -417,10 +416,13 @@ def thresholded_peers(cdss: CDSS) -> list[str]:
     return [p.name for p in cdss.peers if has_threshold(cdss, p.name)]
 
 
-def compile_cdss(cdss: CDSS, viewpoint: str | None = None) -> CompiledCDSS:
+def compile_cdss(cdss: CDSS, viewpoint: str | None = None, unfiltered: bool = False) -> CompiledCDSS:
     """Compile ``cdss`` to a datalog^sk program (see the module docstring for its shape).
 
     ``viewpoint`` names the peer whose ranked-trust costs become rule weights (none: no weights).
+    ``unfiltered`` drops every gate on imports — trust conditions, curators' rejections and
+    thresholds — so the program derives what the mappings *would* import: the derivations a
+    why-not explanation shows, each step then judged by :func:`step_rejections`.
     """
     if viewpoint is not None:
         try:
@@ -428,5 +430,50 @@ def compile_cdss(cdss: CDSS, viewpoint: str | None = None) -> CompiledCDSS:
         except KeyError:
             known = ", ".join(p.name for p in cdss.peers)
             raise CdssError(f"unknown peer {viewpoint!r} (peers: {known})") from None
-    return _Compiler(cdss, viewpoint).compile()
+    return _Compiler(cdss, viewpoint, unfiltered).compile()
+
+
+def describe_trust_rule(rule: TrustRule) -> str:
+    """``distrust from PGUS when nam >= 3``: a trust rule as users wrote it."""
+    what = [rule.action]
+    if rule.sources:
+        what.append("from " + ", ".join(rule.sources))
+    if rule.mappings:
+        what.append("through " + ", ".join(rule.mappings))
+    if rule.when_text.strip():
+        what.append("when " + rule.when_text.strip())
+    return " ".join(what)
+
+
+def step_rejections(cdss: CDSS, mapping: str, head: int, values: tuple[Value, ...]) -> tuple[str, ...]:
+    """Why the owner of the relation that head atom ``head`` (1-based) of ``mapping`` imports
+    into distrusts the step producing ``values``: one reason per distrust rule that matches (and
+    one when the owner distrusts by default and no trust rule matches); empty when trusted.
+
+    Exactly the compiled rules' verdict: each rule's condition is built by the same code as the
+    ``m_j`` rules and evaluated with the engines' comparison semantics (labeled nulls are never
+    ordered, so a distrust rule ordering one rejects, as the compiled formula does)."""
+    from selp.engines.joins import compare
+
+    m = cdss.mapping(mapping)
+    a = m.head[head - 1]
+    rel = cdss.relation(a.relation)
+    policy = cdss.peer(a.relation.peer).policy
+    rules = [r for r in policy.rules_for(rel.name) if _rule_matches(r, m)]
+    args = tuple(Const(v) for v in values)
+    compiler = _Compiler(cdss, None)
+
+    def holds(formula: DNF) -> bool:
+        return any(all(compare(c.op, c.left.value, c.right.value) for c in conj) for conj in formula)  # type: ignore[union-attr]
+
+    reasons: list[str] = []
+    owner = a.relation.peer
+    if policy.default == "distrust" and not any(
+        holds(compiler.condition(r, rel, args, m)) for r in rules if r.action == "trust"
+    ):
+        reasons.append(f"{owner} distrusts by default and no trust rule of {owner} matches")
+    for r in rules:
+        if r.action == "distrust" and not holds(_not(compiler.condition(r, rel, args, m))):
+            reasons.append(f"{owner}'s rule at {r.loc}: {describe_trust_rule(r)}")
+    return tuple(reasons)
 

@@ -14,14 +14,15 @@ tree is the cheapest), compared with the peer's threshold when it has one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
-from selp.cdss.compile import CompiledCDSS, compile_cdss
+from selp.cdss.compile import CompiledCDSS, compile_cdss, step_rejections
 from selp.cdss.errors import CdssError
 from selp.cdss.model import RelationRef
 from selp.cdss.store import Store
 from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.engines.registry import canonical
+from selp.topk.monoid import format_weight as _num
 from selp.topk.trees import Node
 from selp.values import Value, display_value, format_value, is_int_literal
 
@@ -37,18 +38,45 @@ class Step:
     sources: tuple[str, ...]  # the peers whose relations the mapping's body reads
     weight: Any  # the step's rule weight (its trust cost with the cost monoid)
     children: tuple["Step", ...] = ()
+    # why the owner keeps this import out of its instance (a why-not tree); empty: accepted
+    rejected: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "relation": self.relation.name,
-            "peer": self.relation.peer,
-            "args": [v if isinstance(v, (int, str)) else format_value(v) for v in self.args],
-            "step": self.how,
-            "mapping": self.mapping,
-            "sources": list(self.sources),
-            "weight": self.weight,
-            "children": [c.to_json() for c in self.children],
-        }
+        """The steps as nested dicts, built bottom-up without recursion (a derivation through a
+        recursive mapping can be thousands of steps deep); write it with
+        :func:`selp.topk.trees.iter_json`, since :func:`json.dumps` recurses too."""
+        done: dict[int, dict[str, Any]] = {}
+        stack: list[tuple[Step, bool]] = [(self, False)]
+        while stack:
+            st, expanded = stack.pop()
+            if id(st) in done:
+                continue
+            if not expanded:
+                stack.append((st, True))
+                stack.extend((c, False) for c in reversed(st.children) if id(c) not in done)
+                continue
+            done[id(st)] = {
+                "relation": st.relation.name,
+                "peer": st.relation.peer,
+                "args": [v if isinstance(v, (int, str)) else format_value(v) for v in st.args],
+                "step": st.how,
+                "mapping": st.mapping,
+                "sources": list(st.sources),
+                "weight": st.weight,
+                "rejected": list(st.rejected),
+                "children": [done[id(c)] for c in st.children],
+            }
+        return done[id(self)]
+
+    def is_rejected(self) -> bool:
+        """Whether some step of this derivation is rejected (the derivation then brings nothing)."""
+        stack: list[Step] = [self]
+        while stack:
+            st = stack.pop()
+            if st.rejected:
+                return True
+            stack.extend(st.children)
+        return False
 
 
 @dataclass(frozen=True)
@@ -63,6 +91,9 @@ class Explanation:
     publication: int
     trees: tuple[tuple[Any, Step], ...]  # (tree weight, tree), best first
     threshold: float | None = None
+    # the tuple is not in the peer's instance and ``trees`` are the derivations the mappings
+    # would give it, each with the steps its owners reject (why-not)
+    why_not: bool = False
 
 
 def parse_fact(compiled: CompiledCDSS, text: str) -> tuple[RelationRef, tuple[Value, ...]]:
@@ -96,21 +127,52 @@ def parse_fact(compiled: CompiledCDSS, text: str) -> tuple[RelationRef, tuple[Va
     return rel.ref, tuple(values)
 
 
-def to_step(compiled: CompiledCDSS, node: Node) -> Step:
-    """Redraw a tree of the compiled program (rooted at an ``R_o`` fact) as CDSS steps."""
-    origin = compiled.origins.get(node.rule or "")
-    if origin is None or origin.relation is None or origin.kind not in ("local", "output"):
-        raise ValueError(f"not an instance step: {node.relation} by {node.rule}")
-    ref = origin.relation
-    if origin.kind == "local":
-        return Step(ref, node.args, "local", None, (ref.peer,), node.weight)
-    (trusted,) = node.children  # R_t <- P_m by the trusted rule of mapping m
-    (prov,) = trusted.children
-    mapping = compiled.origins[trusted.rule or ""].mapping
-    assert mapping is not None
-    sources = compiled.cdss.mapping(mapping).source_peers
-    children = tuple(to_step(compiled, c) for c in prov.children if compiled.origins.get(c.rule or "") is not None)
-    return Step(ref, node.args, "mapping", mapping, sources, prov.weight, children)
+# judge(relation, args, mapping or None for the output step, head atom) -> rejection reasons
+Judge = Callable[[RelationRef, tuple[Value, ...], "str | None", "int | None"], tuple[str, ...]]
+
+
+def to_step(compiled: CompiledCDSS, node: Node, judge: Judge | None = None) -> Step:
+    """Redraw a tree of the compiled program (rooted at an ``R_o`` fact) as CDSS steps; ``judge``
+    (why-not trees) gives each import the reasons its owner rejects it.
+
+    Post-order over an explicit stack: a derivation through a recursive mapping can be deeper
+    than Python's recursion limit."""
+
+    def parts(n: Node) -> tuple[Any, Node | None, list[Node]]:
+        origin = compiled.origins.get(n.rule or "")
+        if origin is None or origin.relation is None or origin.kind not in ("local", "output"):
+            raise ValueError(f"not an instance step: {n.relation} by {n.rule}")
+        if origin.kind == "local":
+            return origin, None, []
+        trusted = n.children[0]  # R_t <- P_m by the trusted rule of mapping m (then: not R_r ...)
+        (prov,) = trusted.children
+        return origin, trusted, [c for c in prov.children if compiled.origins.get(c.rule or "") is not None]
+
+    built: dict[int, Step] = {}
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if id(n) in built:
+            continue
+        origin, trusted, kids = parts(n)
+        ref = origin.relation
+        if trusted is None:
+            built[id(n)] = Step(ref, n.args, "local", None, (ref.peer,), n.weight)
+            continue
+        if not expanded:
+            stack.append((n, True))
+            stack.extend((c, False) for c in reversed(kids) if id(c) not in built)
+            continue
+        how = compiled.origins[trusted.rule or ""]
+        mapping = how.mapping
+        assert mapping is not None
+        rejected: tuple[str, ...] = ()
+        if judge is not None:
+            rejected = judge(ref, n.args, mapping, how.head) + judge(ref, n.args, None, None)
+        sources = compiled.cdss.mapping(mapping).source_peers
+        built[id(n)] = Step(ref, n.args, "mapping", mapping, sources, trusted.children[0].weight,
+                            tuple(built[id(c)] for c in kids), rejected)
+    return built[id(node)]
 
 
 def explain(
@@ -139,7 +201,8 @@ def explain(
     base = store.base_data(publication)
     # the trees are over what exchange accepts: imports above their owner's threshold are out
     # (computed in Python: the base data is already here, and it needs no Spark job)
-    base.update(threshold_rejections(store.compiled, base))
+    rejections = threshold_rejections(store.compiled, base)
+    base.update(rejections)
     target = compiled.names.relation(ref, "o")
     pattern = f"{target}({', '.join(format_value(v) for v in args)})"
     # the base data as Python facts, typed as declared: no files between the store and the engine
@@ -150,18 +213,36 @@ def explain(
     table = topk(analysis, db, pattern, k, monoid, engine, spark=spark)
     found = answers(table)
     trees: tuple[tuple[Any, Step], ...] = ()
+    why_not = False
     if found:
         (answer,) = found
         trees = tuple((w, to_step(compiled, t)) for w, t in answer.trees)
+    else:
+        # why-not: the derivations the mappings would give the tuple with every gate open, each
+        # step judged by its owner's trust rules, curators' rejections and threshold
+        open_ = compile_cdss(store.cdss, viewpoint=peer, unfiltered=True)
+        gated = {**base, **rejections}
+
+        def judge(rel: RelationRef, values: tuple[Value, ...], mapping: str | None, head: int | None) -> tuple[str, ...]:
+            if mapping is not None and head is not None:
+                return step_rejections(store.cdss, mapping, head, values)
+            owner = rel.peer
+            reasons = []
+            if values in gated.get(compiled.names.relation(rel, "r"), ()):
+                reasons.append(f"{owner}'s curators rejected it (a rejection in {owner}'s edit log)")
+            if values in gated.get(compiled.names.relation(rel, "x"), ()):
+                reasons.append(f"it costs {owner} more than its ranked-trust threshold")
+            return tuple(reasons)
+
+        table = topk(analyze(open_.program), db, pattern, k, monoid, engine, spark=spark)
+        found = answers(table)
+        if found:
+            (answer,) = found
+            trees = tuple((w, to_step(open_, t, judge)) for w, t in answer.trees)
+            why_not = True
     ranked = store.cdss.peer(peer).policy.ranked
     threshold = ranked.threshold if ranked is not None and monoid == "cost" else None
-    return Explanation(peer, ref, args, monoid, k, publication, trees, threshold)
-
-
-def _num(w: Any) -> str:
-    if isinstance(w, float) and w.is_integer():
-        return str(int(w))
-    return f"{w:.6g}" if isinstance(w, float) else str(w)
+    return Explanation(peer, ref, args, monoid, k, publication, trees, threshold, why_not)
 
 
 def fact_text(compiled_or_store: Any, ref: RelationRef, args: tuple[Value, ...]) -> str:
@@ -169,19 +250,26 @@ def fact_text(compiled_or_store: Any, ref: RelationRef, args: tuple[Value, ...])
 
 
 def render_text(store: Store, e: Explanation) -> str:
-    """The trees drawn with box characters; each step names its mapping and source peers."""
+    """The trees drawn with box characters; each step names its mapping and source peers, and in
+    a why-not explanation the rules that reject it."""
     what = "cost" if e.monoid == "cost" else f"weight ({e.monoid})"
     head = fact_text(store, e.relation, e.args)
     if not e.trees:
         return f"{head} has no derivation (publication {e.publication}); nothing to explain\n"
-    lines = [f"{head} as {e.peer} sees it: {len(e.trees)} best derivation(s) by {what}, publication {e.publication}"]
+    if e.why_not:
+        lines = [
+            f"{head} is not in {e.peer}'s instance (publication {e.publication}): every derivation the"
+            f" mappings give it is rejected; {len(e.trees)} best by {what}, rejected steps marked ✗"
+        ]
+    else:
+        lines = [f"{head} as {e.peer} sees it: {len(e.trees)} best derivation(s) by {what}, publication {e.publication}"]
     for i, (w, tree) in enumerate(e.trees, 1):
         verdict = ""
-        if e.threshold is not None:
+        if e.threshold is not None and not e.why_not:
             verdict = "  (within" if float(w) <= e.threshold else "  (above"
             verdict += f" {e.peer}'s threshold {_num(e.threshold)})"
         lines.append(f"  #{i}  {what} {_num(w)}{verdict}")
-        _draw(store, tree, "    ", "    ", lines, e.monoid)
+        _draw(store, tree, lines, e.monoid)
     return "\n".join(lines) + "\n"
 
 
@@ -193,14 +281,21 @@ def _label(store: Store, s: Step, monoid: str) -> str:
     return f"{fact_text(store, s.relation, s.args)}  <- {s.mapping} from {', '.join(s.sources)}{w}"
 
 
-def _draw(store: Store, s: Step, first: str, rest: str, lines: list[str], monoid: str) -> None:
-    lines.append(first + _label(store, s, monoid))
-    for j, c in enumerate(s.children):
-        last = j == len(s.children) - 1
-        _draw(store, c, rest + ("└─ " if last else "├─ "), rest + ("   " if last else "│  "), lines, monoid)
+def _draw(store: Store, root: Step, lines: list[str], monoid: str) -> None:
+    # pre-order over an explicit stack; children pushed in reverse so they pop in order
+    stack: list[tuple[Step, str, str]] = [(root, "    ", "    ")]
+    while stack:
+        s, first, rest = stack.pop()
+        lines.append(first + _label(store, s, monoid))
+        lines.extend(f"{rest}  ✗ {why}" for why in s.rejected)
+        last = len(s.children) - 1
+        for j in range(last, -1, -1):
+            end = j == last
+            stack.append((s.children[j], rest + ("└─ " if end else "├─ "), rest + ("   " if end else "│  ")))
 
 
 def to_json(store: Store, e: Explanation) -> dict[str, Any]:
+    """The explanation as a JSON document (write it with :func:`selp.topk.trees.iter_json`)."""
     return {
         "peer": e.peer,
         "fact": {
@@ -212,5 +307,7 @@ def to_json(store: Store, e: Explanation) -> dict[str, Any]:
         "monoid": e.monoid,
         "publication": e.publication,
         "threshold": e.threshold,
+        "in_instance": bool(e.trees) and not e.why_not,
+        "why_not": e.why_not,
         "trees": [{"weight": w, "tree": t.to_json()} for w, t in e.trees],
     }

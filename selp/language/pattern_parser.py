@@ -357,8 +357,9 @@ def check_pattern(pattern: Pattern, analysis: Analysis, types: dict[str, tuple[s
       (from :func:`selp.language.types.resolve_types`).
 
     Warnings (``pattern:LINE:COL: ...`` strings; the pattern is legal but matches nothing there):
-    a glob with ``*`` that matches no relation, or none with fitting arguments; an EDB relation at
-    the root (derivation trees are rooted at IDB facts) or with children (EDB facts are leaves).
+    a glob with ``*`` that matches no relation, or none with fitting arguments; an EDB relation
+    with children (EDB facts are leaves). An EDB relation at the root is no warning: an EDB fact's
+    one derivation tree is the fact itself.
     """
     warnings: list[str] = []
     relations = sorted(analysis.arities)
@@ -387,13 +388,10 @@ def check_pattern(pattern: Pattern, analysis: Analysis, types: dict[str, tuple[s
                         f" ({reasons}{more})"
                     )
                     continue
+            # a root matching EDB facts is fine: an EDB fact's one derivation tree is the fact
+            # itself (a leaf), which topk and explain print
             if all(r in analysis.edb for r in candidates):
-                if node is tp.root:
-                    warnings.append(
-                        f"{where}: the root {format_node(node)} matches only EDB facts, but derivation"
-                        " trees are rooted at IDB facts: it matches no tree"
-                    )
-                elif node.children:
+                if node.children:
                     warnings.append(
                         f"{where}: {format_node(node)} matches only EDB facts, which are leaves of"
                         " derivation trees, so its children never match"

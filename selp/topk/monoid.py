@@ -73,12 +73,26 @@ class Monoid:
             raise SelpError(f"{where}{': ' if where else ''}weight {echo(raw)} is not valid for monoid {self.name}: {detail}") from None
 
     def display(self, w: Weight) -> Any:
-        """The weight as users write it (JSON-friendly)."""
-        return self.show(w)
+        """The weight as users write it (JSON-friendly), floats cut to 12 significant digits so
+        that JSON and text agree (0.55404, not 0.5540400000000001 from 0.8 x 0.69255)."""
+        return tidy_weight(self.show(w))
 
     @property
     def on_spark(self) -> bool:
         return self.spark_combine is not None and self.spark_key is not None and self.spark_type is not None
+
+
+WEIGHT_DIGITS = 12  # products and sums of a few weights: float noise shows from digit 16 on
+
+
+def tidy_weight(w: Any) -> Any:
+    """A float weight rounded to :data:`WEIGHT_DIGITS` significant digits; anything else as is."""
+    return float(f"{w:.{WEIGHT_DIGITS}g}") if isinstance(w, float) and math.isfinite(w) else w
+
+
+def format_weight(w: Any) -> str:
+    """A displayed weight as text: the same digits as its JSON (3 for 3.0, 0.28 for 0.28)."""
+    return f"{w:.{WEIGHT_DIGITS}g}" if isinstance(w, float) else str(w)
 
 
 def _unit_interval(raw: str) -> float:
@@ -129,8 +143,10 @@ def _builtins() -> dict[str, Monoid]:
         "size": Monoid(
             "size", 0, lambda a, b: a + b, lambda w: -w, int,
             rule_weight_override=-1, fact_weight_override=0, spark_type="bigint",
+            # kept negative inside (bigger is better for every built-in but cost), shown as counts
+            show=lambda w: -w,
             spark_combine=lambda a, b: a + b, spark_key=lambda c: -c,
-            description="minus the number of rule occurrences: smaller trees first",
+            description="the number of rule occurrences: smaller trees first",
         ),
         "access": Monoid(
             "access", len(ACCESS_LEVELS) - 1, min, lambda w: -w, _access, show=lambda w: ACCESS_LEVELS[w],

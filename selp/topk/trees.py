@@ -16,6 +16,7 @@ from typing import Any, Iterable, Iterator
 
 from selp.language.pattern import PatternNode
 from selp.topk.dtable import DTable, Entry, FactKey
+from selp.topk.monoid import format_weight as _num
 from selp.topk.monoid import get_monoid
 from selp.values import Value, display_value, format_value
 
@@ -93,7 +94,9 @@ def materialise(table: DTable, relation: str, values: tuple[Value, ...], entry: 
 
     def leaf_or_memo(relation: str, values: tuple[Value, ...], entry: Entry) -> Node | None:
         if entry.rule is None:
-            return Node(table.relation_origin.get(relation, relation), values, None, monoid.display(entry.weight))
+            # a monoid that ignores fact weights (size) shows none: "(fact)", not "(fact 0)"
+            weight = None if monoid.fact_weight_override is not None else monoid.display(entry.weight)
+            return Node(table.relation_origin.get(relation, relation), values, None, weight)
         return memo.get(id(entry))
 
     root = resolve(relation, values, entry)
@@ -255,12 +258,11 @@ def iter_text(results: Iterable[Answer]) -> Iterator[str]:
         yield "\n"
 
 
-def _num(w: Any) -> str:
-    return f"{w:.6g}" if isinstance(w, float) else str(w)
-
-
 def _label(n: Node) -> str:
-    step = f"[{n.rule} {_num(n.weight)}]" if n.rule is not None else f"(fact {_num(n.weight)})"
+    if n.rule is None:
+        step = "(fact)" if n.weight is None else f"(fact {_num(n.weight)})"
+    else:
+        step = f"[{n.rule} {_num(n.weight)}]"
     return f"{fact_text(n.relation, n.args)}  {step}"
 
 
