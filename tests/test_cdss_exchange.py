@@ -382,3 +382,18 @@ def test_spark_incremental_exchange_agrees_with_recomputation(tmp_path, spark):
     # so m4 derives nothing new (B(4,2) from B(4,2), U(2,2) again)
     assert instance(d, "PBioSQL", "B_o") == {(3, 5), (4, 2)}
     assert instance(d, "PBioSQL", "B_r") == {(3, 2)}
+
+
+def test_exchange_progress_names_the_stratum_and_its_relations():
+    """An exchange that runs past a second reports each iteration with what it computes."""
+    import time
+
+    from selp.cdss.exchange_steps import progress_printer
+    from selp.language.validate import Component
+
+    said: list[str] = []
+    report = progress_printer(said.append, time.perf_counter() - 2.0)
+    rels = ("B_o", "B_t", "P_m4", "U_o", "U_t", "P_m2")
+    report(Component(rels, (), True, 3), 7, 12, 40)
+    (line,) = said
+    assert line.startswith("  stratum 3 [B_o, B_t, P_m4, U_o, +2 more] iteration 7: +12 new, 40 total (")

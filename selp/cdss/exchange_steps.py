@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from selp.cdss.errors import CdssError
 from selp.cdss.store import DamagedStore, Row, Store, crash_hook, write_relation
+from selp.engines.local import progress_line
 
 Say = Callable[[str], None]
 
@@ -47,7 +48,7 @@ def progress_printer(say: Say, t0: float) -> Callable:
 
     def progress(component: Any, iteration: int, delta: int, total: int) -> None:
         if time.perf_counter() - t0 > 1.0:
-            say(f"  iteration {iteration}: {delta} new, {total} tuples ({time.perf_counter() - t0:.1f}s)")
+            say(progress_line(component, iteration, delta, total, time.perf_counter() - t0))
 
     return progress
 

@@ -16,6 +16,15 @@ from selp.language.validate import Analysis, Component
 
 # progress(component, iteration, delta size, total size of the component's relations)
 Progress = Callable[["Component", int, int, int], None]
+PROGRESS_RELATIONS = 4  # relations a progress line names before "+N more"
+
+
+def progress_line(component: Component, iteration: int, delta: int, total: int, seconds: float) -> str:
+    """One progress report as commands print it: the stratum, the relations it computes (the
+    first few of a large recursive component), the iteration, the new and total tuples."""
+    rels = list(component.relations)
+    named = ", ".join(rels[:PROGRESS_RELATIONS]) + (f", +{len(rels) - PROGRESS_RELATIONS} more" if len(rels) > PROGRESS_RELATIONS else "")
+    return f"  stratum {component.stratum} [{named}] iteration {iteration}: +{delta} new, {total} total ({seconds:.1f}s)"
 
 
 class FactStore:

@@ -28,7 +28,6 @@ _GENERAL_DEFAULTS = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",
-    "spark.log.level": "WARN",  # Spark >= 4: applied at startup, like sc.setLogLevel
     # PySpark 4 records a Python call site for every column expression (extra JVM round trips);
     # selp builds many expressions per round, and the trade top-k ran 17 s -> 10 s without it
     "spark.python.sql.dataFrameDebugging.enabled": "false",
@@ -62,14 +61,50 @@ _QUIET_LOGGERS = (
 )
 
 
-def _log4j_config() -> str:
-    """Path of a log4j2 configuration: WARN overall, known start-up noise at ERROR.
+# The log level of a command's Spark session: ``SELP_SPARK_LOG`` (``selp -v`` sets ``warn``).
+LOG_ENV = "SELP_SPARK_LOG"
+_LOG_LEVELS = ("off", "fatal", "error", "warn", "info", "debug", "trace")
+# Quiet by default: a successful run prints nothing from the JVM. A failed Spark job reaches the
+# driver as an exception, which the commands report in one line, so its ERROR log adds nothing;
+# the DAGScheduler also logs "non-existent accumulator" errors with stack traces on runs that
+# succeed (accumulators of collected plans), so it is silenced unless the user asks for more.
+_DEFAULT_LOG = "error"
+_SILENT_WHEN_QUIET = ("org.apache.spark.scheduler.DAGScheduler",)
+
+
+def spark_log_level() -> str:
+    """The configured Spark log level (``SELP_SPARK_LOG``, default ``error``); a value that is no
+    log4j level is a one-line error naming it."""
+    level = os.environ.get(LOG_ENV, _DEFAULT_LOG).strip().lower() or _DEFAULT_LOG
+    if level not in _LOG_LEVELS:
+        raise SelpError(f"{LOG_ENV}={level!r} is not a log level (one of {', '.join(_LOG_LEVELS)})")
+    return level
+
+
+def _logger_levels(level: str) -> dict[str, str]:
+    """Per-logger levels on top of the root ``level``: known noise is kept down."""
+    out = {} if level in ("debug", "trace") else {name: "error" for name in _QUIET_LOGGERS}
+    if level == _DEFAULT_LOG:
+        out.update({name: "fatal" for name in _SILENT_WHEN_QUIET})
+    return out
+
+
+def _startup_level(level: str) -> str:
+    """The root level while the JVM starts: ``warn``. PySpark counts as a shell, and a shell whose
+    root level differs from WARN prints a "Setting default log level" banner and filters the
+    console at WARN; ``level`` is applied once the session runs (:func:`_set_log_levels`)."""
+    return "warn"
+
+
+def _log4j_config(level: str) -> str:
+    """Path of a log4j2 configuration for :func:`_startup_level` of ``level``, known start-up
+    noise kept down.
 
     Passing it when the JVM starts replaces Spark's default profile, which is what prints the
     "Using Spark's default log4j profile" / "Setting default log level" banner.
     """
     lines = [
-        "rootLogger.level = warn",
+        f"rootLogger.level = {_startup_level(level)}",
         "rootLogger.appenderRef.stderr.ref = console",
         "appender.console.type = Console",
         "appender.console.name = console",
@@ -77,10 +112,11 @@ def _log4j_config() -> str:
         "appender.console.layout.type = PatternLayout",
         "appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex",
     ]
-    for i, name in enumerate(_QUIET_LOGGERS):
-        lines += [f"logger.q{i}.name = {name}", f"logger.q{i}.level = error"]
+    for i, (name, lvl) in enumerate(_logger_levels(level).items()):
+        lines += [f"logger.q{i}.name = {name}", f"logger.q{i}.level = {lvl}"]
     text = "\n".join(lines) + "\n"
-    path = Path(tempfile.gettempdir()) / f"selp-log4j2-{os.getuid() if hasattr(os, 'getuid') else 0}.properties"
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    path = Path(tempfile.gettempdir()) / f"selp-log4j2-{uid}-{level}.properties"
     if not path.exists() or path.read_text() != text:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(text)
@@ -88,13 +124,16 @@ def _log4j_config() -> str:
     return str(path)
 
 
-def _quiet_loggers(spark: SparkSession) -> None:
-    """Raise the noisy loggers to ERROR in the running JVM too (it may predate our log config)."""
+def _set_log_levels(spark: SparkSession, level: str) -> None:
+    """Apply ``level`` in the running JVM too (it may predate our log configuration)."""
     try:
         jvm = spark._jvm  # type: ignore[attr-defined]
-        level = jvm.org.apache.logging.log4j.Level.ERROR
-        for name in _QUIET_LOGGERS:
-            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+        levels = jvm.org.apache.logging.log4j.Level
+        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+        # setLogLevel also moves the threshold Spark's shell filter applies to the console
+        spark.sparkContext.setLogLevel(level.upper())
+        for name, lvl in _logger_levels(level).items():
+            configurator.setLevel(name, levels.toLevel(lvl.upper()))
     except Exception:  # noqa: BLE001 - logging is cosmetic; never fail a session over it
         pass
 
@@ -154,7 +193,8 @@ def get_spark(
     An active session is reused when it runs on the requested master and its static settings agree
     with ``conf``; otherwise it is stopped and a new one is started. ``conf`` overrides every
     default: local sessions get ``local[*]``, no UI, 4g of driver memory (only when a new JVM is
-    launched and nothing else set it) and a quiet log configuration; every session gets adaptive
+    launched and nothing else set it) and a log configuration at :func:`spark_log_level` (quiet:
+    errors only, by default); every session gets adaptive
     query execution, UTC and ``spark.sql.shuffle.partitions`` = 2 x the default parallelism.
     """
     conf = dict(conf or {})
@@ -164,11 +204,14 @@ def get_spark(
             for key, value in conf.items():
                 if _runtime_setting(active, key):
                     active.conf.set(key, value)
+            _set_log_levels(active, spark_log_level())
             return active
         active.stop()
 
     effective_master = master or "local[*]"
-    settings: dict[str, str] = dict(_GENERAL_DEFAULTS)
+    level = spark_log_level()
+    # Spark >= 4 applies spark.log.level at startup, like sc.setLogLevel
+    settings: dict[str, str] = {**_GENERAL_DEFAULTS, "spark.log.level": _startup_level(level).upper()}
     fresh_jvm = not _jvm_running()
     if _is_local(effective_master):
         settings.update(_LOCAL_DEFAULTS)
@@ -176,7 +219,7 @@ def get_spark(
             settings["spark.driver.memory"] = _LOCAL_DRIVER_MEMORY
     if fresh_jvm and "spark.driver.extraJavaOptions" not in conf:
         # JVM options only matter (and only reach the JVM) when spark-submit launches it now.
-        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_log4j_config()}"
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_log4j_config(level)}"
     settings.update(conf)
 
     builder = SparkSession.builder.master(effective_master).appName(app_name)
@@ -186,7 +229,7 @@ def get_spark(
         # pyspark warns about pandas versions on start-up; it is noise for a CLI user
         warnings.simplefilter("ignore", FutureWarning)
         spark = builder.getOrCreate()
-    _quiet_loggers(spark)
+    _set_log_levels(spark, level)
     if "spark.sql.shuffle.partitions" not in conf:
         # defaultParallelism is the number of cores Spark can use (local[N] or executors)
         spark.conf.set("spark.sql.shuffle.partitions", str(2 * max(1, spark.sparkContext.defaultParallelism)))

@@ -258,7 +258,8 @@ def iter_text(results: Iterable[Answer]) -> Iterator[str]:
         yield "\n"
 
 
-def _label(n: Node) -> str:
+def node_label(n: Node) -> str:
+    """A node as the drawings show it: the fact, then its rule and weight or ``(fact W)``."""
     if n.rule is None:
         step = "(fact)" if n.weight is None else f"(fact {_num(n.weight)})"
     else:
@@ -271,7 +272,7 @@ def _draw(n: Node, first: str, rest: str, lines: list[str]) -> None:
     stack: list[tuple[Node, str, str]] = [(n, first, rest)]
     while stack:
         n, first, rest = stack.pop()
-        lines.append(first + _label(n))
+        lines.append(first + node_label(n))
         last = len(n.children) - 1
         for j in range(last, -1, -1):
             end = j == last
@@ -291,7 +292,7 @@ def render_dot(results: Iterable[Answer]) -> str:
                 n, parent = stack.pop()
                 me = f"n{counter}_{len(out)}"
                 shape = "" if n.rule is not None else ", style=rounded"
-                out.append(f"    {me} [label={json.dumps(_label(n))}{shape}];")
+                out.append(f"    {me} [label={json.dumps(node_label(n))}{shape}];")
                 if parent is not None:
                     out.append(f"    {parent} -> {me};")
                 stack.extend((c, me) for c in reversed(n.children))
