@@ -55,9 +55,11 @@ def _layout(root: Node) -> tuple[list[tuple[Node, float, int]], list[tuple[float
             edges.append((parent_x, depth - 1, x, depth))
         kids = sum(width[id(c)] for c in n.children) + GAP_X * max(0, len(n.children) - 1)
         cursor = left + (width[id(n)] - kids) / 2
+        spans = []
         for c in n.children:
-            todo.append((c, cursor, depth + 1, x))
+            spans.append((c, cursor, depth + 1, x))
             cursor += width[id(c)] + GAP_X
+        todo.extend(reversed(spans))  # popped left to right: the document reads in tree order
     return nodes, edges, width[id(root)], deepest + 1
 
 
