@@ -489,7 +489,7 @@ def _check_engines(engines: list[str]) -> None:
     """Refuse a name the engine registry does not know (the engines of ``selp eval``)."""
     from selp.engines.registry import names
 
-    known = names(with_aliases=False)
+    known = sorted(names(with_aliases=False))
     for e in engines:
         if e not in known:
             raise ValueError(f"--engines: unknown engine {e!r} (choose {', '.join(known)})")
