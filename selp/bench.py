@@ -8,7 +8,7 @@ writes ``edge.csv`` and returns the exact expected closure size.
 
 :func:`bench_tc` generates (and caches) one dataset per target size and times each engine on it:
 
-* the **local** engine runs in a fresh subprocess per configuration, so its peak RSS is its own
+* an in-process engine (``local``) runs in a fresh subprocess per configuration, so its peak RSS is its own
   (``ru_maxrss`` never goes down within a process) and a timeout really stops it (the child is
   killed);
 * the **Spark** engine runs in this process on one session created once and reused; a timeout
@@ -355,12 +355,12 @@ class _Timeout(Exception):
 
 
 def _local_worker(spec: dict[str, Any]) -> None:
-    """Body of the local-engine subprocess: JSON lines on stdout, one per event.
+    """Body of the subprocess of an in-process engine: JSON lines on stdout, one per event.
 
     Events: ``progress`` (per iteration), ``run`` (after each evaluation, warm-up included, with the
     peak RSS so far, so a killed child still leaves a memory figure), ``done``.
     """
-    from selp.engines.result import run_local
+    from selp.engines.registry import get_engine
     from selp.language import parse_program_file
     from selp.language.validate import analyze
 
@@ -369,6 +369,7 @@ def _local_worker(spec: dict[str, Any]) -> None:
         sys.stdout.flush()
 
     analysis = analyze(parse_program_file(spec["program"]))
+    engine = get_engine(spec["engine"])
     runs = spec["warmup"] + spec["repeat"]
     for i in range(runs):
         t0 = time.perf_counter()
@@ -377,27 +378,31 @@ def _local_worker(spec: dict[str, Any]) -> None:
             emit({"event": "progress", "run": _i, "iteration": iteration, "delta": delta, "total": total,
                   "elapsed": time.perf_counter() - _t0})
 
-        res = run_local(analysis, spec["db"], progress)
+        res = engine.run(analysis, spec["db"], progress)
         emit({
             "event": "run",
             "run": i,
             "warmup": i < spec["warmup"],
             "seconds": res.seconds,
-            "load_seconds": res.load_seconds,
+            "load_seconds": getattr(res, "load_seconds", 0.0),
             "iterations": res.iterations,
             "count": res.count(spec["output"]),
             "peak_rss_mb": rss_mb(),
         })
+        close = getattr(res, "close", None)
+        if callable(close):
+            close()
         del res  # free the previous fixpoint before the next run, so the peak is one run's
         gc.collect()
     emit({"event": "done", "peak_rss_mb": rss_mb()})
 
 
 def _run_local_config(
-    db: Path, repeat: int, warmup: int, timeout_s: float | None, say: BenchProgress
+    engine: str, db: Path, repeat: int, warmup: int, timeout_s: float | None, say: BenchProgress
 ) -> dict[str, Any]:
-    """Time the local engine on ``db`` in a fresh subprocess; kill it at the time cap."""
-    spec = {"program": str(TC_PROGRAM), "db": str(db), "repeat": repeat, "warmup": warmup, "output": TC_OUTPUT}
+    """Time the in-process ``engine`` on ``db`` in a fresh subprocess; kill it at the time cap."""
+    spec = {"program": str(TC_PROGRAM), "db": str(db), "repeat": repeat, "warmup": warmup, "output": TC_OUTPUT,
+            "engine": engine}
     env = dict(os.environ)
     env["PYTHONHASHSEED"] = "0"  # same set layouts run to run
     with tempfile.TemporaryFile(mode="w+") as err:
@@ -438,10 +443,10 @@ def _run_local_config(
             if ev["event"] == "run":
                 runs.append(ev)
                 tag = "warm-up" if ev["warmup"] else f"run {ev['run'] - warmup + 1}/{repeat}"
-                say(f"  local {tag}: {ev['seconds']:.2f}s, {ev['count']} tuples, {ev['iterations']} iterations")
+                say(f"  {engine} {tag}: {ev['seconds']:.2f}s, {ev['count']} tuples, {ev['iterations']} iterations")
             elif ev["event"] == "progress" and time.monotonic() - last_report > 10:
                 last_report = time.monotonic()  # long runs only: at most one line per 10 s
-                say(f"  local iteration {ev['iteration']}: +{ev['delta']} new, {ev['total']} total ({ev['elapsed']:.0f}s)")
+                say(f"  {engine} iteration {ev['iteration']}: +{ev['delta']} new, {ev['total']} total ({ev['elapsed']:.0f}s)")
             elif ev["event"] == "done":
                 done = ev
         if status != "ok":
@@ -502,18 +507,20 @@ def jvm_pid(spark: Any) -> int | None:
 
 
 def _run_spark_config(
-    spark, db: Path, repeat: int, warmup: int, timeout_s: float | None, say: BenchProgress
+    spark, engine: str, db: Path, repeat: int, warmup: int, timeout_s: float | None, say: BenchProgress
 ) -> dict[str, Any]:
-    """Time the Spark engine on ``db`` in this process, on the shared session.
+    """Time ``engine`` (one that runs on a Spark session) on ``db`` in this process, on the
+    shared session.
 
     At the time cap a timer thread cancels all running Spark jobs (the action in progress fails)
     and the progress callback raises between iterations, so the work stops either way.
     """
-    from selp.engines.spark import run_spark
+    from selp.engines.registry import get_engine
     from selp.language import parse_program_file
     from selp.language.validate import analyze
 
     analysis = analyze(parse_program_file(TC_PROGRAM))
+    eng = get_engine(engine)
     expired = threading.Event()
 
     def cancel() -> None:
@@ -543,9 +550,9 @@ def _run_spark_config(
                     raise _Timeout()
                 if time.monotonic() - last_report[0] > 10:
                     last_report[0] = time.monotonic()
-                    say(f"  spark iteration {iteration}: +{delta} new, {total} total ({time.perf_counter() - _t0:.0f}s)")
+                    say(f"  {engine} iteration {iteration}: +{delta} new, {total} total ({time.perf_counter() - _t0:.0f}s)")
 
-            res = run_spark(analysis, db, spark, progress=progress)
+            res = eng.run(analysis, db, progress, spark)
             count = res.count(TC_OUTPUT)  # forces the result if the engine left it lazy
             wall = time.perf_counter() - t0
             load = getattr(res, "load_seconds", None)
@@ -560,7 +567,7 @@ def _run_spark_config(
             }
             runs.append(run)
             tag = "warm-up" if run["warmup"] else f"run {i - warmup + 1}/{repeat}"
-            say(f"  spark {tag}: {res.seconds:.2f}s (wall {wall:.2f}s), {count} tuples, {res.iterations} iterations")
+            say(f"  {engine} {tag}: {res.seconds:.2f}s (wall {wall:.2f}s), {count} tuples, {res.iterations} iterations")
             for name in ("close", "unpersist"):  # release cached DataFrames, if the result holds any
                 fn = getattr(res, name, None)
                 if callable(fn):
@@ -618,15 +625,18 @@ def bench_tc(
     not timed) and left running for the caller. ``status`` is ``wrong count`` when an engine's
     output size differs from the generator's exact expectation.
     """
+    from selp.engines.registry import get_engine, names
+
     say: BenchProgress = progress or (lambda msg: None)
-    unknown = [e for e in engines if e not in ("local", "spark")]
+    unknown = [e for e in engines if e not in names()]
     if unknown:
-        raise ValueError(f"unknown engine(s): {', '.join(unknown)}; use local and/or spark")
+        raise ValueError(f"unknown engine(s): {', '.join(unknown)}; use {', '.join(names())}")
     if repeat < 1:
         raise ValueError("repeat must be at least 1")
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
-    if "spark" in engines and spark is None:
+    on_session = {e: get_engine(e).needs_spark_session for e in engines}
+    if any(on_session.values()) and spark is None:
         from selp.engines.spark_session import get_spark
 
         say(f"starting Spark ({master or 'default master'}) ...")
@@ -644,10 +654,10 @@ def bench_tc(
         )
         for engine in engines:
             say(f"  {engine}: {warmup} warm-up + {repeat} timed run(s)")
-            if engine == "local":
-                res = _run_local_config(db, repeat, warmup, timeout_s, say)
+            if on_session[engine]:
+                res = _run_spark_config(spark, engine, db, repeat, warmup, timeout_s, say)
             else:
-                res = _run_spark_config(spark, db, repeat, warmup, timeout_s, say)
+                res = _run_local_config(engine, db, repeat, warmup, timeout_s, say)
             row: dict[str, Any] = {
                 "dataset": "tc",
                 "target": target,
@@ -656,7 +666,7 @@ def bench_tc(
                 "edb_rows": stats["edge_rows"],
                 "expected_tuples": stats["expected_tc"],
                 "engine": engine,
-                "master": (master or _master_of(spark)) if engine == "spark" else None,
+                "master": (master or _master_of(spark)) if on_session[engine] else None,
                 "timeout_s": timeout_s,
             }
             row.update(res)
@@ -779,7 +789,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m selp.bench", description="Time the engines on the TC dataset.")
     p.add_argument("--scales", type=int, nargs="+", default=[100_000, 300_000, 1_000_000],
                    help="target numbers of tc tuples")
-    p.add_argument("--engines", nargs="+", default=["local", "spark"], choices=["local", "spark"])
+    from selp.engines.registry import names
+
+    p.add_argument("--engines", nargs="+", default=["local", "spark"], choices=names())
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--workdir", default="bench-work", help="where generated datasets are cached")

@@ -58,7 +58,6 @@ DEFAULT_SEED = 1
 KS = (1, 3, 7)
 EXPLAIN_K = 3
 DEFAULT_ENGINES = ("embedded", "reference")
-SELP_ENGINES = ("embedded", "reference", "spark")
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "datasets" / "results" / "anchors"
 DEFAULT_MEMORY_CAP_MB = 12288.0
 POLL_S = 0.1
@@ -486,13 +485,21 @@ def machine() -> dict[str, Any]:
     return info
 
 
+def _check_engines(engines: list[str]) -> None:
+    """Refuse a name the engine registry does not know (the engines of ``selp eval``)."""
+    from selp.engines.registry import names
+
+    known = sorted(names(with_aliases=False))
+    for e in engines:
+        if e not in known:
+            raise ValueError(f"--engines: unknown engine {e!r} (choose {', '.join(known)})")
+
+
 def bench_anchors(nodes: list[int], engines: list[str], repeat: int = 3, warmup: int = 0, timeout_s: float | None = 600,
                   memory_cap_mb: float | None = DEFAULT_MEMORY_CAP_MB, skip_topk: bool = False, seed: int = DEFAULT_SEED,
                   workdir: str | Path | None = None, say: Say = lambda m: None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     """Run every configuration for every N; ``(rows, summary, mismatches)``."""
-    for e in engines:
-        if e not in SELP_ENGINES:
-            raise ValueError(f"--engines: unknown engine {e!r} (choose {', '.join(SELP_ENGINES)})")
+    _check_engines(engines)
     env = {k: v for k, v in os.environ.items() if k != "SELP_ENGINE"}  # topk/explain: the default engine
     env["PYTHONHASHSEED"] = "0"
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="selp-anchors-"))
@@ -640,10 +647,10 @@ def cli(nodes: str | None, engines: tuple[str, ...], repeat: int, warmup: int, t
     if min(node_list) < 4:
         raise ValueError(f"--nodes expects integers >= 4, got {nodes!r}")
     engine_list = [e.strip() for e in ",".join(engines).split(",") if e.strip()] or list(DEFAULT_ENGINES)
-    engine_list = list(dict.fromkeys("reference" if e == "local" else e for e in engine_list))
-    for e in engine_list:
-        if e not in SELP_ENGINES:
-            raise ValueError(f"--engines: unknown engine {e!r} (choose {', '.join(SELP_ENGINES)})")
+    from selp.engines.registry import ALIASES
+
+    engine_list = list(dict.fromkeys(ALIASES.get(e, e) for e in engine_list))
+    _check_engines(engine_list)
     info = machine()
     say(f"machine: {info.get('nproc')} CPUs, {info.get('mem_total_gib')} GiB, load average {info['loadavg_at_start']};"
         f" nemo-python {'installed' if nemo_available() else 'not installed'}")

@@ -129,6 +129,12 @@ def _generator(name: str) -> Callable[[Path, int, int], dict[str, Any]]:
     return gen_tc
 
 
+def generate_units(name: str, out_dir: str | Path, units: int, seed: int = 0) -> dict[str, Any]:
+    """Generate ``name`` by its generator's own unit (IRIS records, AMIE persons, EXPLAIN
+    agents) into ``out_dir``; the generator's statistics."""
+    return _generator(name)(Path(out_dir), units, seed)
+
+
 def generator_version(name: str) -> int:
     """The generator's version (bumped when its output for given parameters changes)."""
     if name == "tc":

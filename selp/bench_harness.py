@@ -48,6 +48,7 @@ from typing import Any, Callable
 
 from selp.bench import jvm_pid, machine_info, peak_rss_mb_of, proc_status_mb, reset_peak_rss, rss_mb, write_results
 from selp.bench_datasets import save_stats, scaled_dataset, spec
+from selp.engines.registry import ALIASES, DEFAULT, ENGINES, get_engine
 from selp.errors import SelpError
 
 MODES = ("semi-naive", "top-k", "full-provenance")
@@ -100,17 +101,21 @@ def load_patterns(dataset: str, names: str | list[str] | None) -> dict[str, str]
 # one run of one configuration (shared by the local worker and the Spark runner)
 
 
+def _from_files(cfg: dict[str, Any]) -> bool:
+    """Whether the run reads the database files itself (timed with its loading): an engine whose
+    input is the files; the full-provenance baseline is the Python one on every engine."""
+    return get_engine(cfg["engine"]).computes_from_files and cfg["mode"] != "full-provenance"
+
+
 def _measure_local(analysis, db, cfg: dict[str, Any]) -> dict[str, Any]:
     """One local run: seconds of the computation and what it produced."""
     mode = cfg["mode"]
     gc_collect()
     t0 = time.perf_counter()
-    if cfg.get("engine") == "embedded" and mode != "full-provenance":
-        return _measure_embedded(analysis, cfg, t0)
+    if _from_files(cfg):
+        return _measure_files(analysis, cfg, t0)
     if mode == "semi-naive":
-        from selp.engines.local import evaluate
-
-        facts = evaluate(analysis, db.facts)
+        facts = get_engine(cfg["engine"]).evaluate(analysis, db.facts)
         seconds = time.perf_counter() - t0
         return {"seconds": seconds, "count": sum(len(v) for v in facts.values())}
     if mode == "top-k":
@@ -133,12 +138,10 @@ def _measure_local(analysis, db, cfg: dict[str, Any]) -> dict[str, Any]:
             "materialise_seconds": res.materialise_seconds, "query_seconds": res.query_seconds}
 
 
-def _measure_embedded(analysis, cfg: dict[str, Any], t0: float) -> dict[str, Any]:
-    """One embedded run, loading included (DuckDB reads the files as part of the work)."""
+def _measure_files(analysis, cfg: dict[str, Any], t0: float) -> dict[str, Any]:
+    """One run of an engine that reads the files itself, loading included (part of its work)."""
     if cfg["mode"] == "semi-naive":
-        from selp.engines.embedded import run_embedded
-
-        result = run_embedded(analysis, cfg["db"])
+        result = get_engine(cfg["engine"]).run(analysis, cfg["db"])
         try:
             seconds = time.perf_counter() - t0
             return {"seconds": seconds, "count": sum(result.count(r) for r in result.relations())}
@@ -146,7 +149,7 @@ def _measure_embedded(analysis, cfg: dict[str, Any], t0: float) -> dict[str, Any
             result.close()
     from selp.topk.api import topk
 
-    table = topk(analysis, cfg["db"], cfg["pattern_text"], cfg["k"], cfg["monoid"], engine="embedded")
+    table = topk(analysis, cfg["db"], cfg["pattern_text"], cfg["k"], cfg["monoid"], engine=cfg["engine"])
     seconds = time.perf_counter() - t0
     # counted from the arrays: building millions of Python entries would time the counting
     summary = table.summary() if hasattr(table, "summary") else None
@@ -176,8 +179,7 @@ def _worker(spec_: dict[str, Any]) -> None:
         sys.stdout.flush()
 
     analysis = analyze(parse_program_file(spec_["program"]))
-    embedded = spec_.get("engine") == "embedded" and spec_["mode"] != "full-provenance"
-    db = None if embedded else load_database(analysis, spec_["db"])
+    db = None if _from_files(spec_) else load_database(analysis, spec_["db"])
     emit({"event": "loaded", "peak_rss_mb": rss_mb()})
     for i in range(spec_["warmup"] + spec_["repeat"]):
         try:
@@ -191,8 +193,8 @@ def _worker(spec_: dict[str, Any]) -> None:
 
 def run_local_config(program: Path, db: Path, cfg: Config, repeat: int, warmup: int, timeout_s: float | None,
                      memory_cap_mb: float | None, monoid: str = "confidence") -> dict[str, Any]:
-    """Run one in-process configuration (reference or embedded engine) in a subprocess under
-    the time and memory caps. The full-provenance baseline is the Python one on both."""
+    """Run one in-process configuration (an engine without a Spark session) in a subprocess
+    under the time and memory caps. The full-provenance baseline is the Python one on all."""
     payload = {"program": str(program), "db": str(db), "mode": cfg.mode, "pattern_text": cfg.pattern_text,
                "k": cfg.k, "monoid": monoid, "repeat": repeat, "warmup": warmup, "engine": cfg.engine}
     env = dict(os.environ, PYTHONHASHSEED="0")  # same set layouts run to run
@@ -419,15 +421,16 @@ def run_bench(
     s = spec(dataset)
     scales = list(scales or s.default_scales)
     ks = list(ks or [1, 3, 7])
-    engines = [{"local": "reference"}.get(e, e) for e in (engines or ["embedded"])]
+    engines = [ALIASES.get(e, e) for e in (engines or [DEFAULT])]
     modes = list(modes or MODES)
-    bad = [m for m in modes if m not in MODES] + [e for e in engines if e not in ("embedded", "reference", "spark")]
+    bad = [m for m in modes if m not in MODES] + [e for e in engines if e not in ENGINES]
     if bad:
         raise SelpError(f"unknown mode or engine {bad[0]!r}")
     if min(ks) < 1 or repeat < 1 or warmup < 0:
         raise SelpError("k and --repeat must be at least 1")
-    if "spark" in engines and spark is None:
-        raise SelpError("the spark engine needs a Spark session")
+    session = [e for e in engines if ENGINES[e].needs_spark_session]
+    if session and spark is None:
+        raise SelpError(f"the {session[0]} engine needs a Spark session")
     chosen = load_patterns(dataset, patterns)
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -463,7 +466,7 @@ def run_bench(
                 continue
             say(f"{tag} ...")
             t1 = time.perf_counter()
-            if cfg.engine != "spark":
+            if not ENGINES[cfg.engine].needs_spark_session:
                 res = run_local_config(s.program, db, cfg, repeat, warmup, timeout_s, memory_cap_mb, monoid)
             else:
                 res = run_spark_config(spark, s.program, db, cfg, repeat, warmup, timeout_s, monoid, work)

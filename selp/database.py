@@ -243,6 +243,12 @@ def load_database(analysis: Analysis, db_dir: str | Path | None) -> Database:
     return load_files(analysis, discover(db_dir))
 
 
+def column_types(analysis: Analysis, db_dir: str | Path | None) -> dict[str, tuple[str, ...]]:
+    """The column types of every relation: inferred with the files of ``db_dir`` when given
+    (which are then loaded and checked), else from the program alone."""
+    return load_database(analysis, db_dir).types if db_dir else resolve_types(analysis)
+
+
 def load_files(analysis: Analysis, files: dict[str, TableFile]) -> Database:
     """:func:`load_database` of data files named by relation wherever they are (the CDSS's base
     data live in one directory per peer); errors point at the files themselves."""

@@ -65,6 +65,11 @@ def format_value(v: Value) -> str:
     return quote_string(v)
 
 
+def json_value(v: Value) -> int | str:
+    """``v`` for JSON: integers and strings as they are, a Skolem value as its text."""
+    return v if isinstance(v, (int, str)) else format_value(v)
+
+
 def display_value(v: Value) -> str:
     """Text for tables and CSV output: strings bare, ints in decimal, Skolem values canonically."""
     if isinstance(v, str):

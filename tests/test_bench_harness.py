@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -166,3 +168,33 @@ def test_spark_rows_for_every_mode(spark, tmp_path: Path) -> None:
     loc = {r["mode"]: r for r in rows if r["engine"] == "reference"}
     assert sp[1]["answers"] == sp[2]["answers"] == loc["top-k"]["answers"] > 0
     assert sp[2]["hyperedges"] == loc["full-provenance"]["hyperedges"]
+
+
+def _documented_bench_commands() -> list[str]:
+    """Every concrete ``selp bench ...`` line of the docs and the recorded runs' scripts
+    (placeholders such as DATASET or [--engine ...] left out)."""
+    sources = [REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "datasets").rglob("*.md"),
+               *(REPO / "datasets").rglob("run.sh")]
+    found = set()
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        # `inline code` (which may wrap), and lines of code blocks and scripts
+        spans = re.findall(r"`(selp bench [^`]*)`", text) + re.findall(r"^(?:#\s*)?(selp bench [^`\n]*)", text, re.M)
+        for span in spans:
+            command = " ".join(span.split("#")[0].split())
+            if not re.search(r"DATASET|TOPOLOGY|BASE|\[|\.\.\.|…|\{", command):
+                found.add(command)
+    return sorted(found)
+
+
+def test_documented_bench_invocations_are_accepted() -> None:
+    # parsed as the command line would be (not run: they are benchmarks)
+    from selp.cli import main
+
+    commands = _documented_bench_commands()
+    assert len(commands) > 20 and any(c.startswith("selp bench anchors") for c in commands)
+    bench = main.commands["bench"]
+    for text in commands:
+        name, *args = shlex.split(text)[2:]
+        assert name in bench.commands, text
+        bench.commands[name].make_context(name, args)  # raises on an unknown option or a bad value

@@ -35,8 +35,8 @@ def _is_package(module: str) -> bool:
 
 
 def _is_cli(module: str) -> bool:
-    """The command-line modules: ``cli`` modules anywhere, and ``python -m selp``."""
-    return module.rsplit(".", 1)[-1] in ("cli", "__main__")
+    """The command-line modules: the package ``selp.cli``, and ``python -m selp``."""
+    return module == "selp.cli" or module.startswith("selp.cli.") or module == "selp.__main__"
 
 
 def _is_private(name: str) -> bool:
@@ -106,7 +106,14 @@ def _a_cycle(graph: dict[str, set[str]], component: set[str]) -> list[str]:
 
 
 def test_modules_found() -> None:
-    assert "selp.cli" in MODULES and "selp.engines.spark" in MODULES
+    assert "selp.cli" in MODULES and "selp.cli.root" in MODULES and "selp.engines.spark" in MODULES
+
+
+def test_the_command_line_is_one_package() -> None:
+    # every command module lives in selp/cli/, where the import rules below recognise it
+    stray = [m for m in MODULES if not _is_cli(m) and m.rsplit(".", 1)[-1] in ("cli", "cli_params")]
+    assert not stray, f"command-line modules outside selp/cli: {stray}"
+    assert _is_cli("selp.cli.cdss") and _is_cli("selp.__main__") and not _is_cli("selp.cdss.store")
 
 
 def test_no_import_cycles() -> None:
@@ -140,7 +147,8 @@ def test_no_private_names_imported() -> None:
 @pytest.mark.parametrize(
     ("module", "level", "target", "expected"),
     [
-        ("selp.cdss.proql.api", 1, "cli", "selp.cdss.proql.cli"),
+        ("selp.cdss.proql.api", 1, "render", "selp.cdss.proql.render"),
+        ("selp.cli.bench", 1, "root", "selp.cli.root"),
         ("selp.cdss.proql.api", 2, "store", "selp.cdss.store"),
         ("selp.cdss", 1, "store", "selp.cdss.store"),
         ("selp.cdss.proql", 1, None, "selp.cdss.proql"),

@@ -9,7 +9,9 @@ edit logs, Parquet epochs switched atomically), :mod:`~selp.cdss.edits` (edit ba
 checks), :mod:`~selp.cdss.exchange` (update exchange through the store),
 :mod:`~selp.cdss.incremental` / :mod:`~selp.cdss.incremental_spark` (incremental insertion,
 PropagateDelete, DRed), :mod:`~selp.cdss.explain` (top-k derivations of a peer's tuple by trust
-cost), :mod:`~selp.cdss.proql` (the provenance query language), the benchmarks
-(:mod:`~selp.cdss.gen_swissprot`, :mod:`~selp.cdss.bench_cdss`,
-:mod:`~selp.cdss.bench_incremental`) and :mod:`~selp.cdss.cli` (``selp cdss``).
+cost), :mod:`~selp.cdss.instance` (a peer's relation as of its last exchange),
+:mod:`~selp.cdss.summary` (the one-line summary of a CDSS), :mod:`~selp.cdss.proql` (the
+provenance query language) and the benchmarks (:mod:`~selp.cdss.gen_swissprot`,
+:mod:`~selp.cdss.bench_cdss`, :mod:`~selp.cdss.bench_incremental`). The ``selp cdss`` commands
+are :mod:`selp.cli.cdss`.
 """

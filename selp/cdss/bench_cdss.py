@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable
 
 from selp.cdss.gen_swissprot import SwissProtCDSS, generate
 from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
-from selp.engines.registry import canonical, get_engine, names
+from selp.engines.registry import canonical, get_engine, names, spark_engine_name
 from selp.errors import SelpError
 
 STRATEGIES = ("provenance", "dred", "recompute")
@@ -163,7 +163,7 @@ def _run_config_spark(g: SwissProtCDSS, steps: list[tuple[str, float | None, str
         return {r: {tuple(decode(x, types[r][j]) for j, x in enumerate(row)) for row in df.collect()} for r, df in fs.items()}
 
     def measured(op: str, fraction: float | None, strategy: str, stats: dict, ok: bool, sizes: dict) -> None:
-        emit({"engine": "spark", "peers": g.peers, "base": g.base_size, "mappings": len(g.mappings), "op": op, "fraction": fraction,
+        emit({"engine": spark_engine_name(), "peers": g.peers, "base": g.base_size, "mappings": len(g.mappings), "op": op, "fraction": fraction,
               "strategy": strategy, "status": "ok", "seconds": round(stats["seconds"], 4), "changed": _changed(stats), **sizes,
               "tests": stats.get("derivability_tests"), "overdeleted": stats.get("overdeleted"), "rederived": stats.get("rederived"), "ok": ok})
 

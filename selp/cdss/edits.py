@@ -24,6 +24,7 @@ digest §9.7).
 from __future__ import annotations
 
 import csv
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,9 +205,10 @@ class BatchResult:
 class AlreadyImported(Exception):
     """A file of the same content was imported before for the same peer, relation and op."""
 
-    def __init__(self, batch: int) -> None:
+    def __init__(self, batch: int, relation: str = "") -> None:
         super().__init__(batch)
         self.batch = batch
+        self.relation = relation
 
 
 def apply_batch(
@@ -323,3 +325,35 @@ def _check_key(store: Store, peer: str, ref: RelationRef, rows: set[Row], reqs: 
                 f" same key ({keytext}) in {peer}'s local data",
                 req.loc,
             )
+
+
+def import_csv(store: Store, peer: str, relation: str, csv_file: str | Path, delete: bool = False, again: bool = False) -> BatchResult:
+    """Record the rows of ``csv_file`` (a header naming the attributes) as one batch of
+    ``peer``: insertions, or deletions with ``delete``. Content imported before for the same
+    peer, relation and op raises :class:`AlreadyImported` (naming the relation) unless ``again``."""
+    op = "-" if delete else "+"
+    requests = read_csv_requests(store, peer, relation, csv_file, op)
+    if not requests:
+        raise CdssError(f"{csv_file}: no data rows; nothing to record")
+    # the rows just read are the file's content: hash the same bytes (read_csv_requests has
+    # already refused an unreadable file)
+    digest = hashlib.sha256(Path(csv_file).read_bytes()).hexdigest()
+    source = f"import {'--delete ' if delete else ''}{relation} {csv_file}"
+    name = requests[0].relation.name
+    try:
+        return apply_batch(store, peer, requests, source, (name, op, digest), again)
+    except AlreadyImported as done:
+        raise AlreadyImported(done.batch, name) from None
+
+
+def rejection_requests(store: Store, peer: str, tuples: tuple[str, ...] | list[str], undo: bool = False) -> list[Request]:
+    """Requests rejecting the imported ``tuples`` at ``peer`` (written without ``+``/``-``), or
+    lifting their rejections with ``undo``."""
+    op = "unreject" if undo else "reject"
+    out = []
+    for t in tuples:
+        r = parse_edit(store, peer, t, op)
+        if r.op in "+-":
+            raise CdssError(f"reject {t!r}: write the tuple without + or -")
+        out.append(r)
+    return out

@@ -264,3 +264,22 @@ class CDSS:
         if sum(1 for r in self.relations() if r.name == ref.name) > 1:
             return str(ref)
         return ref.name
+
+    def find_relation(self, text: str, what: str = "--relation") -> RelationRef:
+        """The relation ``text`` names: ``PEER.R``, or ``R`` when only one peer has a relation
+        of that name. Else a :class:`~selp.cdss.errors.CdssError` that starts with ``what`` (the
+        option that gave ``text``) and lists the relations, or the candidates."""
+        from selp.cdss.errors import CdssError
+
+        if "." in text:
+            peer, _, name = text.partition(".")
+            if any(r.ref == RelationRef(peer, name) for r in self.relations()):
+                return RelationRef(peer, name)
+            raise CdssError(f"{what} {text}: no such relation")
+        found = [r.ref for r in self.relations() if r.name == text]
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            known = ", ".join(self.display_name(r.ref) for r in self.relations())
+            raise CdssError(f"{what} {text}: no such relation (relations: {known})")
+        raise CdssError(f"{what} {text} is ambiguous: {', '.join(str(r) for r in found)}")

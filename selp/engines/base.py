@@ -14,7 +14,9 @@ operations, so adding an engine touches its module and one registry entry:
   and :meth:`Engine.threshold_rejections` (ranked trust's ``R_x``);
 * ProQL -- :meth:`Engine.proql` (the in-memory graph, or Spark's);
 * :attr:`Engine.needs_spark_session` -- whether a command starts a Spark session for it (and
-  accepts ``--master``/``--conf``).
+  accepts ``--master``/``--conf``);
+* :attr:`Engine.computes_from_files` -- whether it reads the database files inside each run
+  (what a benchmark times with the loading) rather than Python facts loaded beforehand.
 
 This module imports no engine: it is the layer both the engines and their callers depend on.
 """
@@ -94,6 +96,14 @@ class Engine(ABC):
     def needs_spark_session(self) -> bool:
         """True when the engine runs on a Spark session (commands start one, accept
         ``--master``/``--conf``, and the ProQL/ASR options that only Spark has)."""
+        return False
+
+    @property
+    def computes_from_files(self) -> bool:
+        """True when the engine's own input is the database directory: it reads the files inside
+        each run (DuckDB's scans, Spark's readers), so there is no separate loading step to leave
+        out of a measurement. False when it computes over Python facts loaded beforehand (the
+        reference engine), which a benchmark loads once and then times without the loading."""
         return False
 
     @property

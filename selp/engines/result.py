@@ -10,12 +10,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from selp.database import Database, load_database, write_relations
+from selp.database import Database, load_database, sorted_rows, write_relations
 from selp.engines.local import EvalStats, Progress, evaluate
 from selp.language.validate import Analysis
-from selp.values import Value
+from selp.values import Value, json_value
 
 Row = tuple[Value, ...]
 
@@ -74,6 +74,25 @@ class LocalResult:
 
     def close(self) -> None:
         """Nothing to release (Python sets); every engine's result can be closed alike."""
+
+
+def result_json(result: EvalResult, program: str, shown: list[str], written: list[str]) -> dict[str, Any]:
+    """``selp eval --json``: the run, each IDB relation's count and columns, the sorted rows of
+    the ``shown`` relations, and the files ``written``."""
+    doc: dict[str, Any] = {
+        "program": program,
+        "engine": result.engine,
+        "iterations": result.iterations,
+        "seconds": round(result.seconds, 6),
+        "relations": {},
+        "written": written,
+    }
+    for rel in result.relations():
+        entry: dict[str, Any] = {"count": result.count(rel), "columns": list(result.columns[rel])}
+        if rel in shown:
+            entry["rows"] = [[json_value(v) for v in row] for row in sorted_rows(result.rows(rel))]
+        doc["relations"][rel] = entry
+    return doc
 
 
 def run_local(analysis: Analysis, db_dir: str | Path | None, progress: Progress | None = None) -> LocalResult:

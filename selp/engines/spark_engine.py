@@ -97,6 +97,10 @@ class SparkEngine(Engine):
     def needs_spark_session(self) -> bool:
         return True
 
+    @property
+    def computes_from_files(self) -> bool:
+        return True
+
     def run(self, analysis: Any, db_dir: str | Path | None, progress: Any = None, spark: Any = None) -> Any:
         from selp.engines.spark import run_spark
 

@@ -98,6 +98,13 @@ def check_fact_filter(node: PatternNode, arities: dict[str, int], types: dict[st
             raise PatternError(f"constant {echo(a) if isinstance(a, str) else a} has type {kind} but column {i + 1} of {rel} is {col_types[i]}", _as_fact(arg_location(node, i)))
 
 
+def check_saved_fact_filter(node: PatternNode, table: DTable) -> None:
+    """:func:`check_fact_filter` against a saved DTable: the relations of P it knows (its P_p
+    relations by their origin), as ``topk`` has them."""
+    types = {table.relation_origin.get(r, r): t for r, t in table.types.items()}
+    check_fact_filter(node, {r: len(t) for r, t in types.items()}, types, "the saved DTable")
+
+
 def topk(
     program: str | Analysis,
     db_dir: str | Database | None,

@@ -18,7 +18,7 @@ from selp.language.pattern import PatternNode
 from selp.topk.dtable import DTable, Entry, FactKey
 from selp.topk.monoid import format_weight as _num
 from selp.topk.monoid import get_monoid
-from selp.values import Value, display_value, format_value
+from selp.values import Value, display_value, json_value
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Node:
                 continue
             done[id(n)] = {
                 "relation": n.relation,
-                "args": [_json_value(v) for v in n.args],
+                "args": [json_value(v) for v in n.args],
                 "rule": n.rule,
                 "weight": n.weight,
                 "children": [done[id(c)] for c in n.children],
@@ -71,10 +71,6 @@ class Answer:
     relation: str
     args: tuple[Value, ...]
     trees: tuple[tuple[Any, Node], ...]  # (displayed tree weight, tree), best first
-
-
-def _json_value(v: Value) -> Any:
-    return v if isinstance(v, (int, str)) else format_value(v)
 
 
 def materialise(table: DTable, relation: str, values: tuple[Value, ...], entry: Entry, memo: dict | None = None) -> Node:
@@ -179,6 +175,14 @@ def summarize(table: DTable, fact_filter: PatternNode | None = None) -> dict[str
     return {rel: {**s, "best": monoid.display(s["best"]), "worst_top1": monoid.display(s["worst_top1"])} for rel, s in out.items()}
 
 
+def render_summary(summary: dict[str, dict[str, Any]]) -> str:
+    """:func:`summarize`'s figures, one line per relation (``--format summary``)."""
+    return "".join(
+        f"{rel}: {s['facts']} fact(s), {s['entries']} tree(s); best weight {s['best']}, worst top-1 weight {s['worst_top1']}\n"
+        for rel, s in sorted(summary.items())
+    ) or "no derivation matches\n"
+
+
 def to_json(table: DTable, results: Iterable[Answer]) -> dict[str, Any]:
     """The output contract of ``selp topk --format json``."""
     return {
@@ -187,7 +191,7 @@ def to_json(table: DTable, results: Iterable[Answer]) -> dict[str, Any]:
         "pattern": table.pattern,
         "results": [
             {
-                "fact": {"relation": a.relation, "args": [_json_value(v) for v in a.args]},
+                "fact": {"relation": a.relation, "args": [json_value(v) for v in a.args]},
                 "trees": [{"weight": w, "tree": t.to_json()} for w, t in a.trees],
             }
             for a in results

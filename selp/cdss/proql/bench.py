@@ -110,13 +110,14 @@ def generate_proql(topology: str, n: int, base: int, data: str, seed: int = 0) -
 
 
 def build_store(g: SwissProtCDSS, out: Path) -> tuple[Path, float]:
-    """Write, init, import, publish and exchange (embedded engine) -- what ``selp cdss init``,
+    """Write, init, import, publish and exchange (default engine) -- what ``selp cdss init``,
     ``import``, ``publish`` and ``exchange`` do; returns (dir, exchange seconds)."""
     import shutil
 
     from selp.cdss.edits import apply_batch, read_csv_requests
     from selp.cdss.exchange import exchange
     from selp.cdss.store import Store
+    from selp.engines.registry import DEFAULT
 
     shutil.rmtree(out, ignore_errors=True)  # a fresh store every run
     g.write(out)
@@ -133,7 +134,7 @@ def build_store(g: SwissProtCDSS, out: Path) -> tuple[Path, float]:
             store.publish(f"P{p}")
     t0 = time.perf_counter()  # opening the store is part of an exchange, as in the command
     with Store.open(out) as store:
-        exchange(store, f"P{g.peers - 1}", "embedded", "recompute")
+        exchange(store, f"P{g.peers - 1}", DEFAULT, "recompute")
     return out, time.perf_counter() - t0
 
 

@@ -52,6 +52,10 @@ class EmbeddedEngine(InProcessEngine):
     name = "embedded"
     description = "in-process DuckDB: rules compiled to SQL, semi-naive in set-at-a-time queries (default)"
 
+    @property
+    def computes_from_files(self) -> bool:
+        return True
+
     def run(self, analysis: Any, db_dir: str | Path | None, progress: Any = None, spark: Any = None) -> Any:
         from selp.engines.embedded import run_embedded
 

@@ -3,86 +3,26 @@
 The engine is chosen as for every selp command (:func:`selp.config.choose_engine`: ``--engine``,
 then ``--master``, ``SELP_ENGINE``, the ``selp.toml`` beside ``cdss.toml``, else ``embedded``).
 ``spark`` evaluates by joins and fixpoints over the stored provenance tables
-(:mod:`.spark_engine`); every other engine (``embedded``, the default, and ``reference``) reads
-the epoch into an in-memory graph (:mod:`.evaluate`), which starts in milliseconds. The options
-that only Spark has (``--explain``, the Spark plan: fixpoints, rounds and the access support
-relations used, :mod:`.asr`; ``--no-asr``; ``--build-asrs``) ask for Spark the way ``--master``
-does: they select it when ``--engine`` is not given and are refused with another engine.
+(:mod:`selp.cdss.proql.spark_engine`); every other engine (``embedded``, the default, and
+``reference``) reads the epoch into an in-memory graph (:mod:`selp.cdss.proql.evaluate`), which
+starts in milliseconds. The options that only Spark has (``--explain``, the Spark plan:
+fixpoints, rounds and the access support relations used, :mod:`selp.cdss.proql.asr`;
+``--no-asr``; ``--build-asrs``) ask for Spark the way ``--master`` does: they select it when
+``--engine`` is not given and are refused with another engine.
 
-Registered on the main ``selp`` command in :mod:`selp.cli`. User errors are
-:class:`~selp.errors.SelpError`, printed by the main group as one located line (exit 1).
+The outputs are rendered by :mod:`selp.cdss.proql.render`. User errors are
+:class:`~selp.errors.SelpError`, printed by the root group as one located line (exit 1).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from selp.cli.root import start_spark
 from selp.engines.registry import names as engine_names
 from selp.errors import SelpError, echo, read_user_text
-
-
-def _table(r) -> str:
-    head = [f"${c}" for c in r.columns]
-    head += [f"{r.semiring.name.lower()}(${c})" for c in r.columns]
-    if r.probabilities is not None:
-        head += [f"P(${c})" for c in r.columns]
-    lines = [head]
-    for row in r.rows:
-        cells = [str(n) for n in row] + [r.value(n) for n in row]
-        if r.probabilities is not None:
-            cells += [f"{r.probabilities[n]:.6g}" for n in row]
-        lines.append(cells)
-    widths = [max(len(x[i]) for x in lines) for i in range(len(head))]
-    out = ["  ".join(c.ljust(w) for c, w in zip(x, widths)).rstrip() for x in lines]
-    n = getattr(r, "node_count", None)
-    out.append(f"({len(r.rows)} binding(s); projected graph: {len(r.graph.nodes) if n is None else n} node(s))")
-    return "\n".join(out)
-
-
-def _json(r) -> str:
-    s = r.semiring
-    doc = {
-        "epoch": r.epoch,
-        "semiring": s.name,
-        "columns": r.columns,
-        "rows": [
-            {
-                **{c: str(n) for c, n in zip(r.columns, row)},
-                "values": {c: s.to_json(r.values[n]) for c, n in zip(r.columns, row)},
-                **({"probabilities": {c: r.probabilities[n] for c, n in zip(r.columns, row)}} if r.probabilities else {}),
-            }
-            for row in r.rows
-        ],
-        "graph": {
-            "nodes": sorted(str(n) for n in r.graph.nodes),
-            "edges": sorted([str(u), str(m)] for u, m in r.graph.inputs) + sorted([str(m), str(t)] for m, t in r.graph.outputs),
-        },
-    }
-    return json.dumps(doc, indent=2, ensure_ascii=False)
-
-
-def _dot(r) -> str:
-    from selp.cdss.proql.graph import MappingNode
-
-    ids = {n: f"n{i}" for i, n in enumerate(sorted(r.graph.nodes, key=str))}
-    returned = {n for row in r.rows for n in row}
-    lines = ["digraph proql {", "  rankdir=BT;"]
-    for n, i in ids.items():
-        label = str(n).replace('"', '\\"')
-        if n in returned:
-            label += "\\n" + r.value(n).replace('"', '\\"')
-        shape = "ellipse" if isinstance(n, MappingNode) else "box"
-        style = ", penwidth=2" if n in returned else ""
-        lines.append(f'  {i} [label="{label}", shape={shape}{style}];')
-    for u, m in sorted(r.graph.inputs, key=str):
-        lines.append(f"  {ids[u]} -> {ids[m]};")
-    for m, t in sorted(r.graph.outputs, key=str):
-        lines.append(f"  {ids[m]} -> {ids[t]};")
-    lines.append("}")
-    return "\n".join(lines)
 
 
 def _probabilities(items: tuple[str, ...]) -> dict[str, float] | None:
@@ -129,6 +69,7 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
       selp proql examples/cdss/bio --engine spark --explain 'FOR [B $x] RETURN $x'
     """
     from selp.cdss.config import CONFIG_FILE
+    from selp.cdss.proql.render import RENDERERS, render_plan
     from selp.config import choose_engine
     from selp.engines.registry import get_engine, spark_engine_name
 
@@ -141,9 +82,8 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
             raise SelpError("--build-asrs applies to the spark engine; add --engine spark")
         from selp.cdss.proql.asr import build_asrs as build
         from selp.cdss.store import Store
-        from selp.engines.spark_session import start_spark
 
-        spark = start_spark(master)
+        spark = start_spark(master, {}, True)
         with Store.open(directory) as store:
             entries = build(store, spark, width=asr_width, kind=asr_kind)
         for e in entries:
@@ -162,21 +102,10 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
         if master or explain or no_asr:
             raise SelpError("--master, --explain and --no-asr apply to the spark engine; add --engine spark")
     else:
-        from selp.engines.spark_session import start_spark
-
-        spark = start_spark(master)
+        spark = start_spark(master, {}, True)
     r, sr = eng.proql(
         directory, text, file=query_file, peer=peer, probabilities=_probabilities(probs), spark=spark, use_asrs=not no_asr, graph=fmt != "table"
     )
     if explain:
-        click.echo(explain_text(sr))
-    click.echo({"table": _table, "json": _json, "dot": _dot}[fmt](r))
-
-
-def explain_text(sr) -> str:
-    """The plan of a Spark evaluation: its steps, the fixpoints with their rounds, the ASRs."""
-    lines = ["plan:"] + [f"  {p}" for p in sr.stats.plan]
-    lines += [f"  fixpoint {what}: {n} round(s)" for what, n in sr.stats.rounds]
-    used = sr.asrs_used
-    lines.append(f"  ASRs used: {', '.join(used) if used else 'none'}")
-    return "\n".join(lines)
+        click.echo(render_plan(sr))
+    click.echo(RENDERERS[fmt](r))

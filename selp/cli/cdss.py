@@ -1,6 +1,6 @@
-"""The ``selp cdss`` command group (registered on the main ``selp`` command in :mod:`selp.cli`).
+"""``selp cdss``: peers, schema mappings and update exchange over the CDSS store.
 
-User errors are raised as :class:`~selp.errors.SelpError`; the main group prints them as one
+User errors are raised as :class:`~selp.errors.SelpError`; the root group prints them as one
 located line and exits 1.
 """
 
@@ -10,8 +10,9 @@ from pathlib import Path
 
 import click
 
+from selp.cli.params import TREES_PER_FACT, monoid_plugin_option
+from selp.cli.root import say_printer, spark_for
 from selp.engines.registry import names as engine_names
-from selp.cli_params import TREES_PER_FACT, monoid_plugin_option
 from selp.errors import SelpError
 
 # every command picks its engine the way `selp eval` does (selp.config.choose_engine), reading
@@ -31,24 +32,6 @@ def cdss() -> None:
     """Collaborative data sharing: peers, schema mappings and update exchange."""
 
 
-def _summary(directory: str) -> str:
-    from selp.cdss.compile import compile_cdss
-    from selp.cdss.config import load_cdss
-
-    c = load_cdss(directory)
-    compiled = compile_cdss(c)
-    rels = len(c.relations())
-    conds = sum(len(p.policy.rules) for p in c.peers)
-    ranked = sum(1 for p in c.peers if p.policy.ranked is not None)
-    existential = sum(1 for m in c.mappings if m.existentials)
-    return (
-        f"{c.source}: ok: {len(c.peers)} peer(s), {rels} relation(s), {len(c.mappings)} mapping(s)"
-        f" ({existential} with existential variables; weakly acyclic), {conds} trust condition(s),"
-        f" {ranked} ranked-trust polic{'y' if ranked == 1 else 'ies'};"
-        f" compiles to {len(compiled.program.rules)} rules"
-    )
-
-
 @cdss.command(name="check")
 @click.argument("directory", type=click.Path())
 def check_cmd(directory: str) -> None:
@@ -61,8 +44,9 @@ def check_cmd(directory: str) -> None:
       selp cdss check examples/cdss/bio
     """
     from selp.cdss.store import DB_FILE, STORE_DIR
+    from selp.cdss.summary import summarize_cdss
 
-    click.echo(_summary(directory))
+    click.echo(summarize_cdss(directory))
     if (Path(directory) / STORE_DIR / DB_FILE).is_file():
         with _open(directory) as s:
             click.echo(s.verify())
@@ -119,11 +103,11 @@ def eval_cmd(directory: str, data_dir: str | None, engine: str | None, relations
     c = load_cdss(directory)
     toml = Path(c.source or Path(directory) / CONFIG_FILE)
     engine = choose_engine(engine, toml, master)
-    wanted = [_find_relation(c, r) for r in relations] or [r.ref for r in c.relations()]
+    wanted = [c.find_relation(r) for r in relations] or [r.ref for r in c.relations()]
     if data_dir is None:
         default = toml.parent / "data"
         data_dir = str(default) if default.is_dir() else None
-    spark = _start_spark(engine, master, False)
+    spark = spark_for(engine, master, False)
     result = evaluate_cdss(c, data_dir, engine, spark=spark, with_nulls=with_nulls)
     try:
         what = "with labeled nulls" if with_nulls else "certain answers"
@@ -137,23 +121,6 @@ def eval_cmd(directory: str, data_dir: str | None, engine: str | None, relations
                 click.echo(f"  {ref.name}({', '.join(format_value(v) for v in row)})")
     finally:
         result.close()
-
-
-def _find_relation(c, text: str):
-    from selp.cdss.model import RelationRef
-
-    if "." in text:
-        peer, _, name = text.partition(".")
-        if any(r.ref == RelationRef(peer, name) for r in c.relations()):
-            return RelationRef(peer, name)
-        raise SelpError(f"--relation {text}: no such relation")
-    found = [r.ref for r in c.relations() if r.name == text]
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        known = ", ".join(c.display_name(r.ref) for r in c.relations())
-        raise SelpError(f"--relation {text}: no such relation (relations: {known})")
-    raise SelpError(f"--relation {text} is ambiguous: {', '.join(str(r) for r in found)}")
 
 
 # -- the peer workflow over the durable store (selp.cdss.store) -------------------------------
@@ -171,20 +138,6 @@ def _when(ts: float) -> str:
     import time
 
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
-
-
-def _start_spark(engine: str, master: str | None, quiet: bool):
-    """The Spark session when ``engine`` (a registered name) uses Spark, else None; ``--master``
-    with another engine is refused (it would be silently ignored)."""
-    from selp.engines.registry import get_engine
-
-    if not get_engine(engine).needs_spark_session:
-        if master:
-            raise SelpError("--master applies to the spark engine; add --engine spark")
-        return None
-    from selp.engines.spark_session import start_spark
-
-    return start_spark(master, None, None if quiet else lambda msg: click.echo(msg, err=True))
 
 
 def _engine(engine: str | None, store, master: str | None = None) -> str:
@@ -260,25 +213,15 @@ def import_cmd(directory: str, peer: str, relation: str, delete: bool, again: bo
     Example:
       selp cdss import examples/cdss/bio --peer PGUS --relation G examples/cdss/bio/data/PGUS/G.csv
     """
-    import hashlib
-
-    from selp.cdss.edits import AlreadyImported, apply_batch, read_csv_requests
+    from selp.cdss.edits import AlreadyImported, import_csv
 
     with _open(directory) as s:
-        op = "-" if delete else "+"
-        requests = read_csv_requests(s, peer, relation, csv_file, op)
-        if not requests:
-            raise SelpError(f"{csv_file}: no data rows; nothing to record")
-        # the rows just read are the file's content: hash the same bytes (read_csv_requests
-        # has already refused an unreadable file)
-        digest = hashlib.sha256(Path(csv_file).read_bytes()).hexdigest()
-        source = f"import {'--delete ' if delete else ''}{relation} {csv_file}"
         try:
-            result = apply_batch(s, peer, requests, source, (requests[0].relation.name, op, digest), again)
+            result = import_csv(s, peer, relation, csv_file, delete, again)
         except AlreadyImported as done:
             click.echo(
                 f"{csv_file}: already imported as batch {done.batch} of {peer} (same content, relation"
-                f" {requests[0].relation.name}); nothing recorded (--again records it again)"
+                f" {done.relation}); nothing recorded (--again records it again)"
             )
             return
         _report_batch(peer, result)
@@ -300,16 +243,10 @@ def reject_cmd(directory: str, peer: str, undo: bool, tuples: tuple[str, ...]) -
       selp cdss reject examples/cdss/bio --peer PBioSQL 'B(3, 2)'
       selp cdss reject examples/cdss/bio --peer PBioSQL --undo 'B(3, 2)'
     """
-    from selp.cdss.edits import apply_batch, parse_edit
+    from selp.cdss.edits import apply_batch, rejection_requests
 
     with _open(directory) as s:
-        op = "unreject" if undo else "reject"
-        requests = []
-        for t in tuples:
-            r = parse_edit(s, peer, t, op)
-            if r.op in "+-":
-                raise SelpError(f"reject {t!r}: write the tuple without + or -")
-            requests.append(r)
+        requests = rejection_requests(s, peer, tuples, undo)
         _report_batch(peer, apply_batch(s, peer, requests, f"{'reject --undo' if undo else 'reject'} " + " ".join(tuples)))
 
 
@@ -362,9 +299,8 @@ def exchange_cmd(directory: str, peer: str, engine: str | None, strategy: str, p
             epoch, n = s.publish(peer)
             if n and not quiet:
                 click.echo(f"published {n} edit(s) of {peer} as publication {epoch}", err=True)
-        spark = _start_spark(eng, master, quiet)
-        say = (lambda msg: None) if quiet else (lambda msg: click.echo(msg, err=True))
-        res = exchange(s, peer, eng, strategy, spark=spark, wait=wait, keep=keep, say=say)
+        spark = spark_for(eng, master, quiet)
+        res = exchange(s, peer, eng, strategy, spark=spark, wait=wait, keep=keep, say=say_printer(quiet))
         info = res.info
         sizes = ", ".join(
             f"{s.cdss.display_name(ref)} {res.sizes[rel]}" for ref, rel in s.compiled.output_relations().items()
@@ -393,32 +329,20 @@ def query_cmd(directory: str, peer: str, relation: str, with_nulls: bool, fmt: s
     import io
     import json
 
-    from selp.cdss.evaluate import is_certain
-    from selp.database import sorted_rows
-    from selp.values import display_value, format_value
+    from selp.cdss.instance import read_peer_relation
+    from selp.values import display_value, json_value
 
     with _open(directory) as s:
-        epoch = s.peer_epoch(peer)
-        if epoch is None:
-            raise SelpError(f"{peer} has no instance yet: run `selp cdss exchange {directory} --peer {peer}`")
-        names = {d.relation for d in s.compiled.program.decls}
-        if relation in names:
-            internal, title = relation, relation
-        else:
-            ref = _find_relation(s.cdss, relation)
-            internal, title = s.compiled.names.relation(ref, "o"), f"{ref.peer}.{ref.name}"
-        info = s.exchange(epoch)
-        rows = s.read_epoch(epoch, [internal])[internal]
-        cols = [c for c, _ in s.columns(internal)]
-    if not with_nulls:
-        rows = {r for r in rows if is_certain(r)}
-    ordered = sorted_rows(rows)
+        found = read_peer_relation(s, peer, relation, with_nulls)
+    if found is None:
+        raise SelpError(f"{peer} has no instance yet: run `selp cdss exchange {directory} --peer {peer}`")
+    cols, ordered = found.columns, found.rows
     what = "with labeled nulls" if with_nulls else "certain answers"
     if fmt == "json":
         click.echo(json.dumps({
-            "peer": peer, "relation": title, "epoch": epoch, "publication": info.publication,
+            "peer": peer, "relation": found.title, "epoch": found.epoch, "publication": found.publication,
             "with_nulls": with_nulls, "columns": cols,
-            "rows": [[v if isinstance(v, (int, str)) else format_value(v) for v in r] for r in ordered],
+            "rows": [[json_value(v) for v in r] for r in ordered],
         }, indent=2, ensure_ascii=False))
     elif fmt == "csv":
         buf = io.StringIO()
@@ -428,7 +352,7 @@ def query_cmd(directory: str, peer: str, relation: str, with_nulls: bool, fmt: s
             w.writerow([display_value(v) for v in r])
         click.echo(buf.getvalue(), nl=False)
     else:
-        click.echo(f"{title}({', '.join(cols)}) at {peer}: {len(ordered)} tuple(s), {what}; epoch {epoch}, publication {info.publication}")
+        click.echo(f"{found.title}({', '.join(cols)}) at {peer}: {len(ordered)} tuple(s), {what}; epoch {found.epoch}, publication {found.publication}")
         cells = [cols] + [[display_value(v) for v in r] for r in ordered]
         widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
         for row in cells:
@@ -520,7 +444,7 @@ def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: 
 
     with _open(directory) as s:
         engine = _engine(engine, s, master)
-        spark = _start_spark(engine, master, False)
+        spark = spark_for(engine, master, False)
         e = explain(s, peer, fact, k, monoid, engine, spark)
         epoch = s.peer_epoch(peer)
         if epoch is not None and s.exchange(epoch).publication < e.publication:
@@ -552,13 +476,13 @@ def trust_cmd(directory: str, peer: str, fmt: str) -> None:
     import json
 
     from selp.cdss.ranked import trust_report
-    from selp.values import display_value, format_value
+    from selp.values import display_value, json_value
 
     with _open(directory) as s:
         rep = trust_report(s, peer)
     if fmt == "json":
         out = dict(rep)
-        out["tuples"] = [{**t, "args": [v if isinstance(v, (int, str)) else format_value(v) for v in t["args"]]} for t in rep["tuples"]]
+        out["tuples"] = [{**t, "args": [json_value(v) for v in t["args"]]} for t in rep["tuples"]]
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
     num = lambda w: "-" if w is None else (str(int(w)) if float(w).is_integer() else f"{w:g}")  # noqa: E731

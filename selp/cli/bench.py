@@ -1,0 +1,300 @@
+"""``selp bench``: the benchmarks, one subcommand per entry point of the bench library.
+
+* ``iris``, ``amie``, ``explain``, ``tc`` (and ``topk``, the earlier top-k benchmark): semi-naive
+  vs selective top-k vs full provenance (:func:`selp.bench_harness.run_bench`);
+* ``instrument``: instrumentation alone (:mod:`selp.bench_instrument`);
+* ``cdss``: update exchange on generated CDSSs (:mod:`selp.cdss.bench_cdss`);
+* ``proql``: ProQL on chapter 8's topologies (:mod:`selp.cdss.proql.bench`);
+* ``anchors``: whole CLI processes beside DuckDB and Nemo (:mod:`selp.bench_anchors`).
+
+Each subcommand has only the options its benchmark reads. A name that is none of them is a
+one-line error (exit 1) listing them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from selp.cli.root import say_printer, start_spark
+from selp.errors import SelpError, echo
+
+
+class _BenchGroup(click.Group):
+    """``selp bench NAME``: an unknown NAME is a user error naming the benchmarks, in the order
+    they were registered."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and not args[0].startswith("-") and args[0] not in self.commands:
+            raise SelpError(f"unknown dataset {args[0]!r} (choose {', '.join(self.commands)})")
+        return super().resolve_command(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)  # registration order: the datasets, then the other benchmarks
+
+
+@click.group(name="bench", cls=_BenchGroup)
+def bench() -> None:
+    """Benchmarks: semi-naive vs selective top-k vs full provenance on a DATASET (iris, amie,
+    explain, tc), instrumentation, CDSS update exchange, ProQL, and the anchors.
+
+    \b
+    Examples:
+      selp bench iris --scales 10000,50000 --patterns p1,p3 -k 3 --engine embedded,reference
+      selp bench tc --scales 100000 --patterns p10 -k 1,3,7 --engine embedded,spark --repeat 3
+      selp bench amie --scales 20000 --timeout 120 --memory-cap 4096 --out results/amie
+      selp bench instrument --repeat 5
+      selp bench cdss --peers 5,10,20 --scales 200 --fractions 0.1,0.3,0.5 --out results/cdss
+      selp bench anchors --nodes 1000 --repeat 3
+    """
+
+
+def _command_line() -> str | None:
+    """The command as typed, recorded with the results (None when not run as ``selp bench``)."""
+    return "selp bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
+
+
+def _engine_list(engines: tuple[str, ...]) -> list[str]:
+    """``--engine`` values, repeatable or comma-separated."""
+    return [e.strip() for e in ",".join(engines).split(",") if e.strip()]
+
+
+def _int_list(text: str, option: str, minimum: int) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SelpError(f"{option} expects comma-separated integers, got {echo(text)}") from None
+    if not values or min(values) < minimum:
+        raise SelpError(f"{option} expects integers >= {minimum}, got {echo(text)}")
+    return values
+
+
+# -- semi-naive vs selective top-k vs full provenance (selp.bench_harness) ---------------------
+def _options(*opts: Callable) -> Callable:
+    """Apply click options in the order given (the order ``--help`` lists them)."""
+    def apply(f: Callable) -> Callable:
+        for o in reversed(opts):
+            f = o(f)
+        return f
+
+    return apply
+
+
+_REPEAT = click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs per configuration (after --warmup untimed ones); the median is reported.")
+_WARMUP = click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Untimed runs before the timed ones.")
+_TIMEOUT = click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=600, show_default=True, help="Seconds per run before the configuration is reported as 'did not finish: time cap'.")
+_SEED = click.option("--seed", type=int, default=0, show_default=True)
+_QUIET = click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+_MASTER = click.option("--master", default=None, help="Spark master URL.")
+_PEERS = click.option("--peers", default="5,10,20", show_default=True, help="Comma-separated numbers of peers.")
+
+# the harness's options, in the order --help lists them; topk fixes --patterns and --modes
+_HARNESS_OPTIONS = {
+    "scales": click.option("--scales", default=None, help="Comma-separated scales (approximate output tuples) [default: the dataset's, e.g. 10000,50000,200000]."),
+    "patterns": click.option("--patterns", default="all", show_default=True, help="Comma-separated pattern names of datasets/DATASET.patterns, or all."),
+    "ks": click.option("-k", "ks", default="1,3,7", show_default=True, help="Comma-separated k values for top-k (full provenance runs at k=3 if listed, else the first)."),
+    "engines": click.option("--engine", "--engines", "engines", multiple=True, help="embedded, reference and/or spark (repeatable or comma-separated) [default: embedded]."),
+    "modes": click.option("--modes", default="semi-naive,top-k,full-provenance", show_default=True, help="Which of semi-naive, top-k, full-provenance to run."),
+    "repeat": _REPEAT,
+    "warmup": _WARMUP,
+    "timeout_s": _TIMEOUT,
+    "memory_cap": click.option("--memory-cap", "memory_cap", type=click.FloatRange(min=1), default=8192, show_default=True, help="MiB of resident memory per local configuration before 'did not finish: memory cap'."),
+    "out_dir": click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out", show_default=True, help="Where results.csv/results.json and the plots go; generated data is cached in OUT/data."),
+    "master": _MASTER,
+    "monoid": click.option("--monoid", default="confidence", show_default=True, help="Ranking monoid for top-k and full provenance."),
+    "seed": _SEED,
+    "no_plots": click.option("--no-plots", is_flag=True, help="Do not draw the PNG figures."),
+    "quiet": _QUIET,
+}
+
+_HARNESS_HELP = """For each scale the dataset is generated (cached in OUT/data), then per engine: plain
+    semi-naive evaluation, top-k for each pattern and k, and the full-provenance baseline (every
+    rule instance materialised, then the same query), each after a warm-up. Writes
+    OUT/results.csv, OUT/results.json and the figures OUT/fig5_*.png (time vs output size) and
+    OUT/fig6_*.png (time vs k); prints a Markdown table; progress goes to stderr."""
+
+
+def _run_harness(dataset: str, scales: str | None, patterns: str, ks: str, engines: tuple[str, ...], modes: str, repeat: int,
+                 warmup: int, timeout_s: float, memory_cap: float, out_dir: str, master: str | None, monoid: str, seed: int,
+                 no_plots: bool, quiet: bool) -> None:
+    """Run :func:`selp.bench_harness.run_bench`, print its table, write its files and figures."""
+    from selp.bench import machine_info
+    from selp.bench_harness import MODES, format_markdown, load_patterns, plot, run_bench, save
+    from selp.engines.registry import DEFAULT, canonical, get_engine
+
+    say = say_printer(quiet)
+    scale_list = _int_list(scales, "--scales", 4) if scales else None
+    k_values = _int_list(ks, "-k", 1)
+    chosen = [canonical(e) for e in _engine_list(engines)] or [DEFAULT]
+    mode_list = [m.strip() for m in modes.split(",") if m.strip()]
+    for m in mode_list:
+        if m not in MODES:
+            raise SelpError(f"--modes: unknown mode {m!r} (choose {', '.join(MODES)})")
+    load_patterns(dataset, patterns)  # a bad name fails before any work
+    machine = machine_info()
+    machine["loadavg_at_start"] = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+    say(f"machine: {machine.get('nproc')} cores, {machine.get('mem_total_gib')} GiB, load average {machine['loadavg_at_start']}")
+    spark = start_spark(master, {}, quiet) if any(get_engine(e).needs_spark_session for e in chosen) else None
+    if spark is not None:
+        machine["spark_master"] = spark.sparkContext.master
+    rows = run_bench(dataset, scale_list, patterns, k_values, chosen, mode_list, repeat, warmup, timeout_s, memory_cap,
+                     Path(out_dir) / "data", spark, say, seed, monoid)
+    click.echo(format_markdown(rows))
+    for p in save(rows, out_dir, machine, _command_line()):
+        say(f"wrote {p}")
+    if not no_plots:
+        for p in plot(rows, out_dir, say):
+            say(f"wrote {p}")
+
+
+def _dataset_command(dataset: str) -> click.Command:
+    """``selp bench DATASET``: the harness on one of the four datasets."""
+
+    @click.command(name=dataset, help=f"""Semi-naive vs selective top-k vs full provenance on {dataset} (datasets/{dataset}.dl).
+
+    {_HARNESS_HELP}
+
+    \b
+    Example:
+      selp bench {dataset} --scales 20000 --patterns all -k 3 --engine embedded,reference
+    """)
+    @_options(*_HARNESS_OPTIONS.values())
+    def command(**opts: Any) -> None:
+        _run_harness(dataset, **opts)
+
+    return command
+
+
+@click.command(name="topk")
+@_options(*(o for name, o in _HARNESS_OPTIONS.items() if name not in ("patterns", "modes")))
+def topk_cmd(**opts: Any) -> None:
+    """The earlier top-k benchmark: `selp bench tc --patterns p10 --modes semi-naive,top-k`.
+
+    \b
+    Example:
+      selp bench topk --scales 100000 -k 1,3,7
+    """
+    _run_harness("tc", patterns="p10", modes="semi-naive,top-k", **opts)
+
+
+# -- the other benchmarks ------------------------------------------------------------------
+@click.command(name="instrument")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs per pattern, optimised and not; the median is reported.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out", show_default=True, help="Where results.csv/results.json go.")
+@_QUIET
+def instrument_cmd(repeat: int, out_dir: str, quiet: bool) -> None:
+    """Instrumentation alone (no data), for every named pattern of every dataset.
+
+    \b
+    Example:
+      selp bench instrument --repeat 5
+    """
+    from selp.bench import machine_info, write_results
+    from selp.bench_instrument import bench_instrument, format_instrument_table
+
+    say = say_printer(quiet)
+    rows = bench_instrument(repeat=repeat, say=say)
+    click.echo(format_instrument_table(rows))
+    for p in write_results(rows, out_dir, machine_info()):
+        say(f"wrote {p}")
+
+
+@click.command(name="cdss")
+@_PEERS
+@click.option("--scales", default=None, help="Comma-separated base entries per peer [default: 200].")
+@click.option("--fractions", default="0.1,0.3,0.5", show_default=True, help="Comma-separated fractions of entries deleted.")
+@click.option("--fanout", default="1", show_default=True, help="Incoming mappings per peer, N or LO-HI.")
+@click.option("--topology", type=click.Choice(["chain", "tree", "random"]), default="chain", show_default=True, help="Spanning tree of the mappings.")
+@click.option("--engine", "--engines", "engines", multiple=True, help="Engines (repeatable or comma-separated) [default: embedded].")
+@_SEED
+@_TIMEOUT
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out", show_default=True, help="Where results.csv/results.json go.")
+@_QUIET
+def cdss_cmd(peers: str, scales: str | None, fractions: str, fanout: str, topology: str, engines: tuple[str, ...], seed: int,
+             timeout_s: float, out_dir: str, quiet: bool) -> None:
+    """Update exchange on generated SWISS-PROT-like CDSSs (selp.cdss.bench_cdss): initial build,
+    10% insertion and deletions by provenance, DRed and recomputation.
+
+    \b
+    Example:
+      selp bench cdss --peers 5,10,20 --scales 200 --fractions 0.1,0.3,0.5 --out results/cdss
+    """
+    from selp.cdss.bench_cdss import bench_cdss, markdown, parse_list, save
+    from selp.engines.registry import DEFAULT
+
+    say = say_printer(quiet)
+    chosen = _engine_list(engines) or [DEFAULT]
+    try:
+        peer_list, fraction_list = parse_list(peers, "--peers", int), parse_list(fractions, "--fractions", float)
+        scale_values = parse_list(scales, "--scales", int) if scales else [200]
+        rows = bench_cdss(peer_list, scale_values, fraction_list, fanout=fanout, topology=topology, seed=seed,
+                          timeout_s=timeout_s, engine=",".join(chosen), say=say)
+    except ValueError as err:
+        raise SelpError(str(err)) from None
+    click.echo(markdown(rows))
+    params = {"peers": peer_list, "scales": scale_values, "fractions": fraction_list, "fanout": fanout, "topology": topology, "seed": seed, "timeout_s": timeout_s}
+    for p in save(rows, out_dir, _command_line(), params):
+        say(f"wrote {p}")
+
+
+@click.command(name="proql")
+@click.option("--patterns", default="all", show_default=True, help="Comma-separated TOPOLOGY:DATA (e.g. chain:leaves), or all.")
+@_PEERS
+@click.option("--scales", default=None, help="Base entries per data-holding peer [default: 100].")
+@_REPEAT
+@_WARMUP
+@_MASTER
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out", show_default=True, help="Where results.json, results.md and machine.json go.")
+@_QUIET
+def proql_cmd(patterns: str, peers: str, scales: str | None, repeat: int, warmup: int, master: str | None, out_dir: str, quiet: bool) -> None:
+    """ProQL on chapter 8's topologies (selp.cdss.proql.bench): the root query on Spark, with
+    and without access support relations, and on the in-memory graph.
+
+    \b
+    Example:
+      selp bench proql --patterns chain:leaves --peers 10,25,50,100 --scales 20 --repeat 1 --warmup 0
+    """
+    from selp.cdss.proql.bench import bench_cli
+
+    click.echo(bench_cli(peers, scales, patterns, repeat, warmup, master, out_dir, _command_line(), say_printer(quiet)))
+
+
+@click.command(name="anchors")
+@click.option("--nodes", default=None, help="Comma-separated graph sizes (nodes; 3N edges) [default: 1000].")
+@click.option("--engine", "--engines", "engines", multiple=True, help="The engines of `selp eval`, among embedded, reference, spark (repeatable or comma-separated) [default: embedded,reference].")
+@_REPEAT
+@click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, help="Untimed runs before the timed ones.")
+@_TIMEOUT
+@click.option("--memory-cap", "memory_cap", type=click.FloatRange(min=1), default=None, help="MiB of resident memory per run [default: 12288].")
+@click.option("--skip-topk", is_flag=True, help="No topk/explain runs.")
+@click.option("--seed", type=int, default=None, help="Seed of the random graph [default: 1].")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="Where the tables and results go [default: datasets/results/anchors].")
+@_QUIET
+def anchors_cmd(nodes: str | None, engines: tuple[str, ...], repeat: int, warmup: int, timeout_s: float, memory_cap: float | None,
+                skip_topk: bool, seed: int | None, out_dir: str | None, quiet: bool) -> None:
+    """Whole `selp eval/topk/explain` processes beside DuckDB's recursive CTE and Nemo on one
+    random graph, path counts checked (selp.bench_anchors).
+
+    \b
+    Example:
+      selp bench anchors --nodes 1000 --repeat 3
+    """
+    from selp.bench_anchors import DEFAULT_MEMORY_CAP_MB, DEFAULT_OUT, DEFAULT_SEED, cli as anchors_cli
+
+    try:
+        problems = anchors_cli(nodes, engines, repeat, warmup, timeout_s, DEFAULT_MEMORY_CAP_MB if memory_cap is None else memory_cap,
+                               skip_topk, DEFAULT_SEED if seed is None else seed, DEFAULT_OUT if out_dir is None else out_dir,
+                               _command_line(), say_printer(quiet), click.echo)
+    except ValueError as err:
+        raise SelpError(str(err)) from None
+    if problems:
+        raise SelpError(f"path counts disagree ({len(problems)}): {problems[0]}")
+
+
+# the registry of benchmarks, in the order an unknown name's error lists them
+for _command in (*(_dataset_command(d) for d in ("iris", "amie", "explain", "tc")), instrument_cmd, topk_cmd, cdss_cmd, proql_cmd, anchors_cmd):
+    bench.add_command(_command)

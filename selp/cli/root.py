@@ -1,0 +1,138 @@
+"""The root ``selp`` group, and what its commands share: one-line errors, loading a program,
+choosing an engine and starting Spark, progress on stderr.
+
+Exit codes: 0 success, 1 a user error (bad program, data or option value; one located line on
+stderr), 2 a usage error (unknown option, missing argument).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
+
+import click
+
+from selp.engines.registry import names as engine_names
+from selp.errors import SelpError, echo, one_line
+
+if TYPE_CHECKING:
+    from selp.engines.base import Engine
+    from selp.language.validate import Analysis
+
+ENGINE_CHOICES = engine_names()  # the registry's names, and local (the old name of reference)
+ENGINE_HELP = (
+    "embedded (DuckDB, in process), spark, or reference (pure Python) [default: --master implies spark,"
+    " else SELP_ENGINE, else selp.toml beside the program, else embedded]."
+)
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``error: MESSAGE`` on stderr and exit 1."""
+    # one line whatever the message holds: an echoed input may be long or span lines
+    click.echo(f"error: {one_line(message)}", err=True)
+    sys.exit(1)
+
+
+class SelpGroup(click.Group):
+    """Turns user errors raised anywhere below into one line and exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SelpError as err:
+            fail(str(err))
+        except RecursionError:
+            # a safety net: parsers bound nesting, but a derivation tree computed from the data
+            # (a path of a thousand steps) is drawn recursively
+            fail("too deeply nested to process: a derivation tree (or an input) is deeper than Python's recursion allows")
+
+
+@click.group(cls=SelpGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="selp")
+def main() -> None:
+    """selp: top-k selective provenance for datalog programs, locally or on Apache Spark.
+
+    \b
+    Examples:
+      selp check examples/trade/trade.dl
+      selp eval examples/trade/trade.dl --db examples/trade/db --show dealsWith
+      selp eval prog.dl --db data/ --master spark://host:7077 --out results/
+    """
+
+
+def load_program(program: str) -> Analysis:
+    """Parse and validate the program file ``program``."""
+    from selp.language import parse_program_file
+    from selp.language.validate import analyze
+
+    return analyze(parse_program_file(program))
+
+
+def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` options as a dict."""
+    conf = {}
+    for kv in values:
+        if "=" not in kv:
+            raise SelpError(f"--conf expects key=value, got {echo(kv)}")
+        k, v = kv.split("=", 1)
+        conf[k.strip()] = v.strip()
+    return conf
+
+
+def say_printer(quiet: bool) -> Callable[[str], None]:
+    """Progress messages on stderr, or nowhere when ``quiet``."""
+    return (lambda msg: None) if quiet else (lambda msg: click.echo(msg, err=True))
+
+
+def start_spark(master: str | None, conf: dict[str, str], quiet: bool) -> Any:
+    """A Spark session (announced on stderr unless ``quiet``), or a one-line explanation of why
+    none could start."""
+    from selp.engines.spark_session import start_spark as start
+
+    return start(master, conf, None if quiet else say_printer(False))
+
+
+def choose_program_engine(engine: str | None, program: str, master: str | None, conf: tuple[str, ...]) -> tuple[str, Engine]:
+    """The engine a program command runs on (``--engine``, ``--master``, SELP_ENGINE, the
+    selp.toml beside the program, else embedded) and its registered name; ``--master``/``--conf``
+    are refused for an engine without a Spark session (they would be silently ignored)."""
+    from selp.config import choose_engine
+    from selp.engines.registry import get_engine
+
+    name = choose_engine(engine, program, master)
+    eng = get_engine(name)
+    if not eng.needs_spark_session and (master or conf):
+        raise SelpError("--master/--conf apply to the spark engine; add --engine spark")
+    return name, eng
+
+
+def spark_for(engine: str, master: str | None, quiet: bool) -> Any:
+    """The Spark session when ``engine`` (a registered name) runs on one, else None; ``--master``
+    with another engine is refused (it would be silently ignored)."""
+    from selp.engines.registry import get_engine
+
+    if not get_engine(engine).needs_spark_session:
+        if master:
+            raise SelpError("--master applies to the spark engine; add --engine spark")
+        return None
+    return start_spark(master, {}, quiet)
+
+
+def progress_printer(quiet: bool, always: bool) -> Callable:
+    """Per-iteration progress on stderr; for in-process engines only once a run takes a while."""
+    start = time.perf_counter()
+
+    def report(comp, iteration: int, delta: int, total: int) -> None:
+        if quiet:
+            return
+        if not always and time.perf_counter() - start < 1.0:
+            return
+        rels = ",".join(comp.relations)
+        click.echo(
+            f"  stratum {comp.stratum} [{rels}] iteration {iteration}: +{delta} new, {total} total"
+            f" ({time.perf_counter() - start:.1f}s)",
+            err=True,
+        )
+
+    return report

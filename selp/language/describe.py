@@ -1,0 +1,28 @@
+"""What ``selp check`` reports about a program: each relation (kind, arity, column types, the
+rules defining it) and the recursive components of each stratum."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from selp.language.validate import Analysis
+
+
+def relations_report(analysis: Analysis, types: dict[str, tuple[str, ...]]) -> list[dict[str, Any]]:
+    """One entry per relation, by name: ``relation``, ``kind`` (idb/edb), ``arity``, ``types``
+    (from ``types``) and ``rules`` (the names of the rules whose head it is)."""
+    return [
+        {
+            "relation": rel,
+            "kind": "idb" if rel in analysis.idb else "edb",
+            "arity": analysis.arities[rel],
+            "types": list(types[rel]),
+            "rules": [r.name for r in analysis.program.rules if r.head.relation == rel],
+        }
+        for rel in sorted(analysis.arities)
+    ]
+
+
+def recursive_components(analysis: Analysis, stratum: int) -> list[str]:
+    """The recursive components of ``stratum``, each as its relations joined by ``+``."""
+    return ["+".join(c.relations) for c in analysis.components if c.stratum == stratum and c.recursive]
