@@ -98,3 +98,26 @@ def test_explaining_a_base_fact_prints_its_leaf_without_a_warning() -> None:
     r = selp("explain", *BASE, "exports(Cuba, tobacco)", "-k", "1")
     assert r.returncode == 0 and "exports(Cuba, tobacco)  (fact 1)" in r.stdout
     assert "matches no tree" not in r.stderr and "EDB" not in r.stderr
+
+
+def test_format_svg_draws_the_trees_without_graphviz() -> None:
+    import xml.etree.ElementTree as ET
+
+    r = selp("explain", *BASE, "dealsWith(Cuba, France)", "-k", "2", "--format", "svg", "-q")
+    assert r.returncode == 0, r.stderr
+    doc = ET.fromstring(r.stdout)
+    texts = [t.text for t in doc.iter("{http://www.w3.org/2000/svg}text")]
+    assert "dealsWith(Cuba, France)  #1  weight 0.5" in texts and "dealsWith(Cuba, France)  #2  weight 0.4" in texts
+    assert "exports(Cuba, tobacco)  (fact 1)" in texts
+
+
+@pytest.mark.spark
+def test_a_spark_run_prints_no_jvm_log_unless_asked() -> None:
+    """Spark's WARN/ERROR lines (loopback hostname, accumulator errors) stay off a successful run."""
+    spark_base = [str(TRADE / "trade.dl"), "--db", str(TRADE / "db"), "--engine", "spark"]
+    r = selp("eval", *spark_base, "-q", env={"SELP_SPARK_LOG": ""})
+    assert r.returncode == 0 and r.stdout.startswith("dealsWith  9")
+    noise = [line for line in r.stderr.splitlines() if " WARN " in line or " ERROR " in line or "log level" in line]
+    assert noise == []
+    bad = selp("eval", *spark_base, "-q", env={"SELP_SPARK_LOG": "loud"})
+    assert bad.returncode == 1 and bad.stderr.strip().endswith("SELP_SPARK_LOG='loud' is not a log level (one of off, fatal, error, warn, info, debug, trace)")

@@ -7,12 +7,14 @@ stderr), 2 a usage error (unknown option, missing argument).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 import click
 
+from selp.engines.local import progress_line
 from selp.engines.registry import names as engine_names
 from selp.errors import SelpError, echo, one_line
 
@@ -50,7 +52,8 @@ class SelpGroup(click.Group):
 
 @click.group(cls=SelpGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="selp")
-def main() -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Show Spark's own log (warnings and errors) on stderr; by default it is quiet.")
+def main(verbose: bool) -> None:
     """selp: top-k selective provenance for datalog programs, locally or on Apache Spark.
 
     \b
@@ -58,7 +61,13 @@ def main() -> None:
       selp check examples/trade/trade.dl
       selp eval examples/trade/trade.dl --db examples/trade/db --show dealsWith
       selp eval prog.dl --db data/ --master spark://host:7077 --out results/
+      selp -v eval prog.dl --db data/ --engine spark      (with Spark's log)
     """
+    if verbose:
+        from selp.engines.spark_session import LOG_ENV
+
+        # read when a Spark session starts; an explicit SELP_SPARK_LOG (e.g. info) is kept
+        os.environ.setdefault(LOG_ENV, "warn")
 
 
 def load_program(program: str) -> Analysis:
@@ -128,11 +137,6 @@ def progress_printer(quiet: bool, always: bool) -> Callable:
             return
         if not always and time.perf_counter() - start < 1.0:
             return
-        rels = ",".join(comp.relations)
-        click.echo(
-            f"  stratum {comp.stratum} [{rels}] iteration {iteration}: +{delta} new, {total} total"
-            f" ({time.perf_counter() - start:.1f}s)",
-            err=True,
-        )
+        click.echo(progress_line(comp, iteration, delta, total, time.perf_counter() - start), err=True)
 
     return report

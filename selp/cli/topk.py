@@ -21,7 +21,7 @@ def _topk_options(f: Callable) -> Callable:
         click.option("--db", "db_dir", type=click.Path(file_okay=False), help="Directory of REL.csv / REL.parquet files."),
         click.option("--engine", type=click.Choice(ENGINE_CHOICES), default=None, help=ENGINE_HELP),
         click.option("--algorithm", type=click.Choice(["heuristic", "iterative"]), default="heuristic", show_default=True, help="Local top-k algorithm (paper sections 5.3 / 5.2)."),
-        click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "summary"]), default="text", show_default=True, help="Tree drawings, the JSON contract, Graphviz, or a summary per relation (counts and weights, no trees: for very many answers)."),
+        click.option("--format", "fmt", type=click.Choice(["text", "json", "svg", "dot", "summary"]), default="text", show_default=True, help="Tree drawings, the JSON contract, an SVG picture (drawn by selp), Graphviz DOT (render with Graphviz's dot), or a summary per relation (counts and weights, no trees: for very many answers)."),
         click.option("--fact", "fact_text", default=None, help="Only answers carrying this label, e.g. 'dealsWith(Cuba, *)'."),
         click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the output to this file (atomically) instead of stdout."),
         click.option("--save-dtable", "save_dir", type=click.Path(file_okay=False), help="Save the DTable here (Parquet) for `selp trees`."),
@@ -93,6 +93,10 @@ def _emit(table: Any, fact_filter: Any, fmt: str, out_file: str | None) -> int:
         text = "".join(iter_json(to_json(table, results), indent)) + "\n"  # a deep tree defeats json.dumps
     elif fmt == "dot":
         text = render_dot(results)
+    elif fmt == "svg":
+        from selp.topk.svg import render_svg
+
+        text = render_svg(results)
     elif out_file is None and results:
         # streamed: the drawing of a large k can be far larger than the DTable behind it
         from selp.topk.trees import iter_text
@@ -170,7 +174,7 @@ def query_cmd(program: str, query: str, **opts: Any) -> None:
 @click.command(name="trees")
 @click.argument("dtable_dir", type=click.Path(file_okay=False))
 @click.option("--fact", "fact_text", default=None, help="Only answers carrying this label, e.g. 'dealsWith(Cuba, *)'.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "svg", "dot"]), default="text", show_default=True, help="Tree drawings, JSON, an SVG picture (drawn by selp), or Graphviz DOT (render with Graphviz's dot).")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 @monoid_plugin_option
 def trees_cmd(dtable_dir: str, fact_text: str | None, fmt: str, out_file: str | None) -> None:
