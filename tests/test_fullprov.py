@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from selp.database import load_database
-from selp.derivations import instantiations
+from selp.reference.derivations import instantiations
 from selp.engines.local import evaluate
 from selp.fullprov import full_provenance, full_provenance_local, materialise_local
 from selp.language import parse_program_file

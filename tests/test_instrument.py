@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from randprog import programs_with_databases
 from selp.database import load_database
-from selp.derivations import DerivationTree, enumerate_trees
+from selp.reference.derivations import DerivationTree, enumerate_trees
 from selp.instrument.instrument import instrument
-from selp.instrument.match import matches
-from selp.instrument.origin import origin_tree
+from selp.reference.match import matches
+from selp.reference.origin import origin_tree
 from selp.language import parse_program, parse_program_file
 from selp.language.pattern import And, Not, Or, Pattern, PatternNode, TreePattern
 from selp.language.pattern_parser import parse_pattern, tree_patterns

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from selp.database import load_database
-from selp.derivations import DerivationTree, enumerate_trees
+from selp.reference.derivations import DerivationTree, enumerate_trees
 from selp.engines.local import evaluate
 from selp.errors import SelpError
 from selp.language import parse_program, parse_program_file

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from selp.derivations import DerivationTree
+from selp.reference.derivations import DerivationTree
 from selp.instrument.instrument import Instrumented
 
 
