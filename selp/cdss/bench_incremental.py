@@ -21,7 +21,8 @@ from typing import Iterable
 
 from selp.cdss.compile import CompiledCDSS, compile_cdss
 from selp.cdss.config import parse_cdss
-from selp.cdss.incremental import STRATEGIES, apply_changes
+from selp.cdss.incremental import apply_changes
+from selp.cdss.maintainer import STRATEGIES
 from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.engines.registry import get_engine, names
 from selp.language.validate import analyze
