@@ -473,7 +473,7 @@ def gen() -> None:
 
 def _scaled_or_units(dataset: str, out_dir: str, scale: int | None, units: int | None, unit_option: str, seed: int) -> None:
     """Generate by --scale (calibrated output size) or by the generator's own unit; print stats."""
-    from selp.bench_datasets import generate_scaled
+    from selp.bench.datasets import generate_scaled
 
     if (scale is None) == (units is None):
         raise click.UsageError(f"give either --scale or {unit_option}")
@@ -513,7 +513,7 @@ def gen_tc(out_dir: str, target_output: int | None, nodes: int | None, edges: in
       selp gen tc --nodes 1000 --edges 2500 --components 4 --seed 7 --out /tmp/tc
       selp eval datasets/tc.dl --db /tmp/tc1m
     """
-    from selp.bench import generate_tc, tc_size_for
+    from selp.gen.tc import generate_tc, tc_size_for
 
     if target_output is not None:
         if nodes is not None or edges is not None or components is not None:
@@ -595,7 +595,7 @@ def gen_cdss(out_dir: str, peers: int, base_size: int, fanout: str, topology: st
       selp gen cdss --peers 10 --base-size 2000 --fanout 1-3 --topology random --out /tmp/sp10
       selp cdss check /tmp/sp10 && selp cdss eval /tmp/sp10
     """
-    from selp.cdss.gen_swissprot import generate_cdss
+    from selp.gen.swissprot import generate_cdss
 
     try:
         stats = generate_cdss(out_dir, peers, base_size, fanout, topology, seed, overlap)
@@ -668,7 +668,7 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
     beside DuckDB's recursive CTE and Nemo on one random graph, path counts checked
     (selp.bench_anchors; --out defaults to datasets/results/anchors, no warm-up, memory cap 12 GiB).
     """
-    from selp.bench import machine_info
+    from selp.bench.results import machine_info
 
     say = (lambda msg: None) if quiet else (lambda msg: click.echo(msg, err=True))
     if dataset not in BENCH_TARGETS:
@@ -676,7 +676,7 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
     if dataset == "anchors":  # whole CLI processes beside DuckDB's recursive CTE and Nemo
         from click.core import ParameterSource
 
-        from selp.bench_anchors import DEFAULT_MEMORY_CAP_MB, DEFAULT_OUT, DEFAULT_SEED, cli as anchors_cli
+        from selp.bench.anchors import DEFAULT_MEMORY_CAP_MB, DEFAULT_OUT, DEFAULT_SEED, cli as anchors_cli
 
         def given(name: str) -> bool:
             return click.get_current_context().get_parameter_source(name) is not ParameterSource.DEFAULT
@@ -693,7 +693,7 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
             raise SelpError(f"path counts disagree ({len(problems)}): {problems[0]}")
         return
     if dataset == "cdss":
-        from selp.cdss.bench_cdss import bench_cdss, markdown, parse_list, save as save_cdss
+        from selp.bench.cdss import bench_cdss, markdown, parse_list, save as save_cdss
 
         chosen_engines = [e.strip() for e in ",".join(engines).split(",") if e.strip()] or ["embedded"]
         try:
@@ -709,21 +709,21 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
             say(f"wrote {p}")
         return
     if dataset == "proql":  # ProQL on chapter 8's topologies (selp.cdss.proql.bench; --patterns TOPOLOGY:DATA,...)
-        from selp.cdss.proql.bench import bench_cli
+        from selp.bench.proql import bench_cli
 
         command = "selp bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
         click.echo(bench_cli(peers, scales, patterns, repeat, warmup, master, out_dir, command, say))
         return
     if dataset == "instrument":
-        from selp.bench import write_results
-        from selp.bench_instrument import bench_instrument, format_instrument_table
+        from selp.bench.results import write_results
+        from selp.bench.instrument import bench_instrument, format_instrument_table
 
         rows = bench_instrument(repeat=repeat, say=say)
         click.echo(format_instrument_table(rows))
         for p in write_results(rows, out_dir, machine_info()):
             say(f"wrote {p}")
         return
-    from selp.bench_harness import MODES, format_markdown, plot, run_bench, save
+    from selp.bench.harness import MODES, format_markdown, plot, run_bench, save
 
     if dataset == "topk":  # the earlier top-k benchmark: TC, pattern p10, semi-naive vs top-k
         dataset, patterns, modes = "tc", "p10", "semi-naive,top-k"
@@ -736,7 +736,7 @@ def bench(dataset: str, scales: str | None, patterns: str, ks: str, engines: tup
     for m in mode_list:
         if m not in MODES:
             raise SelpError(f"--modes: unknown mode {m!r} (choose {', '.join(MODES)})")
-    from selp.bench_harness import load_patterns
+    from selp.bench.harness import load_patterns
 
     load_patterns(dataset, patterns)  # a bad name fails before any work
     machine = machine_info()

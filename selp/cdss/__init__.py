@@ -8,8 +8,10 @@ computation with selp's engines), :mod:`~selp.cdss.store` (the durable store: SQ
 edit logs, Parquet epochs switched atomically), :mod:`~selp.cdss.edits` (edit batches and their
 checks), :mod:`~selp.cdss.exchange` (update exchange through the store),
 :mod:`~selp.cdss.maintainer` (incremental insertion, PropagateDelete, DRed, over a backend)
-with its backends :mod:`~selp.cdss.incremental` (Python sets) and :mod:`~selp.cdss.incremental_spark`, :mod:`~selp.cdss.explain` (top-k derivations of a peer's tuple by trust
-cost), :mod:`~selp.cdss.proql` (the provenance query language), the benchmarks
-(:mod:`~selp.cdss.gen_swissprot`, :mod:`~selp.cdss.bench_cdss`,
-:mod:`~selp.cdss.bench_incremental`) and :mod:`~selp.cdss.cli` (``selp cdss``).
+with its backends :mod:`~selp.cdss.incremental` (Python sets) and
+:mod:`~selp.cdss.incremental_spark`, :mod:`~selp.cdss.explain` (top-k derivations of a peer's
+tuple by trust cost), :mod:`~selp.cdss.proql` (the provenance query language), and
+:mod:`~selp.cdss.cli` (``selp cdss``). The generated CDSSs are in :mod:`selp.gen` (``swissprot``,
+``proql``, ``cdss_chain``), their benchmarks in :mod:`selp.bench` (``cdss``, ``incremental``,
+``proql``).
 """
