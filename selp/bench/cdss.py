@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from selp.bench.results import machine_info, write_results
-from selp.gen.swissprot import SwissProtCDSS, generate
 from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.engines.registry import canonical, get_engine, names
 from selp.errors import SelpError
+from selp.gen.swissprot import SwissProtCDSS, generate
 
 STRATEGIES = ("provenance", "dred", "recompute")
 TIME_CAP = "did not finish: time cap"

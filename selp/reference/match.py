@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from selp.reference.derivations import DerivationTree
 from selp.language.pattern import CHILD, DESCENDANT, And, Not, Or, Pattern, PatternNode, TreePattern
+from selp.reference.derivations import DerivationTree
 
 
 def matches(pattern: Pattern, tree: DerivationTree) -> bool:
