@@ -1,4 +1,4 @@
-"""The TC dataset generator and the benchmark harness, checked against real local evaluations."""
+"""The TC dataset generator and the TC benchmark, checked against real local evaluations."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from selp import bench
-from selp.bench import bench_tc, closure_size, format_table, generate_tc, tc_size_for, write_results
+from selp.bench.results import write_results
+from selp.bench.tc import TC_PROGRAM, bench_tc, format_table
 from selp.engines.result import run_local
+from selp.gen.tc import STATS_FILE, closure_size, generate_tc, tc_size_for
 from selp.language import parse_program_file
 from selp.language.validate import analyze
 
@@ -20,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _evaluate(db: Path) -> int:
-    analysis = analyze(parse_program_file(bench.TC_PROGRAM))
+    analysis = analyze(parse_program_file(TC_PROGRAM))
     return run_local(analysis, db).count("tc")
 
 
@@ -30,8 +31,10 @@ def _read(path: Path) -> list[list[str]]:
 
 
 def test_program_has_three_rules_and_is_the_shipped_file():
-    program = parse_program_file(bench.TC_PROGRAM)
-    assert bench.TC_PROGRAM == REPO / "datasets" / "tc.dl"
+    program = parse_program_file(TC_PROGRAM)
+    # package data, and the repository's datasets/tc.dl is the same file
+    assert TC_PROGRAM.parent.name == "programs" and TC_PROGRAM.parent.parent.name == "bench"
+    assert (REPO / "datasets" / "tc.dl").resolve() == TC_PROGRAM.resolve()
     assert len(program.rules) == 3
     assert {r.head.relation for r in program.rules} == {"tc"}
     weights = [float(r.weight) for r in program.rules]
@@ -60,7 +63,7 @@ def test_generated_graph_is_undirected_weighted_and_matches_its_stats(tmp_path):
     assert {n for e in edges for n in e} == set(range(1, 91))  # every node has an edge
     assert stats["connected_components"] == 3 and stats["largest_component"] == 30
     assert stats["expected_tc"] == closure_size([30, 30, 30]) == 2700
-    assert json.loads((tmp_path / bench.STATS_FILE).read_text()) == stats
+    assert json.loads((tmp_path / STATS_FILE).read_text()) == stats
 
 
 def test_expected_closure_size_is_what_the_engine_derives(tmp_path):
@@ -96,13 +99,17 @@ def test_generator_rejects_impossible_graphs(tmp_path):
         generate_tc(tmp_path, 4, 7)  # K4 has 6
 
 
-def test_cli_writes_a_dataset(tmp_path):
+def test_old_tc_script_is_selp_gen_tc(tmp_path):
     out = subprocess.run(
         [sys.executable, str(REPO / "datasets" / "tc.py"), "--target-output", "2000", "--out", str(tmp_path)],
         capture_output=True, text=True, check=True,
     )
     stats = json.loads(out.stdout)
     assert stats["expected_tc"] == 2025 and (tmp_path / "edge.csv").is_file()
+    same = subprocess.run([sys.executable, "-m", "selp", "gen", "tc", "--scale", "2000", "--out", str(tmp_path / "g")],
+                          capture_output=True, text=True, check=True)
+    assert json.loads(same.stdout) == stats
+    assert (tmp_path / "g" / "edge.csv").read_bytes() == (tmp_path / "edge.csv").read_bytes()
 
 
 def test_bench_tc_local_counts_match_the_generator(tmp_path):

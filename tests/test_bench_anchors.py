@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from selp import bench_anchors
-from selp.bench_anchors import (Config, NOT_INSTALLED, TIMEOUT, bench_anchors as run_anchors, check_counts,
-                                format_report, generate_graph, run_once)
+from selp.bench import anchors as bench_anchors
+from selp.bench.anchors import (Config, NOT_INSTALLED, TIMEOUT, bench_anchors as run_anchors, check_counts,
+                                format_report, run_once)
+from selp.gen.anchors import generate_graph
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from selp.bench_harness import COLUMNS, add_ratios, format_markdown, plot, run_bench, save
+from selp.bench.harness import COLUMNS, add_ratios, format_markdown, plot, run_bench, save
 from selp.errors import SelpError
 
 REPO = Path(__file__).resolve().parents[1]

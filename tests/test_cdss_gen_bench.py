@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from selp.bench.cdss import COLUMNS, NOT_RUN, TIME_CAP, bench_cdss, plan
 from selp.cdss.acyclicity import special_cycle
-from selp.cdss.bench_cdss import COLUMNS, NOT_RUN, TIME_CAP, bench_cdss, plan
 from selp.cdss.config import load_cdss
-from selp.cdss.gen_swissprot import UNIVERSAL, generate, generate_cdss
 from selp.cdss.store import Store
 from selp.cli import main
+from selp.gen.swissprot import UNIVERSAL, generate, generate_cdss
 from test_cdss_store import cdss_cli, load_running_example, make_cdss, ok, one_line_error
 
 IN_PROCESS = ["embedded", "reference"]  # the default engine and the oracle: the same answers

@@ -25,7 +25,8 @@ from randprog import programs_with_databases
 from selp.cdss.compile import compile_cdss
 from selp.cdss.config import load_cdss, parse_cdss
 from selp.cdss.errors import CdssError
-from selp.cdss.incremental import STRATEGIES, apply_changes, maintain
+from selp.cdss.incremental import apply_changes, maintain
+from selp.cdss.maintainer import STRATEGIES
 from selp.cdss.model import CDSS, TrustPolicy
 from selp.engines.local import evaluate  # the reference engine: the oracle
 from selp.language import parse_program

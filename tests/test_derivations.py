@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 
 from randprog import _compare, _unify, _value, naive_fixpoint, programs_with_databases
 from selp.database import load_database
-from selp.derivations import DerivationTree, enumerate_trees, leaf, node
 from selp.language import parse_program, parse_program_file
 from selp.language.ast import Atom, Comparison
 from selp.language.validate import analyze
+from selp.reference.derivations import DerivationTree, enumerate_trees, leaf, node
 
 TRADE = Path(__file__).resolve().parent.parent / "examples" / "trade"
 

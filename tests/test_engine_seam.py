@@ -125,7 +125,7 @@ def test_cdss_operations_agree_with_the_reference(engine, session, bio) -> None:
 # data), but the benchmarks, which take engine names and the alias from their command lines, are
 # checked for it too. Names recorded as data (labels of measured configurations) are fine.
 NAMES = set(ENGINES)
-BENCHMARKS = {"selp/fullprov.py"}  # besides the bench* modules and packages
+BENCHMARKS = {"selp/bench/fullprov.py"}  # besides the bench* modules and packages
 
 
 def _is_benchmark(rel: str) -> bool:
@@ -164,6 +164,6 @@ def test_the_source_check_finds_a_branch() -> None:
 def test_the_benchmarks_are_checked() -> None:
     found = [p.relative_to(ROOT).as_posix() for p in (ROOT / "selp").rglob("*.py")]
     assert len([b for b in found if _is_benchmark(b)]) >= 6
-    assert all(_is_benchmark(b) for b in ("selp/bench_harness.py", "selp/bench/harness.py", "selp/cdss/proql/bench.py"))
+    assert all(_is_benchmark(b) for b in ("selp/bench/harness.py", "selp/bench/anchors.py", "selp/bench/fullprov.py"))
     assert not _is_benchmark("selp/cdss/store.py")
     assert branches_on_engine(ast.parse("if engine == 'local': pass"), NAMES | set(ALIASES)) == [1]

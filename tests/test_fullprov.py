@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from selp.bench.datasets import spec
+from selp.bench.fullprov import full_provenance, full_provenance_local, materialise_local
+from selp.bench.patterns import load_named_patterns
 from selp.database import load_database
-from selp.derivations import instantiations
 from selp.engines.local import evaluate
-from selp.fullprov import full_provenance, full_provenance_local, materialise_local
 from selp.language import parse_program_file
 from selp.language.validate import analyze
-from selp.named_patterns import load_named_patterns
+from selp.reference.derivations import instantiations
 from selp.topk.api import topk
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,7 +40,7 @@ def _generate(name: str, out: Path) -> None:
 
         generate_explain(out, 80, seed=5)
     else:
-        from selp.bench import generate_tc
+        from selp.gen.tc import generate_tc
 
         generate_tc(out, 14, 20, seed=5, components=2)
 
@@ -56,10 +57,10 @@ CASES = [
 @pytest.mark.parametrize("monoid", ["confidence", "size", "cost"])
 def test_full_provenance_answers_equal_selective_top_k(tmp_path: Path, dataset: str, names: list[str], monoid: str) -> None:
     _generate(dataset, tmp_path)
-    analysis = analyze(parse_program_file(str(REPO / "datasets" / f"{dataset}.dl")))
+    analysis = analyze(parse_program_file(str(spec(dataset).program)))
     db = load_database(analysis, tmp_path)
     hg = materialise_local(analysis, db)  # pattern-independent: materialised once for all queries
-    patterns = load_named_patterns(REPO / "datasets" / f"{dataset}.patterns")
+    patterns = load_named_patterns(spec(dataset).patterns)
     nonempty = 0
     for name in names:
         text = patterns[name][0]
@@ -90,7 +91,7 @@ def test_example_3_11_through_full_provenance() -> None:
 @pytest.mark.spark
 def test_full_provenance_on_spark_equals_local_top_k(spark, tmp_path: Path) -> None:
     _generate("tc", tmp_path / "db")
-    program = str(REPO / "datasets" / "tc.dl")
+    program = str(spec("tc").program)
     for text in ("tc(*, *)[/ tc(*, *), / edge(*, *)]", "tc // tc // edge"):
         expected = _weights(topk(program, str(tmp_path / "db"), text, k=3, engine="local"))
         got = _weights(full_provenance(program, str(tmp_path / "db"), text, k=3, engine="spark", spark=spark,

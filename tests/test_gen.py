@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from selp.bench.datasets import spec
 from selp.engines.result import run_local
 from selp.gen.amie import generate_amie
 from selp.language import parse_program_file
 from selp.language.validate import analyze
 
-AMIE = analyze(parse_program_file("datasets/amie.dl"))
+AMIE = analyze(parse_program_file(str(spec("amie").program)))
 
 
 def test_generator_is_deterministic_and_loads_with_weights(tmp_path: Path) -> None:
@@ -35,7 +36,7 @@ def test_constants_of_the_starred_patterns_exist(tmp_path: Path) -> None:
 def test_iris_generator_is_deterministic_and_its_output_grows_with_records(tmp_path: Path) -> None:
     from selp.gen.iris import generate_iris
 
-    iris = analyze(parse_program_file("datasets/iris.dl"))
+    iris = analyze(parse_program_file(str(spec("iris").program)))
     generate_iris(tmp_path / "x", 200, seed=1)
     generate_iris(tmp_path / "y", 200, seed=1)
     assert (tmp_path / "x" / "c.csv").read_bytes() == (tmp_path / "y" / "c.csv").read_bytes()
@@ -49,7 +50,7 @@ def test_iris_generator_is_deterministic_and_its_output_grows_with_records(tmp_p
 def test_explain_generator_is_deterministic_and_every_relation_is_derived(tmp_path: Path) -> None:
     from selp.gen.explain import generate_explain
 
-    program = analyze(parse_program_file("datasets/explain.dl"))
+    program = analyze(parse_program_file(str(spec("explain").program)))
     generate_explain(tmp_path / "x", 150, seed=2)
     generate_explain(tmp_path / "y", 150, seed=2)
     assert (tmp_path / "x" / "link.csv").read_bytes() == (tmp_path / "y" / "link.csv").read_bytes()
@@ -62,7 +63,7 @@ def test_explain_generator_is_deterministic_and_every_relation_is_derived(tmp_pa
 def test_scale_lands_near_the_output_size_for_every_dataset(tmp_path: Path) -> None:
     import pytest
 
-    from selp.bench_datasets import NAMES, generate_scaled, spec
+    from selp.bench.datasets import NAMES, generate_scaled
 
     for name in NAMES:
         stats = generate_scaled(name, tmp_path / name, 20000, seed=3)  # another seed than the calibration's
@@ -73,7 +74,7 @@ def test_scale_lands_near_the_output_size_for_every_dataset(tmp_path: Path) -> N
 
 
 def test_scaled_dataset_is_cached_by_dataset_scale_and_seed(tmp_path: Path) -> None:
-    from selp.bench_datasets import scaled_dataset
+    from selp.bench.datasets import scaled_dataset
 
     d, stats = scaled_dataset(tmp_path, "iris", 2000, seed=1)
     mtime = (d / "a.csv").stat().st_mtime_ns

@@ -16,16 +16,17 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from randprog import programs_with_databases
+from selp.bench.datasets import spec
 from selp.database import load_database
-from selp.derivations import DerivationTree, enumerate_trees
 from selp.instrument.instrument import instrument
-from selp.instrument.match import matches
-from selp.instrument.origin import origin_tree
 from selp.language import parse_program, parse_program_file
 from selp.language.pattern import And, Not, Or, Pattern, PatternNode, TreePattern
 from selp.language.pattern_parser import parse_pattern, tree_patterns
 from selp.language.printer import format_program
 from selp.language.validate import analyze
+from selp.reference.derivations import DerivationTree, enumerate_trees
+from selp.reference.match import matches
+from selp.reference.origin import origin_tree
 
 TRADE = "examples/trade/trade.dl"
 TRADE_DB = "examples/trade/db"
@@ -123,7 +124,7 @@ def test_a_pattern_node_that_constrains_nothing_reads_p_itself() -> None:
     """``tc(*, *)`` matches every tree of tc: P_p is P, answered from tc (evaluating a copy of
     tc would double the work); a node below that constrains nothing is read from tc too, while
     a node that does constrain (the root of ``tc / tc``, which excludes r1) keeps its copy."""
-    analysis = analyze(parse_program_file("datasets/tc.dl"))
+    analysis = analyze(parse_program_file(str(spec("tc").program)))
     single = instrument(analysis, parse_pattern("tc(*, *)"))
     assert single.roots == ("tc",)
     assert {r.name for r in single.program.rules} == {"r1", "r2", "r3"}

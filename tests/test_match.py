@@ -12,12 +12,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from selp.database import load_database
-from selp.derivations import DerivationTree, enumerate_trees, leaf, node
-from selp.instrument.match import matches, matches_at, matching_nodes, matching_trees
 from selp.language import parse_program_file
 from selp.language.pattern import WILDCARD, And, Not, Or, PatternNode, TreePattern
 from selp.language.pattern_parser import parse_pattern
 from selp.language.validate import analyze
+from selp.reference.derivations import DerivationTree, enumerate_trees, leaf, node
+from selp.reference.match import matches, matches_at, matching_nodes, matching_trees
 
 TRADE = Path(__file__).resolve().parent.parent / "examples" / "trade"
 

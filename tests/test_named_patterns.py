@@ -1,4 +1,4 @@
-"""Named pattern files (datasets/*.patterns) and the instrumentation benchmark over them."""
+"""Named pattern files (the bundled selp/bench/programs/*.patterns) and the instrumentation benchmark over them."""
 
 from __future__ import annotations
 
@@ -9,23 +9,24 @@ from pathlib import Path
 
 import pytest
 
-from selp.bench_instrument import DATASETS, PROGRAMS, bench_instrument, pattern_shape
+from selp.bench.datasets import spec
+from selp.bench.instrument import PROGRAMS, bench_instrument, pattern_shape
+from selp.bench.patterns import load_named_patterns
 from selp.errors import SelpError
 from selp.instrument.instrument import instrument
 from selp.language import parse_program_file
 from selp.language.pattern_parser import check_pattern, parse_pattern
 from selp.language.types import resolve_types
 from selp.language.validate import analyze
-from selp.named_patterns import load_named_patterns
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_bundled_patterns_fit_their_program_and_can_match(name: str) -> None:
     """Every shipped pattern names real relations with well-typed constants, and none is
     statically empty (instrumentation leaves root relations)."""
-    analysis = analyze(parse_program_file(str(DATASETS / f"{name}.dl")))
+    analysis = analyze(parse_program_file(str(spec(name).program)))
     types = resolve_types(analysis, {})
-    patterns = load_named_patterns(DATASETS / f"{name}.patterns")
+    patterns = load_named_patterns(spec(name).patterns)
     assert patterns
     for pname, (_, pattern) in patterns.items():
         assert check_pattern(pattern, analysis, types) == [], pname
@@ -53,7 +54,7 @@ def test_pattern_shape_counts_the_paper_measures() -> None:
 
 def test_instrumentation_bench_covers_every_pattern_and_the_optimised_side_is_no_bigger() -> None:
     rows = bench_instrument(repeat=1)
-    expected = {(n, p) for n in PROGRAMS for p in load_named_patterns(DATASETS / f"{n}.patterns")}
+    expected = {(n, p) for n in PROGRAMS for p in load_named_patterns(spec(n).patterns)}
     assert {(r["program"], r["pattern"]) for r in rows} == expected
     for r in rows:
         assert r["rules_opt"] <= r["rules_noopt"], r

@@ -20,12 +20,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from selp.bench.proql import build_store
 from selp.cdss.proql.api import spark_query
 from selp.cdss.proql.asr import AsrDef, build_asrs, choose_asrs, compute_asr, read_manifest
-from selp.cdss.proql.bench import build_store, generate_proql
 from selp.cdss.proql.spark_graph import load_epoch_graph
 from selp.cdss.store import Store
 from selp.cli import main
+from selp.gen.proql import generate_proql
 from test_cdss_store import cdss_cli, ok
 
 pytestmark = pytest.mark.spark  # every test reads the chain fixture, which starts Spark

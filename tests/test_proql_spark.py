@@ -9,11 +9,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from selp.bench.proql import parse_patterns
 from selp.cdss.proql import spark_engine
 from selp.cdss.proql.api import local_query, spark_query
-from selp.cdss.proql.bench import edges, parse_patterns, placement
 from selp.cli import main
 from selp.errors import SelpError
+from selp.gen.proql import edges, placement
 from test_cdss_store import cdss_cli, load_running_example, make_cdss, ok, one_line_error
 
 Q = "FOR [B $x] INCLUDE PATH [$x] <-+ [] RETURN $x"

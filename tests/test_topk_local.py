@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from randprog import programs_with_databases
 from selp.database import Database, load_database
 from selp.engines.embedded.store import store_from_facts
-from selp.derivations import DerivationTree, enumerate_trees
-from selp.instrument.match import matches
 from selp.language import parse_program, parse_program_file
 from selp.language.pattern_parser import PatternError, check_pattern, parse_pattern
 from selp.language.types import resolve_types
 from selp.language.validate import analyze
+from selp.reference.derivations import DerivationTree, enumerate_trees
+from selp.reference.match import matches
 from selp.topk.embedded import run_topk_embedded
 from selp.topk.local import run_topk_local
 from selp.topk.monoid import BUILTIN, get_monoid

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from selp.bench.datasets import spec
 from selp.database import load_database
-from selp.derivations import DerivationTree, enumerate_trees
 from selp.engines.local import evaluate
 from selp.errors import SelpError
 from selp.language import parse_program, parse_program_file
 from selp.language.pattern_parser import parse_pattern
 from selp.language.validate import analyze
+from selp.reference.derivations import DerivationTree, enumerate_trees
 from selp.topk.dtable import load_dtable
 from selp.topk.monoid import Monoid, get_monoid
 from selp.topk.task import make_task
@@ -236,11 +237,11 @@ def test_candidate_prefilter_changes_nothing(spark, tmp_path):
     """Dropping candidates that sort after a full fact's k-th best before the shuffle (the
     broadcast prefilter) gives the same DTable as merging every candidate: same facts, and per
     fact the same weights, sizes and origins in the same order."""
-    from selp.bench_datasets import generate_scaled
+    from selp.bench.datasets import generate_scaled
 
     db_dir = tmp_path / "tc"
     generate_scaled("tc", db_dir, 600, seed=3)
-    analysis = analyze(parse_program_file(ROOT / "datasets" / "tc.dl"))
+    analysis = analyze(parse_program_file(spec("tc").program))
 
     def answers(prefilter_rows: int):
         spark.conf.set("spark.selp.prefilterRows", str(prefilter_rows))
@@ -270,7 +271,7 @@ def test_small_rounds_change_nothing(spark, tmp_path, monkeypatch):
     links = [(i, (i + 1) % n, (0.5, 0.75, 1)[i % 3]) for i in range(n)] + [(0, 20, 0.25), (10, 30, 0.5)]
     rows = [f"{a},{b},{w}" for x, y, w in links for a, b in ((x, y), (y, x))]
     (db_dir / "edge.csv").write_text("src,dst,_weight\n" + "\n".join(rows) + "\n", encoding="utf-8")
-    analysis = analyze(parse_program_file(ROOT / "datasets" / "tc.dl"))
+    analysis = analyze(parse_program_file(spec("tc").program))
     # guess one candidate per delta entry, so that every round after the first few is small here
     monkeypatch.setattr("selp.topk.spark._FANOUT", 1)
 

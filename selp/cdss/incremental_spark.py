@@ -1,6 +1,6 @@
 """Incremental update exchange on Spark: :func:`apply_changes_spark`.
 
-The same algorithm as :mod:`selp.cdss.incremental` (one :class:`~selp.cdss.incremental.Maintainer`,
+The same algorithm as :mod:`selp.cdss.incremental` (one :class:`~selp.cdss.maintainer.Maintainer`,
 PropagateDelete with derivability testing, DRed, delta-rule insertion), over DataFrames in selp's
 Spark encoding (:mod:`selp.engines.spark_compile`: string columns ``c0..c{n-1}``, labeled nulls
 as their marked canonical text). Every rule variant -- delta rules, the goal-directed rules that
@@ -16,7 +16,7 @@ computes them): the EDB deltas together, then one job per *level* of the compone
 components of a level read only lower ones, so their deltas, new values and statistics are
 counted together), and one per round of a recursive fixpoint. Components without recursion --
 most of an acyclic CDSS -- are maintained in one step without sizing anything
-(:meth:`~selp.cdss.incremental.Maintainer.nonrecursive`). Measured on a generated 10-peer chain
+(:meth:`~selp.cdss.maintainer.Maintainer.nonrecursive`). Measured on a generated 10-peer chain
 (base 50, 10% insertion / 10% deletion, ``local[2]``, Spark's status tracker): materialising
 actions per batch went from 196 / 282 to 41 / 41; Spark jobs from 616 / 988 to 318 / 632 with
 adaptive execution on (every shuffle stage is a job of its own then) and from 243 / 509 to 45 /
@@ -33,7 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from selp.cdss.compile import CompiledCDSS
-from selp.cdss.incremental import GOAL, NEG, STRATEGIES, Maintainer, Stats, check_changes
+from selp.cdss.maintainer import GOAL, NEG, STRATEGIES, Maintainer, Stats, check_changes
 from selp.engines.spark_compile import (
     UNIT,
     Sources,
@@ -64,7 +64,7 @@ def _cols(arity: int) -> list[str]:
 
 
 class SparkBackend:
-    """:class:`selp.cdss.incremental.Backend` over DataFrames."""
+    """:class:`selp.cdss.maintainer.Backend` over DataFrames."""
 
     def __init__(self, spark: SparkSession, types: dict[str, tuple[str, ...]], broadcast_rows: int = DEFAULT_BROADCAST_ROWS) -> None:
         self.spark = spark

@@ -1,11 +1,11 @@
 """``selp bench``: the benchmarks, one subcommand per entry point of the bench library.
 
 * ``iris``, ``amie``, ``explain``, ``tc`` (and ``topk``, the earlier top-k benchmark): semi-naive
-  vs selective top-k vs full provenance (:func:`selp.bench_harness.run_bench`);
-* ``instrument``: instrumentation alone (:mod:`selp.bench_instrument`);
-* ``cdss``: update exchange on generated CDSSs (:mod:`selp.cdss.bench_cdss`);
-* ``proql``: ProQL on chapter 8's topologies (:mod:`selp.cdss.proql.bench`);
-* ``anchors``: whole CLI processes beside DuckDB and Nemo (:mod:`selp.bench_anchors`).
+  vs selective top-k vs full provenance (:func:`selp.bench.harness.run_bench`);
+* ``instrument``: instrumentation alone (:mod:`selp.bench.instrument`);
+* ``cdss``: update exchange on generated CDSSs (:mod:`selp.bench.cdss`);
+* ``proql``: ProQL on chapter 8's topologies (:mod:`selp.bench.proql`);
+* ``anchors``: whole CLI processes beside DuckDB and Nemo (:mod:`selp.bench.anchors`).
 
 Each subcommand has only the options its benchmark reads. A name that is none of them is a
 one-line error (exit 1) listing them.
@@ -73,7 +73,7 @@ def _int_list(text: str, option: str, minimum: int) -> list[int]:
     return values
 
 
-# -- semi-naive vs selective top-k vs full provenance (selp.bench_harness) ---------------------
+# -- semi-naive vs selective top-k vs full provenance (selp.bench.harness) ---------------------
 def _options(*opts: Callable) -> Callable:
     """Apply click options in the order given (the order ``--help`` lists them)."""
     def apply(f: Callable) -> Callable:
@@ -121,9 +121,9 @@ _HARNESS_HELP = """For each scale the dataset is generated (cached in OUT/data),
 def _run_harness(dataset: str, scales: str | None, patterns: str, ks: str, engines: tuple[str, ...], modes: str, repeat: int,
                  warmup: int, timeout_s: float, memory_cap: float, out_dir: str, master: str | None, monoid: str, seed: int,
                  no_plots: bool, quiet: bool) -> None:
-    """Run :func:`selp.bench_harness.run_bench`, print its table, write its files and figures."""
-    from selp.bench import machine_info
-    from selp.bench_harness import MODES, format_markdown, load_patterns, plot, run_bench, save
+    """Run :func:`selp.bench.harness.run_bench`, print its table, write its files and figures."""
+    from selp.bench.results import machine_info
+    from selp.bench.harness import MODES, format_markdown, load_patterns, plot, run_bench, save
     from selp.engines.registry import DEFAULT, canonical, get_engine
 
     say = say_printer(quiet)
@@ -193,8 +193,8 @@ def instrument_cmd(repeat: int, out_dir: str, quiet: bool) -> None:
     Example:
       selp bench instrument --repeat 5
     """
-    from selp.bench import machine_info, write_results
-    from selp.bench_instrument import bench_instrument, format_instrument_table
+    from selp.bench.results import machine_info, write_results
+    from selp.bench.instrument import bench_instrument, format_instrument_table
 
     say = say_printer(quiet)
     rows = bench_instrument(repeat=repeat, say=say)
@@ -216,14 +216,14 @@ def instrument_cmd(repeat: int, out_dir: str, quiet: bool) -> None:
 @_QUIET
 def cdss_cmd(peers: str, scales: str | None, fractions: str, fanout: str, topology: str, engines: tuple[str, ...], seed: int,
              timeout_s: float, out_dir: str, quiet: bool) -> None:
-    """Update exchange on generated SWISS-PROT-like CDSSs (selp.cdss.bench_cdss): initial build,
+    """Update exchange on generated SWISS-PROT-like CDSSs (selp.bench.cdss): initial build,
     10% insertion and deletions by provenance, DRed and recomputation.
 
     \b
     Example:
       selp bench cdss --peers 5,10,20 --scales 200 --fractions 0.1,0.3,0.5 --out results/cdss
     """
-    from selp.cdss.bench_cdss import bench_cdss, markdown, parse_list, save
+    from selp.bench.cdss import bench_cdss, markdown, parse_list, save
     from selp.engines.registry import DEFAULT
 
     say = say_printer(quiet)
@@ -251,14 +251,14 @@ def cdss_cmd(peers: str, scales: str | None, fractions: str, fanout: str, topolo
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out", show_default=True, help="Where results.json, results.md and machine.json go.")
 @_QUIET
 def proql_cmd(patterns: str, peers: str, scales: str | None, repeat: int, warmup: int, master: str | None, out_dir: str, quiet: bool) -> None:
-    """ProQL on chapter 8's topologies (selp.cdss.proql.bench): the root query on Spark, with
+    """ProQL on chapter 8's topologies (selp.bench.proql): the root query on Spark, with
     and without access support relations, and on the in-memory graph.
 
     \b
     Example:
       selp bench proql --patterns chain:leaves --peers 10,25,50,100 --scales 20 --repeat 1 --warmup 0
     """
-    from selp.cdss.proql.bench import bench_cli
+    from selp.bench.proql import bench_cli
 
     click.echo(bench_cli(peers, scales, patterns, repeat, warmup, master, out_dir, _command_line(), say_printer(quiet)))
 
@@ -277,13 +277,13 @@ def proql_cmd(patterns: str, peers: str, scales: str | None, repeat: int, warmup
 def anchors_cmd(nodes: str | None, engines: tuple[str, ...], repeat: int, warmup: int, timeout_s: float, memory_cap: float | None,
                 skip_topk: bool, seed: int | None, out_dir: str | None, quiet: bool) -> None:
     """Whole `selp eval/topk/explain` processes beside DuckDB's recursive CTE and Nemo on one
-    random graph, path counts checked (selp.bench_anchors).
+    random graph, path counts checked (selp.bench.anchors).
 
     \b
     Example:
       selp bench anchors --nodes 1000 --repeat 3
     """
-    from selp.bench_anchors import DEFAULT_MEMORY_CAP_MB, DEFAULT_OUT, DEFAULT_SEED, cli as anchors_cli
+    from selp.bench.anchors import DEFAULT_MEMORY_CAP_MB, DEFAULT_OUT, DEFAULT_SEED, cli as anchors_cli
 
     try:
         problems = anchors_cli(nodes, engines, repeat, warmup, timeout_s, DEFAULT_MEMORY_CAP_MB if memory_cap is None else memory_cap,

@@ -22,7 +22,7 @@ def gen() -> None:
 
 def _scaled_or_units(dataset: str, out_dir: str, scale: int | None, units: int | None, unit_option: str, seed: int) -> None:
     """Generate by --scale (calibrated output size) or by the generator's own unit; print stats."""
-    from selp.bench_datasets import generate_scaled, generate_units
+    from selp.bench.datasets import generate_scaled, generate_units
 
     if (scale is None) == (units is None):
         raise click.UsageError(f"give either --scale or {unit_option}")
@@ -52,7 +52,7 @@ def gen_tc(out_dir: str, target_output: int | None, nodes: int | None, edges: in
       selp gen tc --nodes 1000 --edges 2500 --components 4 --seed 7 --out /tmp/tc
       selp eval datasets/tc.dl --db /tmp/tc1m
     """
-    from selp.bench import generate_tc, tc_size_for
+    from selp.gen.tc import generate_tc, tc_size_for
 
     if target_output is not None:
         if nodes is not None or edges is not None or components is not None:
@@ -130,14 +130,14 @@ for _dataset, _units in _BY_UNITS.items():
 @click.option("--overlap", type=click.FloatRange(0, 1), default=0.2, show_default=True, help="Share of each peer's entries drawn from a pool all peers share.")
 @click.option("--seed", type=int, default=0, show_default=True)
 def gen_cdss(out_dir: str, peers: int, base_size: int, fanout: str, topology: str, overlap: float, seed: int) -> None:
-    """A SWISS-PROT-like CDSS (selp.cdss.gen_swissprot); prints its statistics as JSON.
+    """A SWISS-PROT-like CDSS (selp.gen.swissprot); prints its statistics as JSON.
 
     \b
     Examples:
       selp gen cdss --peers 10 --base-size 2000 --fanout 1-3 --topology random --out /tmp/sp10
       selp cdss check /tmp/sp10 && selp cdss eval /tmp/sp10
     """
-    from selp.cdss.gen_swissprot import generate_cdss
+    from selp.gen.swissprot import generate_cdss
 
     try:
         stats = generate_cdss(out_dir, peers, base_size, fanout, topology, seed, overlap)

@@ -1,1 +1,1 @@
-"""Pattern instrumentation of datalog programs (paper 001, Section 4) and a reference matcher."""
+"""Pattern instrumentation of datalog programs (paper 001, Section 4); the reference matcher is in :mod:`selp.reference.match`."""

@@ -1,7 +1,7 @@
 """The instrumentation benchmark: time and output size of Algorithm 1 for named patterns.
 
 Instrumentation is static (no database), so this measures only the rewriting: for every bundled
-program and each of its named patterns (``datasets/<name>.patterns``), the median time of a few
+program and each of its named patterns (``selp/bench/programs/<name>.patterns``), the median time of a few
 runs with the section-4.1 optimisations on and off, and the size of the instrumented program.
 """
 
@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import statistics
 import time
-from pathlib import Path
 from typing import Any, Callable
 
+from selp.bench.datasets import SPECS, spec
+from selp.bench.patterns import load_named_patterns
 from selp.instrument.instrument import instrument
 from selp.language import parse_program_file
 from selp.language.pattern import CHILD, Pattern
 from selp.language.pattern_parser import tree_patterns
 from selp.language.validate import analyze
-from selp.named_patterns import load_named_patterns
 
-DATASETS = Path(__file__).resolve().parents[1] / "datasets"
-PROGRAMS = ("amie", "explain", "iris", "tc")
+PROGRAMS = tuple(sorted(SPECS))  # every registered dataset, by name
 
 
 def pattern_shape(pattern: Pattern) -> dict[str, int]:
@@ -38,8 +37,8 @@ def bench_instrument(programs: list[str] | None = None, repeat: int = 5, say: Ca
     """One row per (program, pattern): sizes and median seconds, optimised and not."""
     rows = []
     for name in programs or list(PROGRAMS):
-        analysis = analyze(parse_program_file(str(DATASETS / f"{name}.dl")))
-        for pname, (text, pattern) in load_named_patterns(DATASETS / f"{name}.patterns").items():
+        analysis = analyze(parse_program_file(str(spec(name).program)))
+        for pname, (text, pattern) in load_named_patterns(spec(name).patterns).items():
             say(f"instrument {name} {pname}: {text}")
             row: dict[str, Any] = {"program": name, "pattern": pname, **pattern_shape(pattern), "rules_before": len(analysis.program.rules)}
             for optimize in (True, False):

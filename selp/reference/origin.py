@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from selp.derivations import DerivationTree
 from selp.instrument.instrument import Instrumented
+from selp.reference.derivations import DerivationTree
 
 
 def origin_tree(tree: DerivationTree, inst: Instrumented) -> DerivationTree:

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from selp.derivations import DerivationTree
 from selp.language.pattern import CHILD, DESCENDANT, And, Not, Or, Pattern, PatternNode, TreePattern
+from selp.reference.derivations import DerivationTree
 
 
 def matches(pattern: Pattern, tree: DerivationTree) -> bool:
@@ -89,7 +89,7 @@ def matching_nodes(node: PatternNode, tree: DerivationTree) -> Iterator[Derivati
 
 
 def matching_trees(pattern: Pattern, trees: dict) -> dict:
-    """Restrict ``{fact: set of trees}`` (as from :func:`selp.derivations.enumerate_trees`) to the
+    """Restrict ``{fact: set of trees}`` (as from :func:`selp.reference.derivations.enumerate_trees`) to the
     trees that match; facts left without trees are dropped."""
     out = {}
     for fact, ts in trees.items():

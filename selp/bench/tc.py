@@ -1,12 +1,7 @@
-"""Benchmarks: the synthetic transitive-closure (TC) dataset and a harness that times the engines.
+"""The TC benchmark: the engines' plain evaluation of ``tc.dl``, with exact output counts.
 
-The TC dataset (program ``datasets/tc.dl``) is an undirected, weighted graph made of several
-disconnected random components. The closure of a connected undirected component of ``n`` nodes has
-exactly ``n * n`` tuples, so choosing the component sizes fixes the output size exactly:
-:func:`tc_size_for` turns a target output size into generator parameters and :func:`generate_tc`
-writes ``edge.csv`` and returns the exact expected closure size.
-
-:func:`bench_tc` generates (and caches) one dataset per target size and times each engine on it:
+:func:`bench_tc` generates (and caches, :func:`tc_dataset`) one dataset per target size
+(:mod:`selp.gen.tc`) and times each engine on it:
 
 * an in-process engine (``local``) runs in a fresh subprocess per configuration, so its peak RSS is its own
   (``ru_maxrss`` never goes down within a process) and a timeout really stops it (the child is
@@ -21,15 +16,10 @@ Run ``python -m selp.bench --help`` for a command line.
 
 from __future__ import annotations
 
-import csv
 import gc
 import json
-import math
 import os
-import platform
 import queue
-import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -37,213 +27,17 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
-from selp.database import write_csv
+from selp.bench.datasets import spec as dataset_spec
+from selp.bench.measure import jvm_pid, peak_rss_mb_of, reset_peak_rss, rss_mb
+from selp.bench.results import write_results
+from selp.gen.tc import GENERATOR_VERSION, STATS_FILE, generate_tc, tc_size_for
 
-# The canonical TC program lives with the dataset generator (the package is installed editable).
-TC_PROGRAM = Path(__file__).resolve().parents[1] / "datasets" / "tc.dl"
+TC_PROGRAM = dataset_spec("tc").program
 TC_OUTPUT = "tc"
-STATS_FILE = "tc_stats.json"
-# Bump when the generator's output for given parameters changes, so cached datasets are redone.
-GENERATOR_VERSION = 1
-
-# ~200-node components: large enough that the closure (n^2 = 40k tuples each) dominates the input
-# and the recursion runs ~10 iterations; small enough that a 1M-tuple target still needs 25
-# components, so the work spreads over many independent keys (as it would in a partitioned engine).
-DEFAULT_COMPONENT_NODES = 200
-# Average degree 4 (edges = 2 * nodes): sparse like road or contact networks; every component gets
-# a random spanning tree first (so it is connected), the rest of the edges are random.
-DEFAULT_DEGREE = 4.0
 
 BenchProgress = Callable[[str], None]
-
-
-# --------------------------------------------------------------------------------------------
-# the dataset
-
-
-def closure_size(component_sizes: Iterable[int]) -> int:
-    """Tuples of ``tc`` for a graph whose connected components have these node counts.
-
-    Every ordered pair inside a component of two or more nodes is reachable (including ``(x, x)``:
-    to a neighbour and back); an isolated node has no edge and so no tuple.
-    """
-    return sum(n * n for n in component_sizes if n >= 2)
-
-
-def tc_size_for(
-    target_output: int,
-    component_nodes: int = DEFAULT_COMPONENT_NODES,
-    degree: float = DEFAULT_DEGREE,
-) -> tuple[int, int, int]:
-    """Generator parameters ``(nodes, edges, components)`` whose closure is close to ``target_output``.
-
-    Uses ``k = round(target / component_nodes**2)`` equal components of ``n = round(sqrt(target / k))``
-    nodes, so the closure ``k * n * n`` is within a fraction of a percent of the target for targets
-    of a few thousand and more. ``edges`` counts undirected edges (``edge.csv`` has twice as many
-    rows): ``nodes * degree / 2``, at least a spanning tree per component and at most a complete graph.
-    """
-    if target_output < 1:
-        raise ValueError("target_output must be positive")
-    k = max(1, round(target_output / component_nodes**2))
-    n = max(2, round(math.sqrt(target_output / k)))
-    nodes = k * n
-    edges = round(nodes * degree / 2)
-    edges = max(nodes - k, min(edges, k * (n * (n - 1) // 2)))
-    return nodes, edges, k
-
-
-def _split(total: int, parts: int) -> list[int]:
-    """``total`` as ``parts`` integers differing by at most one (largest first)."""
-    q, r = divmod(total, parts)
-    return [q + 1 if i < r else q for i in range(parts)]
-
-
-def _add_random_edges(rng: random.Random, nodes: list[int], count: int, edges: set[tuple[int, int]]) -> None:
-    """Add ``count`` new random undirected edges (as ``(min, max)``) between ``nodes``."""
-    if count <= 0:
-        return
-    n = len(nodes)
-    member = set(nodes)
-    existing = sum(1 for a, b in edges if a in member and b in member)
-    free = n * (n - 1) // 2 - existing
-    if count > free:
-        raise ValueError(f"cannot place {count} more edges among {n} nodes")
-    if count * 2 > free:
-        # dense request: enumerate the missing pairs and sample from them
-        missing = [
-            (min(a, b), max(a, b))
-            for i, a in enumerate(nodes)
-            for b in nodes[i + 1 :]
-            if (min(a, b), max(a, b)) not in edges
-        ]
-        edges.update(rng.sample(missing, count))
-        return
-    added = 0
-    while added < count:  # sparse: rejection sampling terminates quickly
-        a, b = rng.sample(nodes, 2)
-        e = (min(a, b), max(a, b))
-        if e not in edges:
-            edges.add(e)
-            added += 1
-
-
-def _components_of(n_nodes: int, edges: Iterable[tuple[int, int]]) -> list[int]:
-    """Sizes of the connected components (union-find), isolated nodes included as size 1."""
-    parent = list(range(n_nodes))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
-    sizes: dict[int, int] = {}
-    for x in range(n_nodes):
-        r = find(x)
-        sizes[r] = sizes.get(r, 0) + 1
-    return sorted(sizes.values(), reverse=True)
-
-
-def generate_tc(
-    out_dir: str | Path,
-    nodes: int,
-    edges: int,
-    seed: int = 0,
-    components: int | None = None,
-) -> dict[str, Any]:
-    """Write a random undirected weighted graph to ``out_dir/edge.csv``; return its statistics.
-
-    With ``components=k`` the nodes are split into ``k`` near-equal groups, each made connected by
-    a random spanning tree, and the remaining edges are spread over the groups in proportion to
-    their size (never between groups), so the closure size is exactly ``sum(n_i ** 2)``. Without
-    it, ``edges`` distinct random pairs over all nodes are drawn (G(n, m)); the closure size is then
-    computed from the resulting components.
-
-    ``edges`` counts undirected edges; each is written in both directions with the same weight
-    (``edge.csv`` columns ``src,dst,_weight``; weights uniform in (0, 1], three decimals). Node ids
-    are a random permutation of ``1..nodes`` so that component membership is not visible in the
-    ids. The output depends only on the arguments (``random.Random(seed)``). The statistics are
-    also written to ``out_dir/tc_stats.json``.
-    """
-    if nodes < 2:
-        raise ValueError("need at least 2 nodes")
-    if edges < 1:
-        raise ValueError("need at least 1 edge")
-    rng = random.Random(seed)
-    edge_set: set[tuple[int, int]] = set()
-    if components is not None:
-        if not 1 <= components <= nodes:
-            raise ValueError(f"components must be between 1 and the number of nodes ({nodes})")
-        sizes = _split(nodes, components)
-        tree_edges = nodes - components
-        capacity = sum(s * (s - 1) // 2 for s in sizes)
-        if edges < tree_edges:
-            raise ValueError(f"{components} connected components of {nodes} nodes need at least {tree_edges} edges")
-        if edges > capacity:
-            raise ValueError(f"{components} components of {nodes} nodes hold at most {capacity} edges")
-        # extra (non-tree) edges per component, proportional to its capacity (largest remainder)
-        extra = edges - tree_edges
-        caps = [s * (s - 1) // 2 - (s - 1) for s in sizes]
-        room = sum(caps)
-        quotas = [extra * c // room if room else 0 for c in caps]
-        rest = extra - sum(quotas)
-        for i in sorted(range(len(caps)), key=lambda i: -(extra * caps[i] % room) if room else 0):
-            if rest == 0:
-                break
-            if quotas[i] < caps[i]:
-                quotas[i] += 1
-                rest -= 1
-        start = 0
-        for size, quota in zip(sizes, quotas):
-            members = list(range(start, start + size))
-            start += size
-            # random recursive tree over a shuffled order: connected, shallow (height ~ e*ln n)
-            order = members[:]
-            rng.shuffle(order)
-            for i in range(1, size):
-                a, b = order[i], order[rng.randrange(i)]
-                edge_set.add((min(a, b), max(a, b)))
-            _add_random_edges(rng, members, quota, edge_set)
-    else:
-        capacity = nodes * (nodes - 1) // 2
-        if edges > capacity:
-            raise ValueError(f"{nodes} nodes hold at most {capacity} edges")
-        _add_random_edges(rng, list(range(nodes)), edges, edge_set)
-    comp_sizes = _components_of(nodes, edge_set)
-    label = list(range(1, nodes + 1))
-    rng.shuffle(label)
-    rows: list[tuple[int, int, str]] = []
-    for a, b in sorted(edge_set):
-        w = f"{rng.randint(1, 1000) / 1000:.3f}"  # (0, 1]: 0.001 .. 1.000
-        rows.append((label[a], label[b], w))
-        rows.append((label[b], label[a], w))
-    rows.sort()
-    out = Path(out_dir)
-    write_csv(out / "edge.csv", ("src", "dst", "_weight"), rows)
-    nontrivial = [s for s in comp_sizes if s >= 2]
-    stats = {
-        "dataset": "tc",
-        "generator_version": GENERATOR_VERSION,
-        "nodes": nodes,
-        "edges": len(edge_set),
-        "edge_rows": len(rows),
-        "seed": seed,
-        "components": components,
-        "connected_components": len(nontrivial),
-        "isolated_nodes": len(comp_sizes) - len(nontrivial),
-        "largest_component": comp_sizes[0] if comp_sizes else 0,
-        "expected_tc": closure_size(comp_sizes),
-    }
-    tmp = out / f".{STATS_FILE}.tmp"
-    tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out / STATS_FILE)  # written last: its presence marks a complete dataset
-    return stats
 
 
 def tc_dataset(workdir: str | Path, target: int, seed: int = 0) -> tuple[Path, dict[str, Any]]:
@@ -268,86 +62,6 @@ def tc_dataset(workdir: str | Path, target: int, seed: int = 0) -> tuple[Path, d
         ) == (nodes, edges, k, seed):
             return d, stats
     return d, generate_tc(d, nodes, edges, seed, components=k)
-
-
-# --------------------------------------------------------------------------------------------
-# measuring
-
-
-def rss_mb() -> float:
-    """Peak RSS of this process in MiB.
-
-    ``VmHWM`` first: ``ru_maxrss`` survives ``exec`` (Linux keeps the pre-exec peak), so in a
-    freshly spawned worker it reports the *parent's* size at fork time (100+ MiB under a Spark
-    driver) instead of the worker's own; ``VmHWM`` belongs to the new address space. Where /proc is
-    missing, ``ru_maxrss`` (KiB on Linux) is the fallback.
-    """
-    peak = peak_rss_mb_of("self")
-    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def reset_peak_rss(pid: int | str = "self") -> bool:
-    """Reset the kernel's peak-RSS mark of a process (Linux ``clear_refs`` 5); False if refused."""
-    try:
-        with open(f"/proc/{pid}/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def proc_status_mb(pid: int | str, field: str) -> float | None:
-    """A kB field of ``/proc/PID/status`` (``VmRSS``, ``VmHWM``) in MiB, or None where /proc is
-    unavailable or the process is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def peak_rss_mb_of(pid: int | str) -> float | None:
-    """``VmHWM`` (peak RSS) of a process in MiB, or None where /proc is unavailable."""
-    return proc_status_mb(pid, "VmHWM")
-
-
-def machine_info() -> dict[str, Any]:
-    """Cores, memory and software versions, recorded with every result file."""
-    info: dict[str, Any] = {
-        "nproc": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-    }
-    try:
-        with open("/proc/meminfo") as fh:
-            kb = int(fh.readline().split()[1])
-        info["mem_total_gib"] = round(kb / 1024**2, 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
-        info["java"] = (out.stderr or out.stdout).strip().splitlines()[0]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        info["java"] = None
-    try:  # which code was measured: the commit, and whether the engines had uncommitted edits
-        repo = Path(__file__).resolve().parents[1]
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=30)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "selp"], cwd=repo, capture_output=True,
-                               text=True, timeout=30)
-        if head.returncode == 0:
-            info["commit"] = head.stdout.strip() + (" (selp/ has uncommitted changes)" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
-    try:
-        import pyspark
-
-        info["pyspark"] = pyspark.__version__
-    except ImportError:
-        info["pyspark"] = None
-    return info
 
 
 class _Timeout(Exception):
@@ -495,15 +209,6 @@ def _jvm_stats(spark) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - memory figures are best effort (e.g. a remote driver)
         pass
     return out
-
-
-def jvm_pid(spark: Any) -> int | None:
-    """The process id of the session's driver JVM, or None where it cannot be asked (e.g. a
-    remote driver)."""
-    try:
-        return int(spark._jvm.java.lang.ProcessHandle.current().pid())
-    except Exception:  # noqa: BLE001
-        return None
 
 
 def _run_spark_config(
@@ -752,30 +457,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_results(rows: list[dict[str, Any]], out_dir: str | Path, machine: dict[str, Any] | None = None) -> list[Path]:
-    """Write ``results.csv`` and ``results.json`` (rows plus machine info and date) to ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    csv_path, json_path = out / "results.csv", out / "results.json"
-    with open(csv_path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(keys)
-        for r in rows:
-            w.writerow([";".join(map(str, v)) if isinstance(v, list) else ("" if v is None else v) for v in (r.get(k) for k in keys)])
-    doc = {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-        "machine": machine if machine is not None else machine_info(),
-        "rows": rows,
-    }
-    json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    return [csv_path, json_path]
-
-
 # --------------------------------------------------------------------------------------------
-# command line (also the local-engine worker's entry point)
+# command line (``python -m selp.bench``, also the local-engine worker's entry point)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -808,7 +491,3 @@ def main(argv: list[str] | None = None) -> int:
         for path in write_results(rows, args.out):
             print(f"wrote {path}", file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,9 +1,14 @@
-"""The four benchmark datasets behind one interface: program, named patterns, and a generator
+"""The benchmark datasets, one registry entry each: program, named patterns, and a generator
 sized by **scale** (approximate output tuples of the program, every IDB relation counted).
 
+An entry (:class:`DatasetSpec` in :data:`SPECS`) names the dataset's generator module in
+:mod:`selp.gen` (its ``GENERATOR_VERSION`` and a function ``(out_dir, units, seed) -> stats``), and
+its program and patterns are the package files ``selp/bench/programs/<name>.dl`` and
+``<name>.patterns``: adding a dataset is a generator module, those two files and one entry here.
+
 Each generator has its own natural unit (IRIS records, AMIE persons, EXPLAIN agents; TC is sized
-exactly by :func:`selp.bench.tc_size_for`). The output per unit was measured once with the local
-engine at seed 0 (the ``CALIBRATION`` tables below) and :func:`units_for_scale` interpolates those
+exactly by :func:`selp.gen.tc.tc_size_for`). The output per unit was measured once with the local
+engine at seed 0 (the ``calibration`` of each entry) and :func:`units_for_scale` interpolates those
 measurements on a log-log scale (extrapolating the last segment), so ``--scale 100000`` lands
 within a few percent of 100 000 output tuples for any seed. AMIE's output grows slightly faster
 than linearly (Zipf degrees: popular places and persons get more links as the base grows), which
@@ -16,51 +21,86 @@ same parameters.
 
 from __future__ import annotations
 
+import atexit
+import importlib
 import json
 import math
 import os
+from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import cache
+from importlib.resources import as_file, files
 from pathlib import Path
 from typing import Any, Callable
 
 from selp.errors import SelpError
 
-DATASETS_DIR = Path(__file__).resolve().parents[1] / "datasets"
 STATS = "dataset.json"
+# files extracted from a zipped install stay until the interpreter exits
+_EXTRACTED = ExitStack()
+atexit.register(_EXTRACTED.close)
+
+
+@cache
+def bundled(filename: str) -> Path:
+    """A file of ``selp/bench/programs/`` (the bundled programs and pattern files) as a path.
+
+    Read through :mod:`importlib.resources`, so it is found in an installed package too; a real
+    file is needed because parse errors name it and the benchmark's workers open it."""
+    resource = files("selp.bench").joinpath("programs", filename)
+    if not resource.is_file():
+        raise SelpError(f"no bundled file {filename!r} in selp/bench/programs")
+    return _EXTRACTED.enter_context(as_file(resource))
 
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """A benchmark dataset: its program, its named patterns and how to generate it."""
+    """A benchmark dataset: its generator, its program and named patterns, and how ``--scale``
+    maps onto the generator's unit."""
 
     name: str
     unit: str  # what the generator counts ("records", "persons", "agents"; "target" for tc)
+    generator: str  # "module:function" of selp.gen, called as function(out_dir, units, seed)
     calibration: tuple[tuple[int, int], ...]  # measured (units, output tuples), seed 0, local engine
     default_scales: tuple[int, ...]
     min_units: int = 2
+    exact: bool = False  # the unit is the output size itself (tc: sized exactly by the generator)
 
     @property
     def program(self) -> Path:
-        return DATASETS_DIR / f"{self.name}.dl"
+        """The bundled program ``<name>.dl``."""
+        return bundled(f"{self.name}.dl")
 
     @property
     def patterns(self) -> Path:
-        return DATASETS_DIR / f"{self.name}.patterns"
+        """The bundled named patterns ``<name>.patterns``."""
+        return bundled(f"{self.name}.patterns")
+
+    def generate(self) -> Callable[[Path, int, int], dict[str, Any]]:
+        """The generator function (imported on first use: the command line stays light)."""
+        module, function = self.generator.split(":")
+        return getattr(importlib.import_module(module), function)
+
+    @property
+    def version(self) -> int:
+        """The generator's version (bumped when its output for given parameters changes)."""
+        return importlib.import_module(self.generator.split(":")[0]).GENERATOR_VERSION
 
 
 # Measured 2026-11-22 with `selp eval --engine local`, seed 0 (sum of every IDB relation's tuples).
 SPECS: dict[str, DatasetSpec] = {
-    "iris": DatasetSpec("iris", "records", (
+    "iris": DatasetSpec("iris", "records", "selp.gen.iris:generate_iris", (
         (100, 4_350), (300, 12_385), (1_000, 43_689), (3_000, 129_969), (10_000, 437_062),
     ), (10_000, 50_000, 200_000)),
-    "amie": DatasetSpec("amie", "persons", (
+    "amie": DatasetSpec("amie", "persons", "selp.gen.amie:generate_amie", (
         (100, 816), (300, 2_482), (1_000, 9_039), (3_000, 32_285), (10_000, 112_176), (30_000, 371_011),
         (50_000, 642_684),
     ), (10_000, 50_000, 200_000)),
-    "explain": DatasetSpec("explain", "agents", (
+    "explain": DatasetSpec("explain", "agents", "selp.gen.explain:generate_explain", (
         (100, 8_432), (300, 23_310), (1_000, 75_476), (3_000, 254_125), (10_000, 801_557),
     ), (10_000, 50_000, 200_000)),
-    "tc": DatasetSpec("tc", "target", ((4, 4), (1_000_000, 1_000_000)), (100_000, 300_000, 1_000_000), 4),
+    "tc": DatasetSpec("tc", "target", "selp.gen.tc:generate_tc_for", ((4, 4), (1_000_000, 1_000_000)),
+                      (100_000, 300_000, 1_000_000), 4, exact=True),
 }
 NAMES = tuple(SPECS)
 
@@ -79,8 +119,8 @@ def units_for_scale(name: str, scale: int) -> int:
     s = spec(name)
     if scale < 1:
         raise SelpError(f"scale must be positive, got {scale}")
-    if name == "tc":
-        return max(4, scale)
+    if s.exact:
+        return max(s.min_units, scale)
     pts = s.calibration
     # the segment whose output range holds the scale (the first or last one to extrapolate)
     i = 0
@@ -95,7 +135,7 @@ def units_for_scale(name: str, scale: int) -> int:
 def expected_output(name: str, units: int) -> int:
     """The calibrated output size for ``units`` (the inverse of :func:`units_for_scale`)."""
     s = spec(name)
-    if name == "tc":
+    if s.exact:
         return units
     pts = s.calibration
     i = 0
@@ -106,46 +146,15 @@ def expected_output(name: str, units: int) -> int:
     return round(o0 * (units / u0) ** slope)
 
 
-def _generator(name: str) -> Callable[[Path, int, int], dict[str, Any]]:
-    if name == "iris":
-        from selp.gen.iris import generate_iris
-
-        return generate_iris
-    if name == "amie":
-        from selp.gen.amie import generate_amie
-
-        return generate_amie
-    if name == "explain":
-        from selp.gen.explain import generate_explain
-
-        return generate_explain
-    from selp.bench import generate_tc, tc_size_for
-
-    def gen_tc(out: Path, target: int, seed: int) -> dict[str, Any]:
-        nodes, edges, k = tc_size_for(target)
-        stats = generate_tc(out, nodes, edges, seed, components=k)
-        return {**stats, "edb_rows": stats["edge_rows"], "output_tuples": stats["expected_tc"]}
-
-    return gen_tc
-
-
 def generate_units(name: str, out_dir: str | Path, units: int, seed: int = 0) -> dict[str, Any]:
     """Generate ``name`` by its generator's own unit (IRIS records, AMIE persons, EXPLAIN
     agents) into ``out_dir``; the generator's statistics."""
-    return _generator(name)(Path(out_dir), units, seed)
+    return spec(name).generate()(Path(out_dir), units, seed)
 
 
 def generator_version(name: str) -> int:
     """The generator's version (bumped when its output for given parameters changes)."""
-    if name == "tc":
-        from selp.bench import GENERATOR_VERSION
-    elif name == "iris":
-        from selp.gen.iris import GENERATOR_VERSION
-    elif name == "amie":
-        from selp.gen.amie import GENERATOR_VERSION
-    else:
-        from selp.gen.explain import GENERATOR_VERSION
-    return GENERATOR_VERSION
+    return spec(name).version
 
 
 def generate_scaled(name: str, out_dir: str | Path, scale: int, seed: int = 0) -> dict[str, Any]:
@@ -154,8 +163,8 @@ def generate_scaled(name: str, out_dir: str | Path, scale: int, seed: int = 0) -
     The statistics include ``scale``, ``units`` (and what they count), ``edb_rows`` and
     ``expected_output`` (exact for tc, calibrated otherwise)."""
     units = units_for_scale(name, scale)
-    stats = _generator(name)(Path(out_dir), units, seed)
     s = spec(name)
+    stats = s.generate()(Path(out_dir), units, seed)
     out = {"dataset": name, "scale": scale, "units": units, "unit": s.unit, "seed": seed,
            "generator_version": generator_version(name), **{k: v for k, v in stats.items() if k not in ("seed",)}}
     out["expected_output"] = stats.get("expected_tc", expected_output(name, units))

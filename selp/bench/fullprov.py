@@ -358,7 +358,7 @@ def full_provenance_spark(
 ) -> FullProvenanceResult:
     """Materialise the hypergraph with Spark (Parquet in ``work_dir``), then answer on Spark.
 
-    The returned ``table`` is a :class:`selp.topk.spark.SparkDTable`; close it when done. Without
+    The returned ``table`` is a :class:`selp.topk.spark_dtable.SparkDTable`; close it when done. Without
     ``work_dir`` the files go to a new temporary directory (``directory.parent``), which the caller
     removes when done with the table."""
     from selp.engines.spark_load import load_spark_database

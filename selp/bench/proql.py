@@ -1,9 +1,9 @@
 """``selp bench proql``: ProQL on generated SWISS-PROT-like CDSSs (dissertation ch. 8; digest §7).
 
-**Workload.** The peers' relations come from :mod:`selp.cdss.gen_swissprot` (Zipf-skewed
-projections of a 25-attribute universal relation, key ``ac``; 1-4 relations per peer where the
-thesis used exactly 2); its full mappings (``full_mapping``: all of the source peer's relations
-joined on the key, into all of the target's) are laid out here on the chapter-8 topologies,
+**Workload** (:mod:`selp.gen.proql`). The peers' relations come from :mod:`selp.gen.swissprot`
+(Zipf-skewed projections of a 25-attribute universal relation, key ``ac``; 1-4 relations per peer
+where the thesis used exactly 2); its full mappings (``full_mapping``: all of the source peer's
+relations joined on the key, into all of the target's) are laid out on the chapter-8 topologies,
 with data flowing towards a *root* peer whose first relation the query asks about:
 
 * ``chain`` — ``P0 -> P1 -> ... -> P(n-1)``, the root ``P(n-1)``, the leaf ``P0``.
@@ -41,72 +41,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from selp.cdss.gen_swissprot import SwissProtCDSS, full_mapping, generate
+from selp.bench.results import machine_info
+from selp.gen.proql import PLACEMENTS, TOPOLOGIES, generate_proql
+from selp.gen.swissprot import SwissProtCDSS
 
-TOPOLOGIES = ("chain", "branched", "tree")
-PLACEMENTS = ("leaves", "leaves+middle", "every")
 COLUMNS = (
     "topology", "peers", "data", "base", "tuples", "prov_rows", "exchange_s", "asrs", "asr_rows", "asr_build_s",
     "local_s", "spark_s", "spark_asr_s", "rounds", "rounds_asr", "answers", "graph_nodes", "ok",
 )
 Say = Callable[[str], None]
-
-
-def edges(topology: str, n: int) -> list[tuple[int, int]]:
-    """``(source, target)`` peer pairs of a topology over ``n`` peers; the root is ``n - 1``
-    and every edge goes from a lower to a higher peer number."""
-    if n < 2:
-        raise ValueError(f"a topology needs at least 2 peers, got {n}")
-    if topology == "chain":
-        return [(i - 1, i) for i in range(1, n)]
-    if topology == "branched":
-        branch = max(1, (n // 2) // 2)
-        b1 = list(range(0, branch))
-        b2 = list(range(branch, 2 * branch))
-        main = list(range(2 * branch, n))  # the chain ending at the root
-        out = [(a, b) for a, b in zip(b1, b1[1:])] + [(a, b) for a, b in zip(b2, b2[1:])]
-        out += [(b1[-1], main[0]), (b2[-1], main[0])]
-        out += [(a, b) for a, b in zip(main, main[1:])]
-        return out
-    if topology == "tree":
-        # BFS numbering from the root (b = 0), children 4b+1..4b+4; peer id n-1-b
-        return [(n - 1 - b, n - 1 - (b - 1) // 4) for b in range(1, n)]
-    raise ValueError(f"unknown topology {topology!r} (choose {', '.join(TOPOLOGIES)})")
-
-
-def placement(topology: str, n: int, data: str) -> set[int]:
-    """The peers holding base data."""
-    es = edges(topology, n)
-    has_parent_feed = {t for _, t in es}
-    leaves = {p for p in range(n) if p not in has_parent_feed}
-    if data == "leaves":
-        return leaves
-    if data == "every":
-        return set(range(n))
-    if data != "leaves+middle":
-        raise ValueError(f"unknown data placement {data!r} (choose {', '.join(PLACEMENTS)})")
-    depth = {n - 1: 0}
-    children: dict[int, list[int]] = {}
-    for s, t in es:
-        children.setdefault(t, []).append(s)
-    todo = [n - 1]
-    while todo:
-        x = todo.pop()
-        for c in children.get(x, []):
-            depth[c] = depth[x] + 1
-            todo.append(c)
-    half = max(depth.values()) // 2
-    return leaves | {p for p, d in depth.items() if d == half}
-
-
-def generate_proql(topology: str, n: int, base: int, data: str, seed: int = 0) -> SwissProtCDSS:
-    """The generated CDSS of one configuration (module docstring)."""
-    g = generate(n, base, "1", "chain", seed, overlap=0.0)
-    g.topology = topology
-    g.mappings = [full_mapping(g, s, t) for s, t in edges(topology, n)]
-    holders = placement(topology, n, data)
-    g.entries = [e if p in holders else [] for p, e in enumerate(g.entries)]
-    return g
 
 
 def build_store(g: SwissProtCDSS, out: Path) -> tuple[Path, float]:
@@ -285,7 +228,6 @@ def bench_cli(
     """``selp bench proql``: ``--patterns TOPOLOGY:DATA,...``, ``--peers``, ``--scales`` (base
     entries per data-holding peer, default 100); writes OUT/results.json, OUT/results.md and
     OUT/machine.json; returns the Markdown table."""
-    from selp.bench import machine_info
     from selp.errors import SelpError
 
     try:
@@ -309,7 +251,7 @@ def bench_cli(
 def main(argv: list[str] | None = None) -> None:
     import sys
 
-    ap = argparse.ArgumentParser(prog="python -m selp.cdss.proql.bench", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m selp.bench.proql", description=__doc__.splitlines()[0])
     ap.add_argument("--topologies", default="chain")
     ap.add_argument("--peers", default="10,25,50,100")
     ap.add_argument("--data", default="leaves")

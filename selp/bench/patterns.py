@@ -1,4 +1,4 @@
-"""Files of named selPQL patterns (``datasets/*.patterns``): ``name: pattern`` per line.
+"""Files of named selPQL patterns (the bundled ``selp/bench/programs/*.patterns``): ``name: pattern`` per line.
 
 Blank lines and lines starting with ``#`` are skipped. Errors in a pattern are reported at the
 file, line and column of the pattern text, not of a one-line ``pattern`` pseudo-file.

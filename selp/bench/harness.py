@@ -1,12 +1,12 @@
 """``selp bench DATASET``: semi-naive evaluation vs selective top-k vs full provenance.
 
 The paper's section 6 setting (Figures 5 and 6). For each scale the dataset is generated (and
-cached, :mod:`selp.bench_datasets`); then, per engine, every configuration runs once untimed
+cached, :mod:`selp.bench.datasets`); then, per engine, every configuration runs once untimed
 (warm-up) and ``repeat`` times timed, and the median is reported:
 
 * ``semi-naive`` — plain evaluation of the program (every IDB relation), no provenance;
 * ``top-k`` — selective provenance: instrumentation plus the top-k DTable, per pattern and k;
-* ``full-provenance`` — the baseline of :mod:`selp.fullprov`: materialise every rule instance,
+* ``full-provenance`` — the baseline of :mod:`selp.bench.fullprov`: materialise every rule instance,
   then answer the same query from them (per pattern, at one k: Figure 5's, 3 when asked for).
 
 What is timed: the computation after the database is loaded (loading is the same for all
@@ -15,7 +15,7 @@ the engines load inside their calls; their own ``load_seconds`` is subtracted.
 
 **Caps.** ``timeout_s`` caps each run (the warm-up and every timed run; a configuration stops at
 its first run past the cap). ``memory_cap_mb`` caps the resident memory of a local configuration.
-Local configurations run in a fresh subprocess each (``python -m selp.bench_harness _worker``), so
+Local configurations run in a fresh subprocess each (``python -m selp.bench.harness _worker``), so
 the peak is their own and a cap really stops them: the parent polls the child's RSS
 (``/proc/PID/status``, every 50 ms) and kills it past the memory cap or the deadline. RSS polling
 was chosen over ``RLIMIT_AS`` because address-space limits count reservations that are never
@@ -46,8 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from selp.bench import jvm_pid, machine_info, peak_rss_mb_of, proc_status_mb, reset_peak_rss, rss_mb, write_results
-from selp.bench_datasets import save_stats, scaled_dataset, spec
+from selp.bench.datasets import save_stats, scaled_dataset, spec
+from selp.bench.measure import jvm_pid, peak_rss_mb_of, proc_status_mb, reset_peak_rss, rss_mb
+from selp.bench.results import machine_info, write_results
 from selp.engines.registry import ALIASES, DEFAULT, ENGINES, get_engine
 from selp.errors import SelpError
 
@@ -85,7 +86,7 @@ class Config:
 
 def load_patterns(dataset: str, names: str | list[str] | None) -> dict[str, str]:
     """``{name: text}`` of the named patterns to run: ``all``/None, or a list/comma list of names."""
-    from selp.named_patterns import load_named_patterns
+    from selp.bench.patterns import load_named_patterns
 
     known = {n: text for n, (text, _) in load_named_patterns(spec(dataset).patterns).items()}
     if names is None or names == "all" or names == ["all"]:
@@ -129,7 +130,7 @@ def _measure_local(analysis, db, cfg: dict[str, Any]) -> dict[str, Any]:
         seconds = time.perf_counter() - t0
         return {"seconds": seconds, "answers": len(table.answers()), "entries": sum(len(v) for v in table.entries.values()),
                 "instrumented_rules": len(task.inst.program.rules)}
-    from selp.fullprov import full_provenance_local
+    from selp.bench.fullprov import full_provenance_local
 
     res = full_provenance_local(analysis, db, cfg["pattern_text"], cfg["k"], cfg["monoid"])
     seconds = time.perf_counter() - t0
@@ -202,7 +203,7 @@ def run_local_config(program: Path, db: Path, cfg: Config, repeat: int, warmup: 
     status = "ok"
     peak = 0.0
     with tempfile.TemporaryFile(mode="w+") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "selp.bench_harness", "_worker", json.dumps(payload)],
+        proc = subprocess.Popen([sys.executable, "-m", "selp.bench.harness", "_worker", json.dumps(payload)],
                                 stdout=subprocess.PIPE, stderr=err, text=True, env=env)
         lines: queue.Queue[str | None] = queue.Queue()
 
@@ -315,7 +316,7 @@ def _measure_spark(spark, analysis, program: Path, db: Path, cfg: Config, monoid
         return out
     import shutil
 
-    from selp.fullprov import full_provenance_spark
+    from selp.bench.fullprov import full_provenance_spark
 
     work = workdir / f"hypergraph-{os.getpid()}"
     try:
