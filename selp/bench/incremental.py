@@ -1,6 +1,6 @@
 """A small benchmark of incremental update exchange: provenance vs DRed vs recomputation.
 
-The generated CDSS (:mod:`selp.gen.cdss_chain`) follows the dissertation's chapter 6 set-up in
+The generated CDSS (:mod:`selp.gen.cdss_chain`) follows the chapter 6 set-up of [Kar09] in
 miniature: ``peers`` peers, each with one relation ``R_k(id, v)``; full mappings along a chain
 ``R_k -> R_k+1`` and back ``R_k+1 -> R_k`` (so the mapping graph is one cycle-rich component, like
 Example 14), and base data drawn from a shared pool, so that peers overlap and many tuples have

@@ -1,4 +1,4 @@
-"""``selp bench proql``: ProQL on generated SWISS-PROT-like CDSSs (dissertation ch. 8; digest §7).
+"""``selp bench proql``: ProQL on generated SWISS-PROT-like CDSSs ([Kar09] ch. 8).
 
 **Workload** (:mod:`selp.gen.proql`). The peers' relations come from :mod:`selp.gen.swissprot`
 (Zipf-skewed projections of a 25-attribute universal relation, key ``ac``; 1-4 relations per peer

@@ -1,4 +1,4 @@
-"""Weak acyclicity of a set of mappings (Fagin, Kolaitis, Miller, Popa; dissertation §2, §3.2).
+"""Weak acyclicity of a set of mappings ([FKMP05]; [Kar09] §2, §3.2).
 
 The dependency graph has a node per relation position (``U.2``: the second attribute of ``U``).
 For every mapping and every *frontier* variable ``x`` (one that occurs in the body and the head),
@@ -9,7 +9,7 @@ for every body position ``p`` of ``x``:
 
 The mappings are weakly acyclic when no cycle goes through a special edge. That is what makes
 the Skolem program finite: a labeled null created at ``q`` can never flow back into a position
-that creates nulls from it, so Skolem terms never nest (Proposition 1 of the dissertation).
+that creates nulls from it, so Skolem terms never nest (Proposition 1 of [Kar09]).
 """
 
 from __future__ import annotations

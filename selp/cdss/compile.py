@@ -1,4 +1,4 @@
-"""Compile a CDSS to a datalog^sk program (dissertation §3.2, §4.8.2, §5.1; digest 1.3–1.4).
+"""Compile a CDSS to a datalog^sk program ([Kar09] §3.2, §4.8.2, §5.1; citations in docs/references.md).
 
 **Internal relations.** Every peer relation ``R`` gets five relations with ``R``'s attributes:
 
@@ -19,7 +19,7 @@ every rule name back to what it stands for):
 
 * ``l_R: R_o(x) :- R_l(x).`` — local contributions are in the instance.
 * ``t_R: R_o(x) :- R_t(x), not R_r(x).`` — so are trusted imports that were not rejected (the
-  VLDB'07 formulation with a rejection table; the digest says to implement ``R^r``).
+  VLDB'07 formulation with a rejection table, [GKIT07]).
 * ``m: P_m(y) :- body(y).`` with every body relation ``S`` read as ``S_o``.
 * ``m_j_i: R_i(head_j) :- P_m(y).`` for the j-th head atom: the import, unfiltered.
 * ``m_j: R_t(head_j) :- P_m(y), <trust conditions>.`` for the j-th head atom: the import as far
@@ -28,7 +28,7 @@ every rule name back to what it stands for):
 
 An existential variable ``z`` of ``m`` becomes the Skolem term ``f_m_z(frontier)`` over the
 frontier variables (those of the body that also occur in the head, in body order), the same term
-in every head atom: one Skolem function per existential variable, as the digest requires.
+in every head atom: one Skolem function per existential variable ([Kar09] §3.2).
 
 **Trust, and the decisions taken where the dissertation is informal.** ``R_t`` is derived from
 ``P_m`` rather than from ``R_i`` because a trust condition may depend on the mapping and on its
@@ -54,7 +54,7 @@ go ``R_o <- R_t <- P_m <- S_o ...``.
   distrusted (conservative; a later ``trust`` rule is then not reached either). Comparisons
   decided at compile time (constants; existential values, i.e. Skolem terms, against constants)
   are folded after negation, so they agree with what the engine would decide at run time.
-* Trust is the policy of the peer that owns the target relation (digest §9.8), whatever peer
+* Trust is the policy of the peer that owns the target relation (our reading of [Kar09] §3.5), whatever peer
   later queries the instance.
 
 **Ranked trust.** With a *viewpoint* peer, its costs become rule weights for selp's ``cost``

@@ -11,14 +11,14 @@ so a batch is either entirely in the log or not at all. It is refused, with one 
 * after the batch, two of the peer's local tuples of a relation share its key,
 * a deletion names a tuple that is neither a local contribution of the peer nor in its instance.
 
-**Deletions** (dissertation §3.1; digest 1.3): ``-B(3, 2)`` removes ``B(3, 2)`` from the peer's
+**Deletions** ([Kar09] §3.1): ``-B(3, 2)`` removes ``B(3, 2)`` from the peer's
 local contributions ``B_l`` when it is one (it stays in the instance if it is also imported);
 otherwise, when ``B(3, 2)`` is in the peer's instance (as of its last exchange) it is an import,
 and deleting it records a *rejection* in ``B_r`` that persists across exchanges. ``reject``
 records rejections directly, also of tuples not imported (yet); ``reject --undo`` lifts them.
 Tuples holding labeled nulls cannot be edited or rejected: selp's rejection table holds
 constants only (with nulls, the negation in ``R_o <- R_t, not R_r`` can lose universality;
-digest §9.7).
+our reading of [Kar09] §3.1).
 """
 
 from __future__ import annotations

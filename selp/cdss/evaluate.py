@@ -18,7 +18,7 @@ Ranked-trust thresholds are enforced as by exchange (:mod:`selp.cdss.ranked`: ``
 computed from the base data and added before the evaluation).
 
 Queries at a peer return *certain answers*: tuples holding a labeled null are dropped unless
-``with_nulls`` is set (dissertation §3.1.1).
+``with_nulls`` is set ([Kar09] §3.1.1).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ every peer as of the latest publication (the published edit logs replayed: ``R_l
 computes every relation of the compiled program, writes them as a new exchange epoch and points
 the peer at it (see :mod:`selp.cdss.store` for the atomic switch).
 
-Semantics (dissertation §3.1, §5; digest 1.1, 3): an exchange reads the *published* edits of all
+Semantics ([Kar09] §3.1 and ch. 5): an exchange reads the *published* edits of all
 peers, the exchanging peer's own included: unpublished edits are not in anyone's instance, the
 peer's own neither (``selp cdss exchange --publish`` publishes first, as ORCHESTRA does). Every
 relation is computed with the trust policy of the peer that owns it (:mod:`selp.cdss.compile`),

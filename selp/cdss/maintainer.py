@@ -11,11 +11,11 @@ doing as little work as the chosen strategy allows:
     :mod:`selp.engines.registry`; the embedded engine by default): the baseline. The tests'
     oracle is the reference engine.
 ``dred``
-    Delete and rederive (Gupta–Mumick–Subrahmanian; digest seed002 A1): over-delete every tuple
+    Delete and rederive ([GMS93]): over-delete every tuple
     with a derivation that used a removed tuple, re-derive those that still have a derivation from
     what is left, then insert.
 ``provenance``
-    The dissertation's PropagateDelete (digest seed000 §3.4) with derivability testing (§3.3),
+    The PropagateDelete of [Kar09] ch. 5 (Fig. 5.2) with derivability testing (goal-directed inverse rules over the provenance),
     then incremental insertion with delta rules (§3.2).
 
 **Changes and strata.** The new EDB is ``(old - deletes) | inserts`` (a tuple in both ends up
@@ -28,7 +28,7 @@ state to the new one (positive atoms read ``new``, i.e. ``Δ+`` drives; negated 
 so a removed rejection drives the ``t_R`` rule). Both steps are monotone, which is what makes each
 of them exact.
 
-**PropagateDelete, as implemented** (the digest's reading of the contradictory Fig. 5.2):
+**PropagateDelete, as implemented** (our reading of [Kar09]'s Fig. 5.2, whose pseudocode contradicts its text):
 
 1. *Killed instances*: every rule instance of the old state that used a deleted tuple (or whose
    negated atom now holds) is dead; its head is *affected*. A ``P_m`` row is an instance of its
@@ -47,7 +47,7 @@ of them exact.
    support each other). The test is exact, so a tuple it proves is never tested again.
 4. The newly deleted tuples kill further instances (step 1 within the component) and the rounds
    repeat until nothing is affected. The test's own fixpoint is nested inside a round and is not
-   part of the outer termination check (digest §3.4, §9.3).
+   part of the outer termination check ([Kar09] ch. 5).
 
 **Components without recursion** (every component of an acyclic CDSS) are maintained in one
 step, the same for both strategies (:meth:`Maintainer.nonrecursive`): the heads of killed
@@ -348,7 +348,7 @@ class Maintainer:
 
     def body_facts(self, p: PreparedRule, goal: Any, env: Env) -> Iterator[tuple[str, Any]]:
         """(relation, facts) of the recursive body atoms of the instances of ``p`` whose head is in
-        ``goal``: one step of the inverse rules ``P'_m :- R', P_m`` (digest §3.3)."""
+        ``goal``: one step of the inverse rules ``P'_m :- R', P_m`` ([Kar09] ch. 5, derivation testing)."""
         b = self.b
         assert p.inst_rule is not None
         if p.goal_rule is None:
@@ -430,7 +430,7 @@ class Maintainer:
 
     # -- deletion --------------------------------------------------------------------------------
     def killed(self, rules: list[PreparedRule], env_old: Env, dplus: dict[str, Any], dminus: dict[str, Any]) -> dict[str, Any]:
-        """Heads of the old instances that a lower change kills (digest §3.4: deletion delta
+        """Heads of the old instances that a lower change kills ([Kar09] ch. 5: deletion delta
         rules over pre-state values)."""
         return self.lower_delta_heads(rules, env_old, dminus, dplus)
 
@@ -510,7 +510,7 @@ class Maintainer:
         return res
 
     def propagate_delete(self, comp, rules, old, env_old, mid_lower, seeds, stats: Stats) -> dict[str, Any]:
-        """PropagateDelete with derivability testing (module docstring, digest §3.3–3.4)."""
+        """PropagateDelete with derivability testing (module docstring; [Kar09] ch. 5)."""
         b = self.b
         members = comp.relations
         base = [p for p in rules if not p.rec]
@@ -565,7 +565,7 @@ class Maintainer:
     def derivation_test(self, members, base, rec, chk, env, mid_lower, proven) -> tuple[dict[str, Any], dict[str, Any]]:
         """Which tuples of ``chk`` (and of everything they come from) are derivable from the
         base data: backwards through the remaining provenance to grounded tuples, then forwards
-        from those over the explored subgraph only (digest §3.3 steps 1–5).
+        from those over the explored subgraph only ([Kar09] ch. 5, derivation testing).
         Returns (derivable, explored) per relation, derivable ⊆ explored."""
         b = self.b
         empty = {r: b.empty(self.arity(r)) for r in members}
@@ -606,7 +606,7 @@ class Maintainer:
 
     # -- insertion -------------------------------------------------------------------------------
     def insert_phase(self, comp, rules, mid, new, dplus, dminus) -> dict[str, Any]:
-        """Insertion delta rules (digest §3.2) from the intermediate state to the new one."""
+        """Insertion delta rules ([Kar09] ch. 5, after [GMS93]) from the intermediate state to the new one."""
         b = self.b
         members = comp.relations
         lower = self.lower_env(rules, lambda r: new[r], lambda r: new[r])

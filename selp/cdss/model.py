@@ -1,6 +1,6 @@
 """The CDSS model: peers, their relations, schema mappings (tgds) and trust policies.
 
-A *collaborative data sharing system* (Karvounarakis' dissertation, chapter 3) is a set of peers,
+A *collaborative data sharing system* (Karvounarakis' dissertation [Kar09], chapter 3; docs/references.md) is a set of peers,
 each owning a relational schema, related by schema mappings, i.e. tuple-generating dependencies
 ``body -> exists z. head`` whose atoms may name relations of any peer. Every peer also states how
 far it trusts what the mappings import (:class:`TrustPolicy`).

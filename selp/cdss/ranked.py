@@ -1,6 +1,6 @@
 """Ranked trust enforced at exchange: which trusted imports are above their owner's threshold.
 
-**Semantics** (dissertation §3.5, digest 3.5; the decisions taken where it is informal). A peer
+**Semantics** ([Kar09] §3.5; the decisions taken where it is informal). A peer
 ``P`` with ``[peers.P.costs]`` and a ``threshold`` accepts a tuple into its instance through
 ``R_t`` (an import) only when the cheapest *Boolean-trusted* derivation of that import, over the
 tuples the peers have *accepted*, costs at most ``P``'s threshold. Costs are ``P``'s own view
@@ -443,7 +443,7 @@ def _types_of(rp: RankedProgram, relation: str) -> tuple[str, ...]:
 def trust_report(store: Store, peer: str) -> dict[str, Any]:
     """Every tuple imported into ``peer``'s relations with its top-1 trust cost and verdict.
 
-    Ranked trust (dissertation §3.5, digest 3.5) is enforced at exchange
+    Ranked trust ([Kar09] §3.5) is enforced at exchange
     (:mod:`selp.cdss.ranked`), and this report is computed by the same capped min-cost fixpoint,
     over the latest published base data: the imports listed are those derived from tuples the
     peers accepted (what exchange puts in ``R_i``), ``cost`` is the cheapest of their import

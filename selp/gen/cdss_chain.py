@@ -1,6 +1,6 @@
 """The incremental-maintenance benchmark's CDSS: a chain of peers with full mappings both ways.
 
-The dissertation's chapter 6 set-up in miniature: ``peers`` peers, each with one relation
+The chapter 6 set-up of [Kar09] in miniature: ``peers`` peers, each with one relation
 ``R_k(id, v)``; full mappings along a chain ``R_k -> R_k+1`` and back ``R_k+1 -> R_k`` (so the
 mapping graph is one cycle-rich component, like Example 14), and base data drawn from a shared
 pool, so that peers overlap and many tuples have several derivations.

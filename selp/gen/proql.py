@@ -1,5 +1,5 @@
 """The ProQL benchmark's CDSSs: SWISS-PROT-like peers (:mod:`selp.gen.swissprot`) laid out on the
-topologies of dissertation chapter 8, data flowing towards a *root* peer ``P(n-1)``.
+topologies of [Kar09] chapter 8, data flowing towards a *root* peer ``P(n-1)``.
 
 * ``chain`` — ``P0 -> P1 -> ... -> P(n-1)``, the root ``P(n-1)``, the leaf ``P0``.
 * ``branched`` — half the peers in a chain ending at the root, the other half in two equal

@@ -1,4 +1,4 @@
-"""A SWISS-PROT-like CDSS generator (dissertation chapter 6; digest section 7).
+"""A SWISS-PROT-like CDSS generator ([Kar09] chapter 6).
 
 ORCHESTRA's experiments split the SWISS-PROT *universal relation* (25 attributes, one row per
 protein entry) among peers: each peer gets a Zipf-skewed number of relations whose attributes

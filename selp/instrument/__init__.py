@@ -1,1 +1,1 @@
-"""Pattern instrumentation of datalog programs (paper 001, Section 4); the reference matcher is in :mod:`selp.reference.match`."""
+"""Pattern instrumentation of datalog programs ([DGM15] Section 4; citations in docs/references.md); the reference matcher is in :mod:`selp.reference.match`."""

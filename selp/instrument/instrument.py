@@ -1,4 +1,4 @@
-"""Instrumentation of a program with a derivation-tree pattern (paper 001, Algorithm 1).
+"""Instrumentation of a program with a derivation-tree pattern ([DGM15] Algorithm 1).
 
 For every relation ``R`` and pattern node ``v`` the instrumented program P_p has ``R@v<i>``
 (derivations whose root matches the sub-pattern at ``v``) and, when ``v`` hangs off its parent by

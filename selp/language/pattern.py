@@ -1,4 +1,4 @@
-"""Derivation-tree patterns of selPQL (paper 001, Definition 3.1) and their Boolean combinations.
+"""Derivation-tree patterns of selPQL ([DGM15] Definition 3.1) and their Boolean combinations.
 
 A pattern node is labelled by a relation glob (``dealsWith``, ``*_YAGO``, or ``*`` for any fact)
 and optionally by arguments, each a constant or the wildcard ``*``; without parentheses it matches

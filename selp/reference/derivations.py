@@ -1,4 +1,4 @@
-"""Derivation trees (paper 001, Section 2.2) and a brute-force enumerator of all small ones.
+"""Derivation trees ([DGM15] Section 2.2) and a brute-force enumerator of all small ones.
 
 A derivation tree of a fact is labelled by facts: the root by the fact, leaves by EDB facts, and
 the children of an internal node by the instantiated positive body atoms of one rule whose

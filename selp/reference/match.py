@@ -1,4 +1,4 @@
-"""Reference semantics of patterns on explicit derivation trees (paper 001, Definition 3.3).
+"""Reference semantics of patterns on explicit derivation trees ([DGM15] Definition 3.3).
 
 A match of a tree pattern in a derivation tree maps
 

@@ -1,4 +1,4 @@
-"""The DTable on one machine (paper 001, section 5): Top-1, iterative Top-k, heuristic Top-k.
+"""The DTable on one machine ([DGM15] section 5): Top-1, iterative Top-k, heuristic Top-k.
 
 All three are generalisations of Knuth's algorithm for grammar problems (Dijkstra on
 hypergraphs): derivations are finalised in order of the total order of :mod:`selp.topk.order`

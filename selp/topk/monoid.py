@@ -1,4 +1,4 @@
-"""Ordered monoids that rank derivation trees (paper 001, Definition 3.5 and Example 3.7).
+"""Ordered monoids that rank derivation trees ([DGM15] Definition 3.5 and Example 3.7; docs/references.md).
 
 A monoid (M, +, 0, <) has + commutative and associative with x + y <= min(x, y): adding a rule or
 a fact never makes a tree better. The weight of a tree is the sum of its rule and leaf weights.

@@ -1,4 +1,4 @@
-"""Access support relations (ASRs, dissertation ch. 8; digest §6): materialised joins of the
+"""Access support relations (ASRs, [Kar09] ch. 8): materialised joins of the
 provenance tables along mapping paths, stored with an epoch, maintained by update exchange, and
 followed by the Spark engine's ``<-+`` fixpoints.
 

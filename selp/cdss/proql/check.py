@@ -1,4 +1,4 @@
-"""Type checks of a ProQL query against a CDSS, before any evaluation (dissertation §7.3).
+"""Type checks of a ProQL query against a CDSS, before any evaluation ([Kar09] §7.3; [KIT10]).
 
 Reported with the query position (:class:`~.parser.ProqlError`): an unknown relation or mapping;
 an attribute not in the relation its variable is bound to; ``<m`` when the relation on the

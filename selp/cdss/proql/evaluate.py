@@ -1,6 +1,6 @@
 """Evaluate a checked ProQL query over a provenance graph: graph projection, then annotations.
 
-**Projection** (dissertation §7.2–7.3.1). The FOR paths are matched one after the other, each
+**Projection** ([Kar09] §7.2–7.3.1). The FOR paths are matched one after the other, each
 extending the valuations of the previous ones (a variable bound earlier constrains the later
 match: the equality join of §7.3.1); a path is matched by walking from its first node backwards
 through derivations (``<-``, ``<m``, ``<$p``: one mapping node; ``<-+``: the ancestors, found by a

@@ -1,4 +1,4 @@
-"""The provenance graph of a CDSS state, read from the store (digest §2.5–2.6).
+"""The provenance graph of a CDSS state, read from the store ([Kar09] ch. 4: the provenance graph and its relational encoding).
 
 **Tuple nodes** are the peer tuples of an epoch: every row of ``R_o`` (the instance), ``R_l``
 (local contributions) and ``R_i`` (every import, trusted or not), keyed by the relation's base

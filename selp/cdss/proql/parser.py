@@ -1,6 +1,6 @@
 """Parse ProQL text (grammar ``proql.lark``, lark LALR) into the typed AST of :mod:`.ast`.
 
-The grammar is Figure 7.1 of the dissertation (Karvounarakis 2009, §7.3). Where the figure elides
+The grammar is Figure 7.1 of [Kar09] (§7.3). Where the figure elides
 or leaves things open, selp decides as follows (each is what the dissertation's examples need):
 
 * **Keywords** are case-insensitive whole words (Q7 writes ``and`` in a CASE, the others ``AND``);

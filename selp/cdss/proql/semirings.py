@@ -1,4 +1,4 @@
-"""The semirings of ProQL's EVALUATE clause (dissertation Table 7.1, plus COUNT and POLYNOMIAL).
+"""The semirings of ProQL's EVALUATE clause ([Kar09] Table 7.1, plus COUNT and POLYNOMIAL).
 
 Each :class:`Semiring` gives ``zero``, ``one``, ``plus``, ``times``, the default meaning of a
 mapping (:meth:`Semiring.apply_mapping`: the identity, except in POLYNOMIAL where ``m`` wraps its
