@@ -63,7 +63,7 @@ def test_example_5_update_translation(engine):
     try:
         assert instances(res) == {"G": G, "B": B_ALL, "U": U_ALL}
         rows = res.result.rows
-        # provenance tables (digest 2.6: P1 = {(3,5,2), (1,2,3)}; P4 over (i, c, n))
+        # provenance tables ([Kar09] ch. 4 encoding: P1 = {(3,5,2), (1,2,3)}; P4 over (i, c, n))
         assert rows("P_m1") == {(3, 5, 2), (1, 2, 3)}
         assert rows("P_m4") == {(3, 5, 2), (3, 2, 3)}
         assert rows("P_m3") == {(3, 5), (3, 2), (1, 3), (3, 3)}  # U(3, c3) has two mapping nodes

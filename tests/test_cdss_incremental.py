@@ -4,7 +4,7 @@ Every test checks the invariant that matters -- the maintained state equals full
 the reference engine (the oracle); the ``recompute`` strategy itself runs on the default embedded
 engine, so every such check also compares the embedded engine with the reference one --
 and the running-example tests also assert hand-computed outcomes (dissertation Examples 5, 13 and
-§5.1.3, digest seed000 §1.5, §3.3, §3.4). The running example without trust conditions:
+§5.1.3, ch. 5). The running example without trust conditions:
 
 * G = {(1,2,3), (3,5,2)}, B_l = {(3,5)}, U_l = {(2,5)};
 * m1 gives B(1,3), B(3,2); m2 gives U(3,2), U(2,5); m4 gives B(3,2) from B(3,5),U(2,5) and

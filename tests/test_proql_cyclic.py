@@ -1,4 +1,4 @@
-"""Cyclic provenance (digest §9.5): m4 reads B and U and writes B, so B(1,1) and U(1,1) give the
+"""Cyclic provenance ([Kar09], cyclic provenance graphs): m4 reads B and U and writes B, so B(1,1) and U(1,1) give the
 mapping node m4(1,1,1) with input B(1,1) and output B(1,1): B(1,1) = b11 + m4(B(1,1)·U(1,1)).
 Worked by hand: the number of derivations is 1 + 1 + 1 + ... = ∞ (COUNT), and so is every tuple
 built from it (U(1,f(1)) = m3(B(1,1))); U(1,1) has one. DERIVABILITY/TRUST converge to the least

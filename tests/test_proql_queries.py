@@ -1,4 +1,4 @@
-"""The dissertation's ProQL queries Q1–Q10 (§7.3, digest 5.5) on the running example, stored and
+"""The dissertation's ProQL queries Q1–Q10 ([Kar09] §7.3) on the running example, stored and
 exchanged through the CDSS store, run through ``selp proql`` on every engine (each test runs with
 ``--engine embedded`` and ``--engine reference`` over a store exchanged by that engine, and with
 ``--engine spark`` over the reference engine's store: the same asserted answers).

@@ -72,7 +72,7 @@ def test_table_7_1_values():
 def test_polynomial_normal_form():
     s = semiring("POLYNOMIAL")
     p1, p2, p3 = (s.leaf_default(t) for t in ("p1", "p2", "p3"))
-    # Pv(B(3,2)) = m1(p3) + m4(p1·p2) + m4(p1·m2(p3)) (digest 2.5): m4 distributes over p2 + m2(p3)
+    # Pv(B(3,2)) = m1(p3) + m4(p1·p2) + m4(p1·m2(p3)) ([Kar09] ch. 4): m4 distributes over p2 + m2(p3)
     v = s.plus(s.apply_mapping("m1", p3), s.apply_mapping("m4", s.times(p1, s.plus(p2, s.apply_mapping("m2", p3)))))
     assert s.format(v) == "m1(p3) + m4(m2(p3)·p1) + m4(p1·p2)"  # factors in text order
     assert s.format(s.plus(p1, p1)) == "2·p1" and s.format(s.apply_mapping("m", s.plus(p1, p1))) == "2·m(p1)"
