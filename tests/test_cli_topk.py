@@ -121,3 +121,18 @@ def test_a_spark_run_prints_no_jvm_log_unless_asked() -> None:
     assert noise == []
     bad = selp("eval", *spark_base, "-q", env={"SELP_SPARK_LOG": "loud"})
     assert bad.returncode == 1 and bad.stderr.strip().endswith("SELP_SPARK_LOG='loud' is not a log level (one of off, fatal, error, warn, info, debug, trace)")
+
+
+def test_verbose_is_read_before_or_after_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-v`` raises Spark's log level to warn (read when a session starts), wherever it is written."""
+    from click.testing import CliRunner
+
+    from selp.cli import main
+    from selp.engines.spark_session import LOG_ENV, spark_log_level
+
+    for args in (["-v", "eval", *BASE], ["eval", *BASE, "-v"], ["eval", *BASE, "--verbose"]):
+        monkeypatch.delenv(LOG_ENV, raising=False)
+        assert spark_log_level() == "error"
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, r.output
+        assert spark_log_level() == "warn"

@@ -36,8 +36,20 @@ def fail(message: str) -> NoReturn:
     sys.exit(1)
 
 
+VERBOSE_FLAGS = ("-v", "--verbose")
+
+
 class SelpGroup(click.Group):
-    """Turns user errors raised anywhere below into one line and exit code 1."""
+    """Turns user errors raised anywhere below into one line and exit code 1; ``-v`` is read
+    wherever it is written (``selp eval ... -v`` as well as ``selp -v eval ...``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:  # the root group: hoist -v from after the command name
+            end = args.index("--") if "--" in args else len(args)
+            flags = [a for a in args[:end] if a in VERBOSE_FLAGS]
+            if flags:
+                args = flags[:1] + [a for a in args[:end] if a not in VERBOSE_FLAGS] + args[end:]
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -61,7 +73,7 @@ def main(verbose: bool) -> None:
       selp check examples/trade/trade.dl
       selp eval examples/trade/trade.dl --db examples/trade/db --show dealsWith
       selp eval prog.dl --db data/ --master spark://host:7077 --out results/
-      selp -v eval prog.dl --db data/ --engine spark      (with Spark's log)
+      selp eval prog.dl --db data/ --engine spark -v      (with Spark's log)
     """
     if verbose:
         from selp.engines.spark_session import LOG_ENV
