@@ -284,13 +284,21 @@ class _Gen:
             used = {lit.split("(")[0] for lit in b.literals}
             rel = self.pick([r for r in lower if r.name not in used] or lower)
             args = []
+            local: dict[str, str] = {}  # variables local to the negation ("for no value"), by type
             for t in rel.types:
                 olds = b.bound(t)
-                kind = self.pick(["var", "var", "var", "const", "anon"])
+                kind = self.pick(["var", "var", "var", "const", "anon", "local"])
                 if olds and (kind == "var" or all(a == "_" for a in args) and kind == "anon"):
                     args.append(self.pick(olds))  # at least one bound variable when possible
                 elif kind == "anon":
                     args.append("_")
+                elif kind == "local":
+                    # a new one, or the one of this type again (then the positions must be equal)
+                    name = local.get(t) if t in local and self.chance(2) else None
+                    if name is None:
+                        name = f"n{len(local)}_{t}"
+                        local.setdefault(t, name)
+                    args.append(name)
                 else:
                     args.append(self.const(t))
             b.literals.append(f"not {rel.name}({', '.join(args)})")

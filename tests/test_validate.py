@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from selp.errors import ProgramError
-from selp.language import parse_program
+from selp.language import Var, parse_program
 from selp.language.validate import analyze
 
 
@@ -92,8 +92,21 @@ def test_unsafe_variable_inside_a_skolem_head():
     assert "unsafe variable y" in err.message
 
 
-def test_unsafe_negated_variable():
-    err = error("p(x) :- q(x),\n  not r(x, y).")
+def test_a_variable_only_in_one_negated_atom_is_local_to_it():
+    """``not r(x, y)`` with ``y`` nowhere else means "no y with r(x, y)" (Nemo's reading)."""
+    a = analyze_text("p(x) :- q(x),\n  not r(x, y, y).")
+    rule = a.program.rules[0]
+    assert rule.negation_locals(rule.negative_atoms[0]) == {Var("y")}
+
+
+def test_a_variable_shared_by_two_negated_atoms_only_is_unsafe():
+    err = error("p(x) :- q(x),\n  not r(x, y), not s(y).")
+    assert str(err.location) == "prog.dl:2:3"
+    assert "unsafe variable y" in err.message and "only in negated atoms" in err.message
+
+
+def test_a_negated_variable_also_compared_is_unsafe():
+    err = error("p(x) :- q(x),\n  not r(x, y), y > 1.")
     assert str(err.location) == "prog.dl:2:3"
     assert "unsafe variable y" in err.message and "negated atom" in err.message
 

@@ -62,7 +62,9 @@ class _Filter:
 @dataclass(frozen=True)
 class _Negation:
     relation: str
-    args: tuple[tuple[int, object], ...]  # (0, const), (1, slot) or (2, None) for '_'
+    args: tuple[tuple[int, object], ...]  # (0, const), (1, slot) or (2, None): '_' or local
+    # positions holding one variable local to the negation (``not r(x, y, y)``): equal values
+    eqs: tuple[tuple[int, ...], ...] = ()
 
 
 class BodyPlan:
@@ -104,7 +106,7 @@ class BodyPlan:
                     steps.append(_Filter(f.op, self._arg(f.left), self._arg(f.right)))
                     pending_filters.remove(f)
             for n in list(pending_negs):
-                if all(v in bound_now or v.anonymous for v in n.vars()):
+                if all(v in bound_now or v in rule.negation_locals(n) for v in n.vars()):
                     steps.append(self._negation(n))
                     pending_negs.remove(n)
         # rules without positive atoms (only possible for constant comparisons) still get filters
@@ -149,18 +151,24 @@ class BodyPlan:
 
     def _negation(self, a: Atom) -> _Negation:
         args = []
-        for t in a.args:
-            if isinstance(t, Var) and t.anonymous:
+        local = self.rule.negation_locals(a)
+        where: dict[Var, list[int]] = {}
+        for p, t in enumerate(a.args):
+            if isinstance(t, Var) and t in local:
                 args.append((2, None))
+                where.setdefault(t, []).append(p)
             else:
                 args.append(self._arg(t))
-        return _Negation(a.relation, tuple(args))
+        eqs = tuple(tuple(ps) for v, ps in where.items() if len(ps) > 1 and not v.anonymous)
+        return _Negation(a.relation, tuple(args), eqs)
 
     def bindings(self, lookup: Lookup, negated: Callable[[str, tuple], bool]) -> Iterator[list[Value]]:
         """Enumerate variable bindings (a list indexed by slot; reused, copy it to keep it).
 
         ``negated(relation, pattern)`` answers whether some fact matches ``pattern``, a tuple of
-        values with ``None`` for anonymous positions.
+        values with ``None`` for anonymous positions and variables local to the negation; when
+        a local variable is repeated (``not r(x, y, y)``) it is called as ``negated(relation,
+        pattern, eqs)``, ``eqs`` the groups of positions whose values must also be equal.
         """
         env: list[Value] = [None] * self.nslots  # type: ignore[list-item]
         steps = self.steps
@@ -191,7 +199,8 @@ class BodyPlan:
                 pattern = tuple(
                     None if kind == 2 else (v if kind == 0 else env[v]) for kind, v in st.args  # type: ignore[index]
                 )
-                if not negated(st.relation, pattern):
+                found = negated(st.relation, pattern, st.eqs) if st.eqs else negated(st.relation, pattern)
+                if not found:
                     yield from run(k + 1)
 
         return run(0)

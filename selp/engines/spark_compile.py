@@ -155,8 +155,14 @@ class _RuleCompiler:
 
     # -- negation ----------------------------------------------------------------------------
     def _negation(self, df: DataFrame, atom: Atom) -> DataFrame:
+        local = self.rule.negation_locals(atom)
+        for v in atom.vars():
+            if v in local and not v.anonymous:
+                self.col.setdefault(v, f"l{len(self.col)}_{_safe(v.name)}")
+        # the atom's matches (repeated local variables filtered) projected on the shared columns
         right = self._atom(atom, "full")
-        keys = [self.col[v] for v in dict.fromkeys(v for v in atom.vars() if not v.anonymous)]
+        keys = [self.col[v] for v in dict.fromkeys(v for v in atom.vars() if not v.anonymous and v not in local)]
+        right = right.select(*keys)
         right = self._maybe_broadcast(right, atom.relation, "full")
         if not keys:
             # no shared variable: every left row survives iff no fact matches at all
@@ -276,7 +282,7 @@ class _RuleCompiler:
                 df = df.filter(self._comparison(c))
                 pending_cmp.remove(c)
         for n in list(pending_neg):
-            if all(v.anonymous or v in bound for v in n.vars()):
+            if all(v in bound or v in self.rule.negation_locals(n) for v in n.vars()):
                 df = self._negation(df, n)
                 pending_neg.remove(n)
         return df

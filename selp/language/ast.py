@@ -115,6 +115,17 @@ class Rule:
     def comparisons(self) -> list[Comparison]:
         return [b for b in self.body if isinstance(b, Comparison)]
 
+    def negation_locals(self, atom: Atom) -> frozenset[Var]:
+        """The variables of the negated ``atom`` that occur nowhere else in the rule (``_``
+        included): ``not r(x, y, y)`` means "no ``y`` with ``r(x, y, y)``", so they are
+        existentially quantified inside the negation (validation refuses a variable shared by
+        negated atoms only)."""
+        elsewhere: set[Var] = set(self.head.vars())
+        for b in self.body:
+            if b is not atom:
+                elsewhere.update(b.vars())
+        return frozenset(v for v in atom.vars() if v not in elsewhere)
+
 
 @dataclass(frozen=True)
 class Fact:

@@ -133,16 +133,23 @@ def _check_rule(r: Rule) -> None:
                     a.loc,
                 )
         bound.update(v for v in a.vars())
-    for a in r.negative_atoms:
+    negated = r.negative_atoms
+    for a in negated:
+        local = r.negation_locals(a)
         for t in a.args:
             if isinstance(t, SkolemTerm):
                 raise ProgramError(f"Skolem term {t.fn}(...) in a negated atom", a.loc)
-            if isinstance(t, Var) and not t.anonymous and t not in bound:
-                raise ProgramError(
-                    f"unsafe variable {t.name} in rule {r.name}: a variable of a negated atom must"
-                    " occur in a positive body atom (use _ for 'any value')",
-                    a.loc,
+            if isinstance(t, Var) and not t.anonymous and t not in bound and t not in local:
+                # local to no negation: it occurs elsewhere, but nowhere that binds it
+                others = [b for b in negated if b is not a and t in set(b.vars())]
+                where = (
+                    "it occurs only in negated atoms, so it is local to none of them"
+                    " (a variable local to a negation occurs in that one atom only)"
+                    if others and not _occurs_outside_negations(r, t)
+                    else "a variable of a negated atom must occur in a positive body atom, or in"
+                    " that negated atom only (then it means 'for no value')"
                 )
+                raise ProgramError(f"unsafe variable {t.name} in rule {r.name}: {where}", a.loc)
     for c in r.comparisons:
         for t in (c.left, c.right):
             if isinstance(t, Var) and (t.anonymous or t not in bound):
@@ -161,6 +168,12 @@ def _check_rule(r: Rule) -> None:
                 " positive body atom",
                 r.head.loc,
             )
+
+
+def _occurs_outside_negations(r: Rule, v: Var) -> bool:
+    return v in set(r.head.vars()) or any(
+        v in set(b.vars()) for b in r.body if not (isinstance(b, Atom) and b.negated)
+    )
 
 
 def _components(program: Program, idb: frozenset[str]) -> tuple[Component, ...]:

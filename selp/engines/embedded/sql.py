@@ -194,10 +194,18 @@ def compile_body(
         if isinstance(b, Atom) and b.negated:
             ks = kinds[b.relation]
             conds = []
+            local = rule.negation_locals(b)
+            first: dict[Var, Expr] = {}  # a variable local to the negation: where it first is
             for p, t in enumerate(b.args):
                 col = Expr(f"n.c{p}", ks[p])
                 if isinstance(t, Var):
                     if t.anonymous:
+                        continue
+                    if t in local:
+                        if t in first:
+                            conds.append(comparison("=", first[t], col))
+                        else:
+                            first[t] = col
                         continue
                     conds.append(comparison("=", home[t], col))
                 else:
