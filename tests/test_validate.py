@@ -82,9 +82,30 @@ def test_unsafe_head_variable():
     assert "unsafe variable y in rule r2" in err.message and "positive body atom" in err.message
 
 
-def test_head_variable_bound_only_by_negation_or_comparison_is_unsafe():
+def test_head_variable_bound_only_by_negation_or_order_comparison_is_unsafe():
     assert "unsafe variable y" in error("p(y) :- q(x), not r(y).").message
-    assert "unsafe variable y" in error("p(y) :- q(x), x = y.").message
+    assert "unsafe variable y" in error("p(y) :- q(x), x < y.").message
+
+
+def test_an_equality_with_bound_variables_on_one_side_binds_the_other():
+    a = analyze_text("p(y, z) :- q(x), x = y, z = -(x + y) * 2.")
+    (rule,) = a.program.rules
+    assert [(v.name, i) for i, v, _ in rule.assignments()] == [("y", 1), ("z", 2)]
+
+
+@pytest.mark.parametrize(
+    "text, col, what",
+    [
+        ("p(c) :- q(x), c = y + 1.", 15, "unsafe variable y"),
+        ("p(x) :- q(x, y + 1).", 9, "arithmetic in a body atom"),
+        ("p(f(x + 1)) :- q(x).", 1, "arithmetic inside the Skolem term f"),
+        ("p(x) :- q(x), not r(x + 1).", 15, "arithmetic in a body atom"),
+    ],
+)
+def test_misplaced_or_unbound_arithmetic_is_a_located_error(text, col, what):
+    err = error(text)
+    assert str(err.location) == f"prog.dl:1:{col}"
+    assert what in err.message
 
 
 def test_unsafe_variable_inside_a_skolem_head():
@@ -116,7 +137,7 @@ def test_anonymous_variable_in_negation_is_safe():
     assert a.idb == {"p"} and a.edb == {"q", "r"}
 
 
-@pytest.mark.parametrize("cmp, var", [("x < y", "y"), ("y != 3", "y"), ('"a" = y', "y"), ("x > _", "_")])
+@pytest.mark.parametrize("cmp, var", [("x < y", "y"), ("y != 3", "y"), ('"a" < y', "y"), ("x > _", "_"), ("x + y > 1", "y")])
 def test_unsafe_compared_variable(cmp, var):
     err = error(f"p(x) :- q(x), {cmp}.")
     assert str(err.location) == "prog.dl:1:15"
