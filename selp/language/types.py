@@ -90,8 +90,10 @@ class _Expr:
     rule: str
 
 
-class _Graph:
-    """The evidence the program gives about its column groups (see :func:`resolve_types`)."""
+class TypeGraph:
+    """The groups of columns (and rule variables) the program connects, in ``uf``, and the evidence
+    it gives about their types (see :func:`resolve_types`); the embedded engine's column kinds
+    use the same groups."""
 
     def __init__(self, analysis: Analysis) -> None:
         self.uf = UnionFind()
@@ -204,7 +206,7 @@ def resolve_types(
     docstring)."""
     program = analysis.program
     data = data or {}
-    g = _Graph(analysis)
+    g = TypeGraph(analysis)
     uf = g.uf
 
     declared: dict[Column, tuple[str, Location, str]] = {}
