@@ -119,6 +119,7 @@ class TypeGraph:
         key = (r.name, v)
         if key not in self.var_nodes:
             self.var_nodes[key] = ("\x00" + r.name, -1 - len(self.var_nodes))
+            self.uf.find(self.var_nodes[key])
         return self.var_nodes[key]
 
     def rule(self, r: Rule) -> None:
