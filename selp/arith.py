@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from selp.errors import EvalError, Location
 from selp.values import INT64_MAX, INT64_MIN, Value, format_value
 
 class ArithmeticFault(Exception):
@@ -90,3 +91,30 @@ def numeric_pair(a: Value, b: Value) -> tuple[Value, Value]:
     if isinstance(b, float) and isinstance(a, int) and not isinstance(a, bool):
         return float(a), b
     return a, b
+
+
+# An arithmetic check inside DuckDB or Spark raises an error whose text is the site (below), the
+# kind of fault and the operation; :func:`located` turns it back into the located EvalError.
+ERROR_MARK = "selp-eval-error|"
+
+
+def site(rule: str, loc: Location) -> str:
+    """The prefix of an error raised by compiled arithmetic: where, and in which rule."""
+    return f"{ERROR_MARK}{loc}|{rule}|"
+
+
+def located(err: BaseException) -> EvalError | None:
+    """The :class:`~selp.errors.EvalError` that compiled arithmetic raised as ``err`` (an engine's
+    own exception), or None when ``err`` is something else."""
+    text = str(err)
+    at = text.find(ERROR_MARK)
+    if at < 0:
+        return None
+    loc, rule, what, shown = text[at + len(ERROR_MARK):].split("|", 3)
+    parts = loc.rsplit(":", 2)
+    if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+        where = Location(parts[0], int(parts[1]), int(parts[2]))
+    else:
+        where = Location(loc)
+    shown = shown.splitlines()[0].split(" SQLSTATE:")[0].strip()  # Spark appends its error code
+    return EvalError(message(what, rule, shown), where)

@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from selp.engines.embedded.sql import compile_body, columns, eval_error, ident
+from selp.arith import located
+from selp.engines.embedded.sql import compile_body, columns, ident
 from selp.engines.embedded.store import Store, create_table, table
 from selp.language.ast import Atom, Rule
 from selp.language.validate import Component
@@ -62,10 +63,10 @@ def evaluate_store(store: Store, progress: Progress | None = None, stats: EvalSt
     try:
         _evaluate_store(store, progress, stats)
     except Exception as err:  # noqa: BLE001 - duckdb's own error types
-        located = eval_error(err)
-        if located is None:
+        error = located(err)
+        if error is None:
             raise
-        raise located from None
+        raise error from None
 
 
 def _evaluate_store(store: Store, progress: Progress | None, stats: EvalStats | None) -> None:

@@ -17,7 +17,7 @@ from typing import Callable, Mapping
 from selp import arith
 from selp.engines.embedded.physical import Kind
 from selp.engines.joins import compare
-from selp.errors import EvalError, Location
+from selp.errors import Location
 from selp.language.ast import Arith, Atom, Comparison, Const, Rule, SkolemTerm, Term, Var
 from selp.values import INT64_MAX, INT64_MIN, Skolem, Value, format_value
 
@@ -282,16 +282,9 @@ def arith_sql(t: Arith, operand: Callable[[Term], Expr], rule: str, loc: Locatio
     typ = "float" if any(a.kind.logical == "float" for a in args) else "int"
     nums = ", ".join(number(a) for a in args)
     name = ("neg" if len(args) == 1 else _MACRO_NAMES[t.op]) + ("_f" if typ == "float" else "_i")
-    return Expr(f"selp_{name}({nums}, {sql_string(site(rule, loc))})", Kind(typ, False))
+    return Expr(f"selp_{name}({nums}, {sql_string(arith.site(rule, loc))})", Kind(typ, False))
 
 
-def site(rule: str, loc: Location) -> str:
-    """What an arithmetic error raised in SQL says about where it happened (parsed back by
-    :func:`eval_error`)."""
-    return f"{ERROR_MARK}{loc}|{rule}|"
-
-
-ERROR_MARK = "selp-eval-error|"
 _MACRO_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
 
 
@@ -324,19 +317,6 @@ def _macros() -> list[str]:
 
 # checked arithmetic (selp.arith) as DuckDB macros: created on every connection (store.connect)
 ARITH_MACROS = _macros()
-
-
-def eval_error(err: Exception) -> EvalError | None:
-    """The :class:`EvalError` an arithmetic check raised inside DuckDB, or None for any other
-    error."""
-    text = str(err)
-    at = text.find(ERROR_MARK)
-    if at < 0:
-        return None
-    loc, rule, what, shown = text[at + len(ERROR_MARK):].split("|", 3)
-    parts = loc.rsplit(":", 2)
-    where = Location(parts[0], int(parts[1]), int(parts[2])) if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit() else Location(loc)
-    return EvalError(arith.message(what, rule, shown.splitlines()[0]), where)
 
 
 def _const_expr(v: Value, kind: Kind) -> Expr:
