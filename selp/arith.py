@@ -40,7 +40,7 @@ def message(what: str, rule: str, shown: str) -> str:
 
 def fault(op: str, a: Value, b: Value | None, what: str) -> ArithmeticFault:
     """The fault of ``a op b`` (``b`` None: unary minus)."""
-    shown = f"-{format_value(a)}" if b is None else f"{format_value(a)} {op} {format_value(b)}"
+    shown = f"-({format_value(a)})" if b is None else f"{format_value(a)} {op} {format_value(b)}"
     return ArithmeticFault(what, shown)
 
 

@@ -228,7 +228,7 @@ class _RuleCompiler:
 
         def fail(what: str) -> Column:
             shown = [text(x, a) for x, a in zip(args, t.args)]
-            op = [F.lit("-"), shown[0]] if len(args) == 1 else [shown[0], F.lit(f" {t.op} "), shown[1]]
+            op = [F.lit("-("), shown[0], F.lit(")")] if len(args) == 1 else [shown[0], F.lit(f" {t.op} "), shown[1]]
             return F.raise_error(F.concat(F.lit(f"{site}{what}|"), *op))
 
         nulls = reduce(lambda a, b: a | b, [x.isNull() for x in args])

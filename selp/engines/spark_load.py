@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegralType, StringType, StructField, StructType
+from pyspark.sql.types import DoubleType, FloatType, IntegralType, StringType, StructField, StructType
 
 from selp.database import (
     WEIGHT_COLUMN,
@@ -222,9 +222,9 @@ def _open_source(spark: SparkSession, analysis: Analysis, tf: TableFile) -> _Sou
         typ = df.schema.fields[p].dataType
         if isinstance(typ, IntegralType):
             int_typed.add(p)
-        elif not isinstance(typ, StringType):
+        elif not isinstance(typ, (StringType, DoubleType, FloatType)):
             raise DataError(
-                f"column {header[p]!r} has Parquet type {typ.simpleString()}; only integer and string columns"
+                f"column {header[p]!r} has Parquet type {typ.simpleString()}; only integer, float and string columns"
                 " are supported",
                 Location(str(tf.path)),
             )

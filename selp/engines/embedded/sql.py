@@ -309,7 +309,7 @@ def _macros() -> list[str]:
         )
     out.append(
         f"CREATE OR REPLACE MACRO selp_neg_i(x, w) AS CASE WHEN x = {INT64_MIN}"
-        f" THEN error(w || 'integer overflow|-' || CAST(x AS VARCHAR)) ELSE -x END"
+        f" THEN error(w || 'integer overflow|-(' || CAST(x AS VARCHAR) || ')') ELSE -x END"
     )
     out.append("CREATE OR REPLACE MACRO selp_neg_f(x, w) AS (-x) + CAST(0.0 AS DOUBLE)")
     return out
