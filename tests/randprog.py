@@ -64,8 +64,21 @@ def _ints() -> st.SearchStrategy[int]:
     return st.one_of(st.integers(-5, 5), st.integers(-(2**63), 2**63 - 1))
 
 
+def _floats() -> st.SearchStrategy[float]:
+    # finite, and 0.0 for -0.0: what the parser makes of any float literal
+    return st.floats(allow_nan=False, allow_infinity=False).map(lambda x: x + 0.0)
+
+
 def _constants() -> st.SearchStrategy[Const]:
-    return st.one_of(_strings(), _ints()).map(Const)
+    return st.one_of(_strings(), _ints(), _floats()).map(Const)
+
+
+def _arith(children) -> st.SearchStrategy[Arith]:
+    """Binary operations, and unary minus of anything but a number (the parser reads "-(5)" as
+    the constant -5)."""
+    binary = st.builds(lambda op, a, b: Arith(op, (a, b)), st.sampled_from(["+", "-", "*", "/"]), children, children)
+    unary = children.filter(lambda t: not (isinstance(t, Const) and not isinstance(t.value, str))).map(lambda t: Arith("-", (t,)))
+    return st.one_of(binary, unary)
 
 
 def _terms(skolem: bool) -> st.SearchStrategy:
@@ -80,7 +93,7 @@ def _terms(skolem: bool) -> st.SearchStrategy:
             )
         )
 
-    return st.recursive(base, extend, max_leaves=4)
+    return st.recursive(base, lambda children: st.one_of(extend(children), _arith(children)), max_leaves=4)
 
 
 def _atoms(negated: bool = False, skolem: bool = False, ground: bool = False) -> st.SearchStrategy[Atom]:
@@ -93,7 +106,8 @@ def _atoms(negated: bool = False, skolem: bool = False, ground: bool = False) ->
 
 
 def _cterms() -> st.SearchStrategy:
-    return st.one_of(st.sampled_from(VARIABLE_NAMES).map(Var), st.just(ANON), _constants())
+    base = st.one_of(st.sampled_from(VARIABLE_NAMES).map(Var), st.just(ANON), _constants())
+    return st.recursive(base, _arith, max_leaves=4)
 
 
 _comparisons = st.builds(
@@ -129,6 +143,8 @@ def _number_anonymous(rules: list[Rule]) -> list[Rule]:
             return Var(f"{ANON_PREFIX}{next(counter)}")
         if isinstance(t, SkolemTerm):
             return SkolemTerm(t.fn, tuple(term(a) for a in t.args))
+        if isinstance(t, Arith):
+            return Arith(t.op, tuple(term(a) for a in t.args))
         return t
 
     def atom(a: Atom) -> Atom:
