@@ -111,7 +111,9 @@ class PreparedRule:
         body = list(self.rule.body)
         a: Atom = body[i]  # type: ignore[assignment]
         body[i] = Atom(a.relation, a.args, False)
-        body.append(a)
+        # the kept negation's own local variables stay its own (not r(x, y, y) still means "no y")
+        local = {v: Var(f"{v.name}#neg") for v in self.rule.negation_locals(a) if not v.anonymous}
+        body.append(Atom(a.relation, tuple(local.get(t, t) if isinstance(t, Var) else t for t in a.args), True))
         return Rule(self.rule.name + "#pos", self.rule.head, tuple(body), None)
 
 
@@ -789,9 +791,18 @@ class LocalBackend:
             r = (delta if src == "delta" else full).get(rel)
             return r.lookup(p, k) if r is not None else none
 
-        def negated(rel: str, pattern: tuple) -> bool:
+        def negated(rel: str, pattern: tuple, eqs: tuple = ()) -> bool:
             r = full.get(rel)
-            return r is not None and r.matches(pattern)
+            if r is None:
+                return False
+            if not eqs:
+                return r.matches(pattern)
+            # a repeated variable local to the negation: equal values at those positions
+            positions = tuple(i for i, v in enumerate(pattern) if v is not None)
+            return any(
+                all(f[q] == f[g[0]] for g in eqs for q in g)
+                for f in r.lookup(positions, tuple(pattern[i] for i in positions))
+            )
 
         return LocalRel({head(env) for env in bp.bindings(lookup, negated)})
 

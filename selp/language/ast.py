@@ -168,7 +168,8 @@ class Rule:
         for b in self.body:
             if b is not atom:
                 elsewhere.update(b.vars())
-        return frozenset(v for v in atom.vars() if v not in elsewhere)
+        # '_' is always "any value", even where a rewrite reuses one variable object elsewhere
+        return frozenset(v for v in atom.vars() if v.anonymous or v not in elsewhere)
 
 
 @dataclass(frozen=True)
