@@ -581,35 +581,41 @@ def _fire(rule: Rule, facts: dict[str, set]) -> set:
         envs = [e2 for e in envs for f in facts.get(a.relation, ()) if (e2 := _unify(a.args, f, e)) is not None]
     out = set()
     for env in envs:
-        env = dict(env)
-        tests = [lit for lit in rule.body if isinstance(lit, Comparison)]
-        changed = True
-        while changed:  # assignments, in whatever order they become computable
-            changed = False
-            for lit in list(tests):
-                if lit.op != "=":
-                    continue
-                for var, expr in ((lit.left, lit.right), (lit.right, lit.left)):
-                    if isinstance(var, Var) and var.name not in env and all(v.name in env for v in _vars(expr)):
-                        env[var.name] = _value(expr, env)
-                        tests.remove(lit)
-                        changed = True
-                        break
-        ok = all(env.get(n) is not None for n in env)
-        for lit in rule.body:
-            if not ok:
-                break
-            if isinstance(lit, Comparison):
-                if lit in tests:
-                    a, b = _value(lit.left, env), _value(lit.right, env)
-                    ok = a is not None and b is not None and _compare(lit.op, a, b)
-            elif lit.negated:
-                ok = not any(_unify(lit.args, f, env) is not None for f in facts.get(lit.relation, ()))
-        if ok:
-            head = tuple(_value(t, env) for t in rule.head.args)
-            if all(v is not None for v in head):
-                out.add(head)
+        head = instance_head(rule, env, facts)
+        if head is not None:
+            out.add(head)
     return out
+
+
+def instance_head(rule: Rule, env: dict, facts: dict[str, set]) -> tuple | None:
+    """The head fact of ``rule`` under ``env`` (the positive atoms' bindings), or None when an
+    assignment has no value, a comparison fails or a negated atom matches."""
+    env = dict(env)
+    tests = [lit for lit in rule.body if isinstance(lit, Comparison)]
+    changed = True
+    while changed:  # assignments, in whatever order they become computable
+        changed = False
+        for lit in list(tests):
+            if lit.op != "=":
+                continue
+            for var, expr in ((lit.left, lit.right), (lit.right, lit.left)):
+                if isinstance(var, Var) and var.name not in env and all(v.name in env for v in _vars(expr)):
+                    env[var.name] = _value(expr, env)
+                    tests.remove(lit)
+                    changed = True
+                    break
+    if any(v is None for v in env.values()):
+        return None
+    for lit in rule.body:
+        if isinstance(lit, Comparison):
+            if lit in tests:
+                a, b = _value(lit.left, env), _value(lit.right, env)
+                if a is None or b is None or not _compare(lit.op, a, b):
+                    return None
+        elif lit.negated and any(_unify(lit.args, f, env) is not None for f in facts.get(lit.relation, ())):
+            return None
+    head = tuple(_value(t, env) for t in rule.head.args)
+    return None if any(v is None for v in head) else head
 
 
 def _vars(t):
