@@ -20,7 +20,7 @@ from selp.errors import DataError, Location, not_utf8
 from selp.language.ast import Program
 from selp.language.types import DataEvidence, resolve_types
 from selp.language.validate import Analysis
-from selp.values import SKOLEM_MARK, Skolem, Value, display_value, is_int_literal
+from selp.values import SKOLEM_MARK, Skolem, Value, display_value, is_int_literal, read_float
 
 WEIGHT_COLUMN = "_weight"
 FORMATS = ("csv", "parquet")
@@ -188,9 +188,9 @@ def _read_parquet(analysis: Analysis, tf: TableFile) -> RawTable:
     cols = []
     for p in positions:
         col = table.column(p)
-        if not (pat.is_integer(col.type) or pat.is_string(col.type) or pat.is_large_string(col.type)):
+        if not (pat.is_integer(col.type) or pat.is_floating(col.type) or pat.is_string(col.type) or pat.is_large_string(col.type)):
             raise DataError(
-                f"column {header[p]!r} has Parquet type {col.type}; only integer and string columns are supported",
+                f"column {header[p]!r} has Parquet type {col.type}; only integer, float and string columns are supported",
                 Location(str(tf.path)),
             )
         if col.null_count:
@@ -211,14 +211,19 @@ def read_raw(analysis: Analysis, tf: TableFile) -> RawTable:
 
 
 def raw_evidence(raw: RawTable) -> dict[int, DataEvidence]:
-    """Per column: does every cell read as an integer?"""
+    """Per column: does every cell read as an integer, or else as a number?"""
     out: dict[int, DataEvidence] = {}
     width = len(raw.rows[0]) if raw.rows else 0
     for i in range(width):
         ev = DataEvidence(True)
         for row, line in zip(raw.rows, raw.lines):
             if not is_int_literal(row[i]):
-                ev = DataEvidence(False, row[i], Location(str(raw.tf.path), line))
+                where = Location(str(raw.tf.path), line)
+                ev = DataEvidence(False, row[i], where, all_number=True)
+                for row2, line2 in zip(raw.rows, raw.lines):
+                    if read_float(row2[i]) is None:
+                        ev = DataEvidence(False, row[i], Location(str(raw.tf.path), line2), False, row2[i])
+                        break
                 break
         out[i] = ev
     return out
@@ -262,7 +267,7 @@ def load_files(analysis: Analysis, files: dict[str, TableFile]) -> Database:
     facts: dict[str, set[tuple[Value, ...]]] = {rel: set() for rel in analysis.edb}
     weights: dict[str, dict[tuple[Value, ...], str]] = {rel: {} for rel in analysis.edb}
     for rel, raw in raws.items():
-        conv = [int if t == "int" else _check_str(raw.tf) for t in types[rel]]
+        conv = [int if t == "int" else _to_float if t == "float" else _check_str(raw.tf) for t in types[rel]]
         target = facts[rel]
         wt = weights[rel]
         for row, w, line in zip(raw.rows, raw.weights, raw.lines):
@@ -284,7 +289,8 @@ def load_files(analysis: Analysis, files: dict[str, TableFile]) -> Database:
 
 def fact_types(analysis: Analysis, facts: dict[str, Iterable[tuple[Value, ...]]]) -> dict[str, tuple[str, ...]]:
     """Column types for EDB facts given as Python values: a column is ``int`` when every value in
-    it (labeled nulls aside) is an integer -- what files say through :func:`raw_evidence`."""
+    it (labeled nulls aside) is an integer, a number column when every value is one -- what files
+    say through :func:`raw_evidence`."""
     evidence: dict[tuple[str, int], DataEvidence] = {}
     for rel, rows in facts.items():
         if rel not in analysis.arities:
@@ -293,8 +299,16 @@ def fact_types(analysis: Analysis, facts: dict[str, Iterable[tuple[Value, ...]]]
         for i in range(analysis.arities[rel]):
             plain = [r[i] for r in rows if not isinstance(r[i], Skolem)]
             if plain:
-                evidence[(rel, i)] = DataEvidence(all(isinstance(v, int) for v in plain))
+                numbers = all(isinstance(v, (int, float)) for v in plain)
+                evidence[(rel, i)] = DataEvidence(all(isinstance(v, int) for v in plain), all_number=numbers)
     return resolve_types(analysis, evidence)
+
+
+def _to_float(v: str) -> float:
+    x = read_float(v)
+    if x is None:
+        raise ValueError(f"value {v!r} is not a finite number")
+    return x
 
 
 def _check_str(tf: TableFile):
@@ -346,8 +360,8 @@ def write_parquet(path: Path, columns: tuple[str, ...], types: tuple[str, ...], 
     arrays = []
     for i, t in enumerate(types):
         vals = [r[i] for r in rows]
-        if t == "int" and not any(isinstance(v, Skolem) for v in vals):
-            arrays.append(pa.array(vals, type=pa.int64()))
+        if t in ("int", "float") and not any(isinstance(v, Skolem) for v in vals):
+            arrays.append(pa.array(vals, type=pa.int64() if t == "int" else pa.float64()))
         else:
             arrays.append(pa.array([display_value(v) for v in vals], type=pa.string()))
     table = pa.Table.from_arrays(arrays, names=list(columns)) if columns else pa.table({"_unit": [""] * len(rows)})

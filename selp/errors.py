@@ -134,3 +134,8 @@ class ProgramError(SelpError):
 
 class DataError(SelpError):
     """A malformed or inconsistent data file."""
+
+
+class EvalError(SelpError):
+    """A program that cannot be evaluated on its data: an arithmetic overflow or a division by
+    zero, located at the rule."""

@@ -1,11 +1,12 @@
-"""Values of datalog^sk: strings, integers and Skolem values (labeled nulls).
+"""Values of datalog^sk: strings, integers, floats and Skolem values (labeled nulls).
 
-In Python a value is a ``str``, an ``int`` or a :class:`Skolem`. The Spark engine keeps every column
+In Python a value is a ``str``, an ``int``, a ``float`` or a :class:`Skolem`. The Spark engine keeps every column
 as a string column ("uniform string encoding") so that labeled nulls can sit in a column of any
 type without Python UDFs:
 
 * a ``str`` value is stored as itself,
 * an ``int`` value as its canonical decimal text (``-12``, never ``+12`` or ``012``),
+* a ``float`` value as its canonical text (:func:`format_float`: ``0.5``, ``1e+20``),
 * a Skolem value as ``SKOLEM_MARK`` followed by its canonical text, e.g. ``\\x00f("Cuba",3)``.
 
 The canonical text of a Skolem value is what users see: the function symbol applied to the
@@ -16,6 +17,8 @@ User strings may not start with ``SKOLEM_MARK`` (the NUL character); loaders rej
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Union
 
 SKOLEM_MARK = "\x00"
@@ -46,7 +49,7 @@ class Skolem:
         return (Skolem, (self.fn, self.args))
 
 
-Value = Union[str, int, Skolem]
+Value = Union[str, int, float, Skolem]
 
 
 def quote_string(s: str) -> str:
@@ -62,12 +65,21 @@ def format_value(v: Value) -> str:
         raise TypeError("booleans are not datalog values")
     if isinstance(v, int):
         return str(v)
+    if isinstance(v, float):
+        return format_float(v)
     return quote_string(v)
 
 
 def json_value(v: Value) -> int | str:
     """``v`` for JSON: integers and strings as they are, a Skolem value as its text."""
     return v if isinstance(v, (int, str)) else format_value(v)
+
+
+def format_float(x: float) -> str:
+    """The canonical text of a float: Python's shortest round-trip form (``0.1``, ``1.0``,
+    ``1e+20``, ``1.5e-05``), ``-0.0`` written ``0.0``. DuckDB's cast to text writes the same;
+    the Spark engine builds it in column expressions (:mod:`selp.engines.spark_compile`)."""
+    return repr(x + 0.0)
 
 
 def display_value(v: Value) -> str:
@@ -83,6 +95,8 @@ def encode(v: Value) -> str:
         return SKOLEM_MARK + format_value(v)
     if isinstance(v, int):
         return str(v)
+    if isinstance(v, float):
+        return format_float(v)
     return v
 
 
@@ -110,6 +124,10 @@ def _parse_value(text: str, i: int) -> tuple[Value, int]:
     if text[j].isdigit():
         while j < len(text) and text[j].isdigit():
             j += 1
+        if j < len(text) and text[j] in ".e":  # a float: 1.5, 1e+20, 2.5e-05
+            while j < len(text) and (text[j].isdigit() or text[j] in ".e+-"):
+                j += 1
+            return float(text[i:j]), j
         return int(text[i:j]), j
     j = text.index("(", i)
     fn = text[i:j]
@@ -131,7 +149,21 @@ def decode(s: str, typ: str) -> Value:
         return parse_skolem_text(s[1:])
     if typ == "int":
         return int(s)
+    if typ == "float":
+        return float(s)
     return s
+
+
+_FLOAT_LITERAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def read_float(s: str) -> float | None:
+    """The float a data cell holds (``1.5``, ``-2e3``, ``.5``, ``7``), canonical (``-0.0`` is
+    ``0.0``), or None when the cell is not a finite decimal number (``inf``, ``1e999``, ``1_0``)."""
+    if not _FLOAT_LITERAL.fullmatch(s):
+        return None
+    x = float(s)
+    return x + 0.0 if math.isfinite(x) else None
 
 
 def is_int_literal(s: str) -> bool:
@@ -149,6 +181,6 @@ def sort_key(v: Value) -> tuple:
     """A total order over mixed values for deterministic output: ints, then strings, then nulls."""
     if isinstance(v, Skolem):
         return (2, format_value(v))
-    if isinstance(v, int):
+    if isinstance(v, (int, float)):
         return (0, v)
     return (1, v)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from selp.language.ast import ANON_PREFIX, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Var
+from selp.language.ast import ANON_PREFIX, Arith, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Var
 from selp.values import Skolem
 
 # ---------------------------------------------------------------------------------------------
@@ -64,8 +64,21 @@ def _ints() -> st.SearchStrategy[int]:
     return st.one_of(st.integers(-5, 5), st.integers(-(2**63), 2**63 - 1))
 
 
+def _floats() -> st.SearchStrategy[float]:
+    # finite, and 0.0 for -0.0: what the parser makes of any float literal
+    return st.floats(allow_nan=False, allow_infinity=False).map(lambda x: x + 0.0)
+
+
 def _constants() -> st.SearchStrategy[Const]:
-    return st.one_of(_strings(), _ints()).map(Const)
+    return st.one_of(_strings(), _ints(), _floats()).map(Const)
+
+
+def _arith(children) -> st.SearchStrategy[Arith]:
+    """Binary operations, and unary minus of anything but a number (the parser reads "-(5)" as
+    the constant -5)."""
+    binary = st.builds(lambda op, a, b: Arith(op, (a, b)), st.sampled_from(["+", "-", "*", "/"]), children, children)
+    unary = children.filter(lambda t: not (isinstance(t, Const) and not isinstance(t.value, str))).map(lambda t: Arith("-", (t,)))
+    return st.one_of(binary, unary)
 
 
 def _terms(skolem: bool) -> st.SearchStrategy:
@@ -80,7 +93,7 @@ def _terms(skolem: bool) -> st.SearchStrategy:
             )
         )
 
-    return st.recursive(base, extend, max_leaves=4)
+    return st.recursive(base, lambda children: st.one_of(extend(children), _arith(children)), max_leaves=4)
 
 
 def _atoms(negated: bool = False, skolem: bool = False, ground: bool = False) -> st.SearchStrategy[Atom]:
@@ -93,7 +106,8 @@ def _atoms(negated: bool = False, skolem: bool = False, ground: bool = False) ->
 
 
 def _cterms() -> st.SearchStrategy:
-    return st.one_of(st.sampled_from(VARIABLE_NAMES).map(Var), st.just(ANON), _constants())
+    base = st.one_of(st.sampled_from(VARIABLE_NAMES).map(Var), st.just(ANON), _constants())
+    return st.recursive(base, _arith, max_leaves=4)
 
 
 _comparisons = st.builds(
@@ -129,6 +143,8 @@ def _number_anonymous(rules: list[Rule]) -> list[Rule]:
             return Var(f"{ANON_PREFIX}{next(counter)}")
         if isinstance(t, SkolemTerm):
             return SkolemTerm(t.fn, tuple(term(a) for a in t.args))
+        if isinstance(t, Arith):
+            return Arith(t.op, tuple(term(a) for a in t.args))
         return t
 
     def atom(a: Atom) -> Atom:
@@ -188,7 +204,12 @@ def quote(s: str) -> str:
     return '"' + body + '"'
 
 
+FLOAT_VALUES = [-1.5, 0.0, 0.5, 2.0, 3.25, 1e20]
+
+
 def _lit(v) -> str:
+    if isinstance(v, float):
+        return repr(v)
     return str(v) if isinstance(v, int) else quote(v)
 
 
@@ -226,7 +247,8 @@ class _Gen:
         self.strs = draw(st.lists(st.sampled_from(STR_VALUES), min_size=2, max_size=5, unique=True))
         self.ints = draw(st.lists(st.sampled_from(INT_VALUES), min_size=2, max_size=8, unique=True))
         # one type per program (more joins) or both
-        self.types = st.sampled_from(draw(st.sampled_from([["int"], ["str"], ["int", "str"]])))
+        self.floats = draw(st.lists(st.sampled_from(FLOAT_VALUES), min_size=2, max_size=4, unique=True))
+        self.types = st.sampled_from(draw(st.sampled_from([["int"], ["str"], ["int", "str"], ["int", "float"]])))
         self.edb = [_Rel(f"e{i}", self.columns()) for i in range(draw(st.integers(1, 3)))]
         self.idb = [
             _Rel(f"p{i}", self.columns(), draw(st.integers(0, 2))) for i in range(draw(st.integers(1, max_idb)))
@@ -244,7 +266,32 @@ class _Gen:
         return self.draw(st.integers(0, k - 1)) == 0
 
     def const(self, typ: str) -> str:
-        return _lit(self.pick(self.ints if typ == "int" else self.strs))
+        return _lit(self.pick(self.values(typ)))
+
+    def values(self, typ: str) -> list:
+        return self.ints if typ == "int" else self.floats if typ == "float" else self.strs
+
+    def expr(self, b: _Body, typ: str, depth: int = 0) -> str | None:
+        """An arithmetic expression over bound variables of the numeric type ``typ`` (no division
+        by a variable, which could be zero; small values, which cannot overflow)."""
+        olds = b.bound(typ)
+        if not olds or typ == "str":
+            return None
+        kind = self.pick(["binary", "binary", "neg", "nested"] if depth == 0 else ["leaf"])
+        left = self.pick(olds)
+        if kind == "leaf":
+            return left
+        if kind == "neg":
+            return f"-{left}"
+        op = self.pick(["+", "-", "*", "/"])
+        if op == "/":
+            right = _lit(self.pick([v for v in self.values(typ) if v not in (0, 0.0, 1e20)] or [2 if typ == "int" else 2.0]))
+        else:
+            right = self.pick(olds + [self.const(typ)])
+        if kind == "nested":
+            inner = self.expr(b, typ, depth + 1) or left
+            return f"({inner} {op} {right}) {self.pick(['+', '*'])} {left}"
+        return f"{left} {op} {right}"
 
     # -- body atoms --
 
@@ -277,6 +324,8 @@ class _Gen:
             if olds:
                 left = self.pick(olds)
                 right = self.pick([v for v in olds if v != left] + [self.const(typ)])
+                if typ != "str" and self.chance(3):
+                    left = self.expr(b, typ) or left  # arithmetic compared
                 if self.chance(2):
                     left, right = right, left
                 b.literals.append(f"{left} {self.pick(OPS)} {right}")
@@ -284,13 +333,21 @@ class _Gen:
             used = {lit.split("(")[0] for lit in b.literals}
             rel = self.pick([r for r in lower if r.name not in used] or lower)
             args = []
+            local: dict[str, str] = {}  # variables local to the negation ("for no value"), by type
             for t in rel.types:
                 olds = b.bound(t)
-                kind = self.pick(["var", "var", "var", "const", "anon"])
+                kind = self.pick(["var", "var", "var", "const", "anon", "local"])
                 if olds and (kind == "var" or all(a == "_" for a in args) and kind == "anon"):
                     args.append(self.pick(olds))  # at least one bound variable when possible
                 elif kind == "anon":
                     args.append("_")
+                elif kind == "local":
+                    # a new one, or the one of this type again (then the positions must be equal)
+                    name = local.get(t) if t in local and self.chance(2) else None
+                    if name is None:
+                        name = f"n{len(local)}_{t}"
+                        local.setdefault(t, name)
+                    args.append(name)
                 else:
                     args.append(self.const(t))
             b.literals.append(f"not {rel.name}({', '.join(args)})")
@@ -310,7 +367,7 @@ class _Gen:
                 args.append(self.const(self.draw(self.types)))
         return f"{fn}({', '.join(args)})"
 
-    def head(self, b: _Body, rel: _Rel, preferred: dict[int, str], skolem: bool) -> str:
+    def head(self, b: _Body, rel: _Rel, preferred: dict[int, str], skolem: bool, arith: bool = False) -> str:
         n = len(rel.types)
         sk = set(self.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=2))) if skolem else set()
         args = []
@@ -318,6 +375,11 @@ class _Gen:
             if i in sk:
                 args.append(self.skolem(b))
                 continue
+            if arith and t != "str" and self.chance(3):
+                e = self.expr(b, t)
+                if e is not None:
+                    args.append(e)
+                    continue
             v = preferred.get(i)
             if v is None or b.var_types.get(v) != t:
                 olds = b.bound(t)
@@ -368,14 +430,24 @@ class _Gen:
             preferred = {i: v for i, v in enumerate(r_vars[: len(head.types) - 1])}
             preferred[len(head.types) - 1] = s_vars[-1]
         self.extras(b, lower)
+        arith = not recursive and self.chance(3)
+        if arith:
+            # a new value: only in rules reading lower levels, so every fixpoint stays finite
+            typ = self.pick([t for t in head.types if t != "str"] or ["str"])
+            e = self.expr(b, typ)
+            if e is not None:
+                c = b.fresh(typ)
+                if c is not None:
+                    b.literals.append(f"{c} = {e}" if self.chance(2) else f"{e} = {c}")
+                    preferred = {i: c for i, t in enumerate(head.types) if t == typ} | preferred
         label = f"({self.pick(['0.5', '1', 'S'])}): " if self.chance(4) else ""
-        return f"{label}{self.head(b, head, preferred, skolem)} :- {', '.join(b.literals)}."
+        return f"{label}{self.head(b, head, preferred, skolem, arith)} :- {', '.join(b.literals)}."
 
     def database(self) -> dict[str, set[tuple]]:
         # each possible tuple of the small domain is in with a per-relation probability
         db: dict[str, set[tuple]] = {}
         for rel in self.edb:
-            candidates = list(itertools.product(*[self.ints if t == "int" else self.strs for t in rel.types]))
+            candidates = list(itertools.product(*[self.values(t) for t in rel.types]))
             percent = min(self.pick([10, 25, 50, 80]), 100 * MAX_EDB_FACTS // len(candidates))
             db[rel.name] = {row for row in candidates if self.draw(st.integers(0, 99)) < percent}
         return db
@@ -422,6 +494,8 @@ def _compare(op: str, a, b) -> bool:
         return a != b
     if isinstance(a, Skolem) or isinstance(b, Skolem):
         return False  # labeled nulls are never ordered
+    if {type(a), type(b)} == {int, float}:
+        a, b = float(a), float(b)
     if type(a) is not type(b):
         raise TypeError(f"oracle: comparing {a!r} {op} {b!r}")
     return _ORDER[op](a, b)
@@ -457,10 +531,25 @@ def strata_relations(program: Program) -> list[list[str]]:
 
 
 def _value(t, env):
+    """The value of a term; None for arithmetic over a labeled null (no value)."""
     if isinstance(t, Const):
         return t.value
     if isinstance(t, Var):
         return env[t.name]
+    if isinstance(t, Arith):
+        args = [_value(a, env) for a in t.args]
+        if any(a is None or isinstance(a, Skolem) for a in args):
+            return None
+        if len(args) == 1:
+            return -args[0] + 0 if isinstance(args[0], int) else -args[0] + 0.0
+        a, b = args
+        if isinstance(a, float) or isinstance(b, float):
+            r = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}[t.op](float(a), float(b))
+            return r + 0.0
+        if t.op == "/":
+            q = abs(a) // abs(b)
+            return q if (a < 0) == (b < 0) else -q
+        return {"+": operator.add, "-": operator.sub, "*": operator.mul}[t.op](a, b)
     return Skolem(t.fn, tuple(_value(a, env) for a in t.args))
 
 
@@ -483,25 +572,58 @@ def _unify(args, fact, env):
 
 
 def _fire(rule: Rule, facts: dict[str, set]) -> set:
-    """Every head fact of ``rule`` over ``facts``: match positive atoms by brute force, then test
-    comparisons and negations."""
+    """Every head fact of ``rule`` over ``facts``: match positive atoms by brute force, bind the
+    variables of ``v = expression`` equalities once the expression's variables are bound, then
+    test comparisons and negations."""
     positives = [b for b in rule.body if isinstance(b, Atom) and not b.negated]
     envs = [{}]
     for a in positives:
         envs = [e2 for e in envs for f in facts.get(a.relation, ()) if (e2 := _unify(a.args, f, e)) is not None]
     out = set()
     for env in envs:
-        ok = True
-        for lit in rule.body:
-            if isinstance(lit, Comparison):
-                ok = _compare(lit.op, _value(lit.left, env), _value(lit.right, env))
-            elif lit.negated:
-                ok = not any(_unify(lit.args, f, env) is not None for f in facts.get(lit.relation, ()))
-            if not ok:
-                break
-        if ok:
-            out.add(tuple(_value(t, env) for t in rule.head.args))
+        head = instance_head(rule, env, facts)
+        if head is not None:
+            out.add(head)
     return out
+
+
+def instance_head(rule: Rule, env: dict, facts: dict[str, set]) -> tuple | None:
+    """The head fact of ``rule`` under ``env`` (the positive atoms' bindings), or None when an
+    assignment has no value, a comparison fails or a negated atom matches."""
+    env = dict(env)
+    tests = [lit for lit in rule.body if isinstance(lit, Comparison)]
+    changed = True
+    while changed:  # assignments, in whatever order they become computable
+        changed = False
+        for lit in list(tests):
+            if lit.op != "=":
+                continue
+            for var, expr in ((lit.left, lit.right), (lit.right, lit.left)):
+                if isinstance(var, Var) and var.name not in env and all(v.name in env for v in _vars(expr)):
+                    env[var.name] = _value(expr, env)
+                    tests.remove(lit)
+                    changed = True
+                    break
+    if any(v is None for v in env.values()):
+        return None
+    for lit in rule.body:
+        if isinstance(lit, Comparison):
+            if lit in tests:
+                a, b = _value(lit.left, env), _value(lit.right, env)
+                if a is None or b is None or not _compare(lit.op, a, b):
+                    return None
+        elif lit.negated and any(_unify(lit.args, f, env) is not None for f in facts.get(lit.relation, ())):
+            return None
+    head = tuple(_value(t, env) for t in rule.head.args)
+    return None if any(v is None for v in head) else head
+
+
+def _vars(t):
+    if isinstance(t, Var):
+        yield t
+    elif isinstance(t, (SkolemTerm, Arith)):
+        for a in t.args:
+            yield from _vars(a)
 
 
 def naive_fixpoint(analysis, edb) -> dict[str, set[tuple]]:

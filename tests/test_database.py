@@ -233,11 +233,34 @@ def test_parquet_integer_column_infers_int_and_string_column_keeps_text(tmp_path
 
 
 def test_parquet_unsupported_type_and_nulls(tmp_path):
-    pq.write_table(pa.table({"a": [1.5, 2.5]}), tmp_path / "e.parquet")
+    pq.write_table(pa.table({"a": [True, False]}), tmp_path / "e.parquet")
     err = error(tmp_path, "p(x) :- e(x).")
-    assert "only integer and string columns" in err.message and err.location.file == str(tmp_path / "e.parquet")
+    assert "only integer, float and string columns" in err.message and err.location.file == str(tmp_path / "e.parquet")
     pq.write_table(pa.table({"a": ["x", None]}), tmp_path / "e.parquet")
     assert "null values" in error(tmp_path, "p(x) :- e(x).").message
+
+
+def test_float_columns_read_from_csv_and_parquet(tmp_path):
+    """A float column reads decimals and integers (canonically: -0.0 is 0.0, 1e20 stays a float);
+    decimals that the program never uses as numbers stay strings, as they always were."""
+    write(tmp_path / "e.csv", "a,b\n1.50,x\n-0.0,y\n7,z\n1e20,w\n")
+    a = analyze(parse_program(".decl e(a: float, b: str)\np(x) :- e(x, _)."))
+    db = load_database(a, tmp_path)
+    assert db.types["e"] == ("float", "str")
+    assert {f[0] for f in db.facts["e"]} == {1.5, 0.0, 7.0, 1e20}
+    assert all(isinstance(f[0], float) for f in db.facts["e"])
+    assert load_database(analyze(parse_program("p(x) :- e(x, _).")), tmp_path).types["e"] == ("str", "str")
+    assert load_database(analyze(parse_program("p(x) :- e(x, _), x > 1.")), tmp_path).types["e"] == ("float", "str")
+    (tmp_path / "e.csv").unlink()
+    pq.write_table(pa.table({"a": [1.5, 2.0], "b": ["x", "y"]}), tmp_path / "e.parquet")
+    assert load_database(a, tmp_path).facts["e"] == {(1.5, "x"), (2.0, "y")}
+
+
+def test_a_non_number_in_a_float_column_names_file_and_line(tmp_path):
+    write(tmp_path / "e.csv", "a\n1.5\nabc\n")
+    err = error(tmp_path, ".decl e(a: float)\np(x) :- e(x).")
+    assert "value 'abc' is not a number, but column e.a is float" in err.message
+    assert str(err.location) == f"{tmp_path / 'e.csv'}:3"
 
 
 def test_corrupt_parquet(tmp_path):

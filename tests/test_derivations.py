@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from randprog import _compare, _unify, _value, naive_fixpoint, programs_with_databases
+from randprog import _unify, instance_head, naive_fixpoint, programs_with_databases
 from selp.database import load_database
 from selp.language import parse_program, parse_program_file
-from selp.language.ast import Atom, Comparison
+from selp.language.ast import Atom
 from selp.language.validate import analyze
 from selp.reference.derivations import DerivationTree, enumerate_trees, leaf, node
 
@@ -213,12 +213,8 @@ def check_tree(t: DerivationTree, analysis, all_facts) -> None:
     for a, c in zip(positives, t.children):
         env = _unify(a.args, c.values, env)
         assert env is not None, f"{c.label()} is not an instance of {a} in\n{t}"
-    assert tuple(_value(x, env) for x in rule.head.args) == t.values
-    for lit in rule.body:
-        if isinstance(lit, Comparison):
-            assert _compare(lit.op, _value(lit.left, env), _value(lit.right, env))
-        elif lit.negated:
-            assert not any(_unify(lit.args, f, env) is not None for f in all_facts.get(lit.relation, ()))
+    # assignments bound, comparisons true, negated atoms false, and this very head
+    assert instance_head(rule, env, all_facts) == t.values
     for c in t.children:
         check_tree(c, analysis, all_facts)
 
@@ -246,15 +242,9 @@ def naive_instances(analysis, all_facts) -> set[tuple]:
                 if (e2 := _unify(a.args, f, e)) is not None
             ]
         for env, body in partial:
-            ok = all(
-                _compare(lit.op, _value(lit.left, env), _value(lit.right, env))
-                if isinstance(lit, Comparison)
-                else not any(_unify(lit.args, f, env) is not None for f in all_facts.get(lit.relation, ()))
-                for lit in rule.body
-                if isinstance(lit, Comparison) or lit.negated
-            )
-            if ok:
-                out.add((rule.name, tuple(_value(x, env) for x in rule.head.args), body))
+            head = instance_head(rule, env, all_facts)
+            if head is not None:
+                out.add((rule.name, head, body))
     return out
 
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from randprog import syntax_programs
 from selp.errors import ProgramError
 from selp.language import parse_program, parse_program_file
-from selp.language.ast import Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Var
+from selp.language.ast import Arith, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Var
 from selp.language.printer import format_program
 
 
@@ -244,13 +244,42 @@ def test_missing_body_after_if():
 
 
 @pytest.mark.parametrize(
-    "text, col",
-    [("p(x) :- q(x, 1.5).", 14), ("(1): p(2.5e3).", 8), ("p(x) :- q(x), x < 1.5.", 19), ("p(x) :- q(x), .5 = x.", 15)],
+    "text, value",
+    [("p(x) :- q(x, 1.5).", 1.5), ("(1): p(2.5e3).", 2500.0), ("p(x) :- q(x), x < -1.5.", -1.5), ("p(x) :- q(x), .5 = x.", 0.5)],
 )
-def test_float_constants_are_rejected_with_location(text, col):
+def test_float_constants_are_values(text, value):
+    program = parse_program(text)
+    consts = [t.value for r in program.rules for b in r.body for t in (b.args if isinstance(b, Atom) else (b.left, b.right))
+              if isinstance(t, Const) and isinstance(t.value, float)]
+    consts += [t.value for f in program.facts for t in f.atom.args]
+    assert consts == [value]
+
+
+@pytest.mark.parametrize("text, col", [("p(1e999).", 3), ("p(x) :- q(x), x < -1e400.", 19)])
+def test_a_float_too_large_for_64_bits_is_a_located_error(text, col):
     err = parse_error(text)
-    assert "float constant" in err.message and "not supported" in err.message
+    assert "does not fit in 64 bits" in err.message
     assert str(err.location) == f"prog.dl:1:{col}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "p(x, c1 + c2 * 2, (c1 + c2) * 2, c1 - (c2 - 1), -c1, -(c1 * c2), c1 / -2, 2.5e-07 - c1) :- q(x, c1, c2).",
+        "p(x, c) :- q(x, y), c = (y - -1) / 2.5, z = -y, z * 2 < c + 1.",
+        "p(x) :- q(x, y), x - 1 >= y * (x + 1).",
+    ],
+)
+def test_arithmetic_prints_and_parses_back_to_the_same_rules(text):
+    program = parse_program(text)
+    assert any(isinstance(t, Arith) for r in program.rules for lit in [r.head, *r.body]
+               for t in (lit.args if hasattr(lit, "args") else (lit.left, lit.right)))
+    assert parse_program(format_program(program)) == program
+
+
+def test_minus_between_operands_is_subtraction_and_before_a_number_its_sign():
+    (rule,) = parse_program("p(x-1, x - -1, -1) :- q(x).").rules
+    assert rule.head.args == (Arith("-", (Var("x"), Const(1))), Arith("-", (Var("x"), Const(-1))), Const(-1))
 
 
 def test_anonymous_variable_in_a_head_is_a_located_error():
@@ -284,9 +313,9 @@ def test_facts_must_be_ground(head, what):
 
 
 def test_unknown_column_type():
-    err = parse_error(".decl R(a: str, b: float)")
+    err = parse_error(".decl R(a: str, b: bool)")
     assert str(err.location) == "prog.dl:1:20"
-    assert "unknown column type 'float'" in err.message
+    assert "unknown column type 'bool'" in err.message
 
 
 def test_error_without_file_name_says_input():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from selp.errors import ProgramError
-from selp.language import parse_program
+from selp.language import Var, parse_program
 from selp.language.validate import analyze
 
 
@@ -82,9 +82,30 @@ def test_unsafe_head_variable():
     assert "unsafe variable y in rule r2" in err.message and "positive body atom" in err.message
 
 
-def test_head_variable_bound_only_by_negation_or_comparison_is_unsafe():
+def test_head_variable_bound_only_by_negation_or_order_comparison_is_unsafe():
     assert "unsafe variable y" in error("p(y) :- q(x), not r(y).").message
-    assert "unsafe variable y" in error("p(y) :- q(x), x = y.").message
+    assert "unsafe variable y" in error("p(y) :- q(x), x < y.").message
+
+
+def test_an_equality_with_bound_variables_on_one_side_binds_the_other():
+    a = analyze_text("p(y, z) :- q(x), x = y, z = -(x + y) * 2.")
+    (rule,) = a.program.rules
+    assert [(v.name, i) for i, v, _ in rule.assignments()] == [("y", 1), ("z", 2)]
+
+
+@pytest.mark.parametrize(
+    "text, col, what",
+    [
+        ("p(c) :- q(x), c = y + 1.", 15, "unsafe variable y"),
+        ("p(x) :- q(x, y + 1).", 9, "arithmetic in a body atom"),
+        ("p(f(x + 1)) :- q(x).", 1, "arithmetic inside the Skolem term f"),
+        ("p(x) :- q(x), not r(x + 1).", 15, "arithmetic in a body atom"),
+    ],
+)
+def test_misplaced_or_unbound_arithmetic_is_a_located_error(text, col, what):
+    err = error(text)
+    assert str(err.location) == f"prog.dl:1:{col}"
+    assert what in err.message
 
 
 def test_unsafe_variable_inside_a_skolem_head():
@@ -92,8 +113,21 @@ def test_unsafe_variable_inside_a_skolem_head():
     assert "unsafe variable y" in err.message
 
 
-def test_unsafe_negated_variable():
-    err = error("p(x) :- q(x),\n  not r(x, y).")
+def test_a_variable_only_in_one_negated_atom_is_local_to_it():
+    """``not r(x, y)`` with ``y`` nowhere else means "no y with r(x, y)" (Nemo's reading)."""
+    a = analyze_text("p(x) :- q(x),\n  not r(x, y, y).")
+    rule = a.program.rules[0]
+    assert rule.negation_locals(rule.negative_atoms[0]) == {Var("y")}
+
+
+def test_a_variable_shared_by_two_negated_atoms_only_is_unsafe():
+    err = error("p(x) :- q(x),\n  not r(x, y), not s(y).")
+    assert str(err.location) == "prog.dl:2:3"
+    assert "unsafe variable y" in err.message and "only in negated atoms" in err.message
+
+
+def test_a_negated_variable_also_compared_is_unsafe():
+    err = error("p(x) :- q(x),\n  not r(x, y), y > 1.")
     assert str(err.location) == "prog.dl:2:3"
     assert "unsafe variable y" in err.message and "negated atom" in err.message
 
@@ -103,7 +137,7 @@ def test_anonymous_variable_in_negation_is_safe():
     assert a.idb == {"p"} and a.edb == {"q", "r"}
 
 
-@pytest.mark.parametrize("cmp, var", [("x < y", "y"), ("y != 3", "y"), ('"a" = y', "y"), ("x > _", "_")])
+@pytest.mark.parametrize("cmp, var", [("x < y", "y"), ("y != 3", "y"), ('"a" < y', "y"), ("x > _", "_"), ("x + y > 1", "y")])
 def test_unsafe_compared_variable(cmp, var):
     err = error(f"p(x) :- q(x), {cmp}.")
     assert str(err.location) == "prog.dl:1:15"

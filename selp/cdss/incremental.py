@@ -196,9 +196,18 @@ class LocalBackend:
             r = (delta if src == "delta" else full).get(rel)
             return r.lookup(p, k) if r is not None else none
 
-        def negated(rel: str, pattern: tuple) -> bool:
+        def negated(rel: str, pattern: tuple, eqs: tuple = ()) -> bool:
             r = full.get(rel)
-            return r is not None and r.matches(pattern)
+            if r is None:
+                return False
+            if not eqs:
+                return r.matches(pattern)
+            # a repeated variable local to the negation: equal values at those positions
+            positions = tuple(i for i, v in enumerate(pattern) if v is not None)
+            return any(
+                all(f[q] == f[g[0]] for g in eqs for q in g)
+                for f in r.lookup(positions, tuple(pattern[i] for i in positions))
+            )
 
         return LocalRel({head(env) for env in bp.bindings(lookup, negated)})
 

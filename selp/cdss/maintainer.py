@@ -111,7 +111,9 @@ class PreparedRule:
         body = list(self.rule.body)
         a: Atom = body[i]  # type: ignore[assignment]
         body[i] = Atom(a.relation, a.args, False)
-        body.append(a)
+        # the kept negation's own local variables stay its own (not r(x, y, y) still means "no y")
+        local = {v: Var(f"{v.name}#neg") for v in self.rule.negation_locals(a) if not v.anonymous}
+        body.append(Atom(a.relation, tuple(local.get(t, t) if isinstance(t, Var) else t for t in a.args), True))
         return Rule(self.rule.name + "#pos", self.rule.head, tuple(body), None)
 
 

@@ -1,7 +1,8 @@
 """Rule bodies compiled into nested-loop index joins over Python tuples.
 
 A :class:`BodyPlan` orders a rule's body for a given "driving" atom (the delta atom of a
-semi-naive variant), applies comparisons and negations as soon as their variables are bound, and
+semi-naive variant), applies comparisons, assignments (``c = x + 1``, see :mod:`selp.arith`) and
+negations as soon as their variables are bound, and
 enumerates variable bindings. It only needs a ``lookup(relation, positions, key)`` callback, so the
 same plans serve the local engine, partition-local evaluation inside Spark tasks, and the top-k
 engine (which needs every body instantiation, not just the head).
@@ -13,7 +14,9 @@ import operator
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
-from selp.language.ast import Atom, Comparison, Const, Rule, SkolemTerm, Term, Var
+from selp import arith
+from selp.errors import EvalError, Location
+from selp.language.ast import Arith, Atom, Comparison, Const, Rule, SkolemTerm, Term, Var, term_vars
 from selp.values import Skolem, Value
 
 Fact = tuple[Value, ...]
@@ -35,6 +38,7 @@ def compare(op: str, a: Value, b: Value) -> bool:
         return a != b
     if isinstance(a, Skolem) or isinstance(b, Skolem):
         return False
+    a, b = arith.numeric_pair(a, b)
     try:
         return _ORDER_OPS[op](a, b)
     except TypeError:  # an int against a str (a pattern constant of the other type): unordered
@@ -60,9 +64,17 @@ class _Filter:
 
 
 @dataclass(frozen=True)
+class _Assign:
+    slot: int  # the variable (or hidden head slot) the value is bound to
+    value: Callable[[Sequence[Value]], Value | None]
+
+
+@dataclass(frozen=True)
 class _Negation:
     relation: str
-    args: tuple[tuple[int, object], ...]  # (0, const), (1, slot) or (2, None) for '_'
+    args: tuple[tuple[int, object], ...]  # (0, const), (1, slot) or (2, None): '_' or local
+    # positions holding one variable local to the negation (``not r(x, y, y)``): equal values
+    eqs: tuple[tuple[int, ...], ...] = ()
 
 
 class BodyPlan:
@@ -94,26 +106,78 @@ class BodyPlan:
         self.order = order
         steps: list[object] = []
         bound_now: set[Var] = set()
-        pending_filters = list(rule.comparisons)
+        assigned = {i: (v, e) for i, v, e in rule.assignments()}
+        pending_assign = [(*assigned[i], rule.body[i].loc) for i in sorted(assigned)]
+        pending_filters = [b for i, b in enumerate(rule.body) if isinstance(b, Comparison) and i not in assigned]
         pending_negs = list(rule.negative_atoms)
+
+        def ready() -> None:
+            """Add the assignments, filters and negations whose variables are bound by now."""
+            progress = True
+            while progress:
+                progress = False
+                for v, e, loc in list(pending_assign):
+                    if all(x in bound_now for x in term_vars(e)):
+                        steps.append(_Assign(self._slot(v), self._value(e, loc)))
+                        bound_now.add(v)
+                        pending_assign.remove((v, e, loc))
+                        progress = True
+            for f in list(pending_filters):
+                if all(v in bound_now for v in f.vars()):
+                    steps.append(_Filter(f.op, self._operand(f.left, f.loc), self._operand(f.right, f.loc)))
+                    pending_filters.remove(f)
+            for n in list(pending_negs):
+                if all(v in bound_now or v in rule.negation_locals(n) for v in n.vars()):
+                    steps.append(self._negation(n))
+                    pending_negs.remove(n)
+
+        # rules without positive atoms (constant comparisons and assignments) get them first
+        ready()
         for i in order:
             a: Atom = rule.body[i]  # type: ignore[assignment]
             steps.append(self._scan(i, a, bound_now, "delta" if i == delta_atom else "full"))
-            for f in list(pending_filters):
-                if all(v in bound_now for v in f.vars()):
-                    steps.append(_Filter(f.op, self._arg(f.left), self._arg(f.right)))
-                    pending_filters.remove(f)
-            for n in list(pending_negs):
-                if all(v in bound_now or v.anonymous for v in n.vars()):
-                    steps.append(self._negation(n))
-                    pending_negs.remove(n)
-        # rules without positive atoms (only possible for constant comparisons) still get filters
-        for f in pending_filters:
-            steps.append(_Filter(f.op, self._arg(f.left), self._arg(f.right)))
-        for n in pending_negs:
-            steps.append(self._negation(n))
+            ready()
+        assert not pending_assign and not pending_filters and not pending_negs, "validation binds every variable"
+        # an expression in the head is computed like an assignment to a hidden slot, so a rule
+        # instance whose expression has no value (a labeled null operand) derives nothing
+        self.head_slots: dict[int, int] = {}
+        for p, t in enumerate(rule.head.args):
+            if isinstance(t, Arith):
+                slot = self._slot(Var(f"#head{p}"))  # not a parseable name: no clash
+                self.head_slots[p] = slot
+                steps.append(_Assign(slot, self._value(t, rule.head.loc)))
         self.steps = steps
         self.nslots = len(self.slots)
+
+    def _value(self, t: Term, loc: Location) -> Callable[[Sequence[Value]], Value | None]:
+        """A function from a binding to the value of ``t`` (None: no value, a labeled null was an
+        operand); an overflow or a division by zero raises :class:`EvalError` naming the rule."""
+        if isinstance(t, Const):
+            v = t.value
+            return lambda env: v
+        if isinstance(t, Var):
+            slot = self.slots[t]
+            return lambda env: env[slot]
+        assert isinstance(t, Arith), "Skolem terms are never compared or assigned"
+        parts = [self._value(a, loc) for a in t.args]
+        op = t.op
+        rule = self.rule
+
+        def value(env: Sequence[Value]) -> Value | None:
+            args = [f(env) for f in parts]
+            if any(a is None or isinstance(a, Skolem) for a in args):
+                return None
+            try:
+                return arith.apply(op, *args)
+            except arith.ArithmeticFault as err:
+                raise EvalError(err.in_rule(rule.name), loc) from None
+
+        return value
+
+    def _operand(self, t: Term, loc: Location) -> tuple[int, object]:
+        if isinstance(t, Arith):
+            return (3, self._value(t, loc))
+        return self._arg(t)
 
     def _slot(self, v: Var) -> int:
         if v not in self.slots:
@@ -149,18 +213,24 @@ class BodyPlan:
 
     def _negation(self, a: Atom) -> _Negation:
         args = []
-        for t in a.args:
-            if isinstance(t, Var) and t.anonymous:
+        local = self.rule.negation_locals(a)
+        where: dict[Var, list[int]] = {}
+        for p, t in enumerate(a.args):
+            if isinstance(t, Var) and t in local:
                 args.append((2, None))
+                where.setdefault(t, []).append(p)
             else:
                 args.append(self._arg(t))
-        return _Negation(a.relation, tuple(args))
+        eqs = tuple(tuple(ps) for v, ps in where.items() if len(ps) > 1 and not v.anonymous)
+        return _Negation(a.relation, tuple(args), eqs)
 
     def bindings(self, lookup: Lookup, negated: Callable[[str, tuple], bool]) -> Iterator[list[Value]]:
         """Enumerate variable bindings (a list indexed by slot; reused, copy it to keep it).
 
         ``negated(relation, pattern)`` answers whether some fact matches ``pattern``, a tuple of
-        values with ``None`` for anonymous positions.
+        values with ``None`` for anonymous positions and variables local to the negation; when
+        a local variable is repeated (``not r(x, y, y)``) it is called as ``negated(relation,
+        pattern, eqs)``, ``eqs`` the groups of positions whose values must also be equal.
         """
         env: list[Value] = [None] * self.nslots  # type: ignore[list-item]
         steps = self.steps
@@ -183,15 +253,21 @@ class BodyPlan:
             elif isinstance(st, _Filter):
                 lk, lv = st.left
                 rk, rv = st.right
-                a = lv if lk == 0 else env[lv]  # type: ignore[index]
-                b = rv if rk == 0 else env[rv]  # type: ignore[index]
-                if compare(st.op, a, b):  # type: ignore[arg-type]
+                a = lv if lk == 0 else env[lv] if lk == 1 else lv(env)  # type: ignore[index, operator]
+                b = rv if rk == 0 else env[rv] if rk == 1 else rv(env)  # type: ignore[index, operator]
+                if a is not None and b is not None and compare(st.op, a, b):  # type: ignore[arg-type]
+                    yield from run(k + 1)
+            elif isinstance(st, _Assign):
+                v = st.value(env)
+                if v is not None:
+                    env[st.slot] = v
                     yield from run(k + 1)
             else:
                 pattern = tuple(
                     None if kind == 2 else (v if kind == 0 else env[v]) for kind, v in st.args  # type: ignore[index]
                 )
-                if not negated(st.relation, pattern):
+                found = negated(st.relation, pattern, st.eqs) if st.eqs else negated(st.relation, pattern)
+                if not found:
                     yield from run(k + 1)
 
         return run(0)
@@ -202,14 +278,18 @@ class BodyPlan:
             return t.value
         if isinstance(t, Var):
             return env[self.slots[t]]
+        if isinstance(t, Arith):
+            return self._value(t, self.rule.loc)(env)  # type: ignore[return-value]
         assert isinstance(t, SkolemTerm)
         return Skolem(t.fn, tuple(self.term_value(a, env) for a in t.args))
 
     def head_builder(self) -> Callable[[Sequence[Value]], Fact]:
         """A fast function from a binding to the head fact."""
         parts = []
-        for t in self.rule.head.args:
-            if isinstance(t, Const):
+        for p, t in enumerate(self.rule.head.args):
+            if p in self.head_slots:
+                parts.append((1, self.head_slots[p]))
+            elif isinstance(t, Const):
                 parts.append((0, t.value))
             elif isinstance(t, Var):
                 parts.append((1, self.slots[t]))

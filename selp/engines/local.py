@@ -30,11 +30,14 @@ def progress_line(component: Component, iteration: int, delta: int, total: int, 
 class FactStore:
     """A relation's tuples plus hash indexes on demand, kept up to date as tuples are added."""
 
-    __slots__ = ("facts", "indexes")
+    __slots__ = ("facts", "indexes", "filtered")
 
     def __init__(self, facts: Iterable[Fact] = ()) -> None:
         self.facts: set[Fact] = set(facts)
         self.indexes: dict[tuple[int, ...], dict[tuple, list[Fact]]] = {}
+        # the facts with equal values at groups of positions (a repeated variable local to a
+        # negation), each a store of its own, built on first use and kept current
+        self.filtered: dict[tuple[tuple[int, ...], ...], FactStore] = {}
 
     def index(self, positions: tuple[int, ...]) -> dict[tuple, list[Fact]]:
         """The facts by their values at ``positions`` (built on first use, then kept current)."""
@@ -52,6 +55,9 @@ class FactStore:
             self.facts.add(f)
             for positions, idx in self.indexes.items():
                 idx.setdefault(tuple(f[p] for p in positions), []).append(f)
+            for eqs, sub in self.filtered.items():
+                if _equal_at(f, eqs):
+                    sub.add_all((f,))
 
     def lookup(self, positions: tuple[int, ...], key: tuple) -> Iterable[Fact]:
         """The facts whose values at ``positions`` are ``key`` (every fact when no position)."""
@@ -59,13 +65,23 @@ class FactStore:
             return self.facts
         return self.index(positions).get(key, ())
 
-    def matches(self, pattern: tuple) -> bool:
-        """Whether some fact agrees with ``pattern`` where it is not None."""
+    def matches(self, pattern: tuple, eqs: tuple[tuple[int, ...], ...] = ()) -> bool:
+        """Whether some fact agrees with ``pattern`` where it is not None (and has equal values
+        within each group of positions of ``eqs``)."""
+        if eqs:
+            sub = self.filtered.get(eqs)
+            if sub is None:
+                sub = self.filtered[eqs] = FactStore(f for f in self.facts if _equal_at(f, eqs))
+            return sub.matches(pattern)
         positions = tuple(i for i, v in enumerate(pattern) if v is not None)
         if len(positions) == len(pattern):
             return pattern in self.facts
         key = tuple(pattern[i] for i in positions)
         return bool(self.lookup(positions, key))
+
+
+def _equal_at(fact: Fact, eqs: tuple[tuple[int, ...], ...]) -> bool:
+    return all(all(fact[p] == fact[g[0]] for p in g[1:]) for g in eqs)
 
 
 @dataclass
@@ -89,8 +105,8 @@ def evaluate(
         stores[rel] = FactStore()
     empty = FactStore()
 
-    def negated(rel: str, pattern: tuple) -> bool:
-        return stores[rel].matches(pattern)
+    def negated(rel: str, pattern: tuple, eqs: tuple = ()) -> bool:
+        return stores[rel].matches(pattern, eqs)
 
     total_iterations = 0
     for comp in analysis.components:

@@ -22,6 +22,7 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from selp.arith import located
 from selp.engines.local import Progress
 from selp.engines.spark_compile import (
     UNIT,
@@ -29,7 +30,7 @@ from selp.engines.spark_compile import (
     compile_rule,
     display_column,
     empty_frame,
-    int_value,
+    number_value,
     is_skolem,
     rel_columns,
     union_all,
@@ -216,8 +217,14 @@ def run_spark(
     load_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
     ev = _Evaluator(analysis, db, spark, _broadcast_rows(spark, broadcast_rows))
-    for comp in analysis.components:
-        ev.component(comp, progress)
+    try:
+        for comp in analysis.components:
+            ev.component(comp, progress)
+    except Exception as err:  # noqa: BLE001 - Spark's own error types
+        error = located(err)  # an arithmetic check raised inside Spark: named at its rule
+        if error is None:
+            raise
+        raise error from None
     frames = {rel: r.frame() for rel, r in ev.idb.items()}
     counts = {rel: r.size for rel, r in ev.idb.items()}
     return SparkResult(
@@ -316,8 +323,8 @@ def _sort_keys(df: DataFrame, types: tuple[str, ...]) -> list[Column]:
     for i, t in enumerate(types):
         c = F.col(f"c{i}")
         keys.append(is_skolem(c).asc())
-        if t == "int":
-            keys.append(int_value(c).asc_nulls_last())
+        if t != "str":
+            keys.append(number_value(c, t).asc_nulls_last())
         keys.append(c.asc())
     return keys
 
@@ -394,7 +401,7 @@ def _write_parquet(res: SparkResult, rel: str, target: str) -> None:
     types = res.types[rel]
     names = list(res.columns[rel])
     df = res.frame(rel)
-    int_cols = [i for i, t in enumerate(types) if t == "int"]
+    int_cols = [i for i, t in enumerate(types) if t != "str"]  # numbers: int and float
     with_nulls: set[int] = set()
     if int_cols:
         # an int column holding labeled nulls is written as text, as the local engine does
@@ -406,7 +413,8 @@ def _write_parquet(res: SparkResult, rel: str, target: str) -> None:
         cols = []
         for i, n in enumerate(names):
             c = F.col(f"c{i}")
-            cols.append((c.try_cast("bigint") if i in int_cols and i not in with_nulls else display_column(c)).alias(n))
+            native = "bigint" if types[i] == "int" else "double"
+            cols.append((c.try_cast(native) if i in int_cols and i not in with_nulls else display_column(c)).alias(n))
         out = df.coalesce(1).sortWithinPartitions(*_sort_keys(df, types)).select(*cols)
     # nullable fields, like the local engine's Parquet files: nullif with a text no value can be
     # (values never start with two NULs) is a no-op the optimizer cannot prove non-null

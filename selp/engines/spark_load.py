@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegralType, StringType, StructField, StructType
+from pyspark.sql.types import DoubleType, FloatType, IntegralType, StringType, StructField, StructType
 
 from selp.database import (
     WEIGHT_COLUMN,
@@ -32,7 +32,7 @@ from selp.database import (
     raw_evidence,
     read_raw,
 )
-from selp.engines.spark_compile import UNIT, empty_frame, rel_schema, union_all
+from selp.engines.spark_compile import UNIT, empty_frame, float_text, rel_schema, union_all
 from selp.engines.spark_frames import materialize_count
 from selp.errors import DataError, Location
 from selp.language.types import DataEvidence, resolve_types
@@ -46,6 +46,7 @@ _NULL_SENTINEL = "\x00selp-no-null\x00"
 # Exactly selp.values.is_int_literal: \A..\z because Java's $ also matches before a final newline,
 # and the bigint cast check because Spark's cast would trim spaces and accept them.
 _INT_RE = r"\A[+-]?[0-9]+\z"
+_FLOAT_RE = r"\A[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\z"  # selp.values.read_float
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
 _MULTILINE_CONF = "spark.selp.csv.multiLine"  # "auto" (default), "true" or "false"
 
@@ -221,9 +222,9 @@ def _open_source(spark: SparkSession, analysis: Analysis, tf: TableFile) -> _Sou
         typ = df.schema.fields[p].dataType
         if isinstance(typ, IntegralType):
             int_typed.add(p)
-        elif not isinstance(typ, StringType):
+        elif not isinstance(typ, (StringType, DoubleType, FloatType)):
             raise DataError(
-                f"column {header[p]!r} has Parquet type {typ.simpleString()}; only integer and string columns"
+                f"column {header[p]!r} has Parquet type {typ.simpleString()}; only integer, float and string columns"
                 " are supported",
                 Location(str(tf.path)),
             )
@@ -272,6 +273,10 @@ def _validate(spark: SparkSession, analysis: Analysis, src: _Source) -> None:
         is_int = text.rlike(_INT_RE) & text.try_cast("bigint").isNotNull()
         aggs.append(F.bool_and(is_int).alias(f"int{i}"))
         aggs.append(F.first(F.when(~is_int, text), ignorenulls=True).alias(f"ex{i}"))
+        d = text.try_cast("double")
+        is_number = text.rlike(_FLOAT_RE) & d.isNotNull() & ~F.isnan(d) & (F.abs(d) != F.lit(float("inf")))
+        aggs.append(F.bool_and(is_number).alias(f"num{i}"))
+        aggs.append(F.first(F.when(~is_number, text), ignorenulls=True).alias(f"nonnum{i}"))
         aggs.append(F.count_if(text.startswith(SKOLEM_MARK)).alias(f"nul{i}"))
     row = src.df.agg(*aggs).first()
     assert row is not None
@@ -297,7 +302,7 @@ def _validate(spark: SparkSession, analysis: Analysis, src: _Source) -> None:
         if row[f"int{i}"]:
             src.evidence[i] = DataEvidence(True)
         else:
-            src.evidence[i] = DataEvidence(False, row[f"ex{i}"], Location(str(tf.path)))
+            src.evidence[i] = DataEvidence(False, row[f"ex{i}"], Location(str(tf.path)), bool(row[f"num{i}"]), row[f"nonnum{i}"])
         if row[f"nul{i}"]:
             src.nul_columns.add(i)
 
@@ -344,6 +349,8 @@ def _facts_frame(src: _Source, types: tuple[str, ...]) -> tuple[DataFrame, DataF
         text = src.cell(p)
         if types[i] == "int":
             text = text.try_cast("bigint").cast("string")  # canonical: "+007" -> "7"
+        elif types[i] == "float":
+            text = float_text(text.try_cast("double"))  # canonical: "1.50" -> "1.5", "-0.0" -> "0.0"
         cols.append(text.alias(f"c{i}"))
     if not cols:
         cols = [F.lit("").alias(UNIT)]

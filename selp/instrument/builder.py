@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from selp.engines.joins import compare
-from selp.language.ast import Atom, Comparison, Const, Literal, Program, Rule, SkolemTerm, Term, Var
+from selp.language.ast import NOWHERE, Arith, Atom, Comparison, Const, Literal, Program, Rule, SkolemTerm, Term, Var
 from selp.language.pattern import DESCENDANT, PatternNode
 from selp.language.validate import Analysis, analyze
 from selp.values import Value
@@ -89,7 +89,8 @@ def local_match(atom: Atom, node: PatternNode, relation: str | None = None) -> S
         elif isinstance(term, Const):
             if term.value != want:
                 return None
-        else:  # a Skolem term builds a labeled null, which equals no constant
+        else:  # a Skolem term builds a labeled null, which equals no constant (an expression
+            # in a head was made an assignment first: see instrument.head_expressions_assigned)
             return None
     return subst
 
@@ -99,6 +100,8 @@ def _apply_term(t: Term, s: Subst) -> Term:
         return Const(s[t]) if t in s else t
     if isinstance(t, SkolemTerm):
         return SkolemTerm(t.fn, tuple(_apply_term(a, s) for a in t.args))
+    if isinstance(t, Arith):
+        return Arith(t.op, tuple(_apply_term(a, s) for a in t.args))
     return t
 
 
@@ -153,6 +156,7 @@ class Builder:
         self.rule_origin: dict[str, str | None] = {}
         self.relation_origin: dict[str, str] = {}
         self.taken = {r.name for r in self.program.rules}
+        self.locs = {r.name: r.loc for r in self.program.rules}
         self.seen: set[tuple] = set()  # (head, body) of added rules, to avoid duplicates
 
     def add(self, base: str, head: Atom, body: list[Literal], weight: str | None, origin: str | None, origin_rel: str) -> None:
@@ -170,7 +174,9 @@ class Builder:
             n += 1
             name = f"{base}@{n}"
         self.taken.add(name)
-        self.rules.append(Rule(name, head, tuple(body), weight, True))
+        # a copy of a rule keeps its place in the source, so evaluation errors point there
+        loc = self.locs.get(origin) if origin is not None else None
+        self.rules.append(Rule(name, head, tuple(body), weight, True, loc or NOWHERE))
         self.rule_origin[name] = None if origin is None else self.base.rule_origin[origin]
         self.relation_origin[head.relation] = self.base.relation_origin.get(origin_rel, origin_rel)
 

@@ -31,13 +31,14 @@ Decisions where the paper is terse:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from typing import Iterable
 
 from selp.instrument.builder import Builder, Instrumented, NodeInfo, annotated, assemble, cleanup, number_nodes
 from selp.instrument.copies import copies, replace_copies
 from selp.instrument.negation import instrument_not
-from selp.language.ast import Rule
+from selp.language.ast import Arith, Comparison, Rule, Term, Var
 from selp.language.pattern import And, Not, Or, Pattern, PatternNode, TreePattern
 from selp.language.validate import Analysis, analyze
 
@@ -45,8 +46,9 @@ from selp.language.validate import Analysis, analyze
 def identity(analysis: Analysis) -> Instrumented:
     """P itself as an instrumentation with no pattern: every relation and rule is its own origin.
 
-    Rule names are made explicit so that they survive printing after rules are removed."""
-    rules = tuple(dataclasses.replace(r, named=True) for r in analysis.program.rules)
+    Rule names are made explicit so that they survive printing after rules are removed, and an
+    expression in a head becomes an assignment (:func:`head_expressions_assigned`)."""
+    rules = tuple(dataclasses.replace(head_expressions_assigned(r), named=True) for r in analysis.program.rules)
     program = dataclasses.replace(analysis.program, rules=rules)
     return Instrumented(
         program,
@@ -55,6 +57,26 @@ def identity(analysis: Analysis) -> Instrumented:
         {r.name: r.name for r in rules},
         {"rules_before": len(rules), "rules_generated": 0, "rules_after": len(rules), "pattern_nodes": 0},
     )
+
+
+def head_expressions_assigned(rule: Rule) -> Rule:
+    """``p(x, c1 + c2) :- B.`` as ``p(x, _e1) :- B, _e1 = c1 + c2.``: the same rule, whose head a
+    pattern constant can label like any variable (the assignment then becomes a test)."""
+    if not any(isinstance(t, Arith) for t in rule.head.args):
+        return rule
+    taken = {v.name for lit in (rule.head, *rule.body) for v in lit.vars()}
+    names = (f"_e{i}" for i in itertools.count(1))
+    args: list[Term] = []
+    extra: list[Comparison] = []
+    for t in rule.head.args:
+        if isinstance(t, Arith):
+            v = Var(next(n for n in names if n not in taken))
+            args.append(v)
+            extra.append(Comparison("=", v, t, rule.head.loc))
+        else:
+            args.append(t)
+    head = dataclasses.replace(rule.head, args=tuple(args))
+    return dataclasses.replace(rule, head=head, body=rule.body + tuple(extra))
 
 
 def instrument(

@@ -29,7 +29,7 @@ class Var:
 
 @dataclass(frozen=True)
 class Const:
-    """A constant: a string or an integer."""
+    """A constant: a string, an integer or a float."""
 
     value: Value
 
@@ -42,16 +42,38 @@ class SkolemTerm:
     args: tuple["Term", ...]
 
 
-Term = Union[Var, Const, SkolemTerm]
+ARITH_OPS = ("+", "-", "*", "/")
+
+
+@dataclass(frozen=True)
+class Arith:
+    """An arithmetic expression: ``args[0] op args[1]``, or ``-args[0]`` (op ``-``, one operand).
+
+    Allowed in heads, in comparisons and on the value side of an assignment ``c = x + 1``. Like
+    :class:`SkolemTerm` it is a compound term with ``args``, so passes over terms recurse into
+    both alike (an aggregate head term would be one more such node)."""
+
+    op: str
+    args: tuple["Term", ...]
+
+
+Term = Union[Var, Const, SkolemTerm, Arith]
 
 
 def term_vars(t: Term) -> Iterator[Var]:
-    """Variables occurring in a term (recursing into Skolem terms)."""
+    """Variables occurring in a term (recursing into Skolem terms and expressions)."""
     if isinstance(t, Var):
         yield t
-    elif isinstance(t, SkolemTerm):
+    elif isinstance(t, (SkolemTerm, Arith)):
         for a in t.args:
             yield from term_vars(a)
+
+
+def has_arith(t: Term) -> bool:
+    """Whether ``t`` is or contains an arithmetic expression."""
+    if isinstance(t, Arith):
+        return True
+    return isinstance(t, SkolemTerm) and any(has_arith(a) for a in t.args)
 
 
 @dataclass(frozen=True)
@@ -77,7 +99,8 @@ COMPARISON_OPS = ("=", "!=", "<", "<=", ">", ">=")
 
 @dataclass(frozen=True)
 class Comparison:
-    """``left OP right`` over variables and constants."""
+    """``left OP right`` over variables, constants and arithmetic; ``c = e`` binds ``c`` when
+    nothing else does (see :meth:`Rule.assignments`)."""
 
     op: str
     left: Term
@@ -115,6 +138,39 @@ class Rule:
     def comparisons(self) -> list[Comparison]:
         return [b for b in self.body if isinstance(b, Comparison)]
 
+    def assignments(self) -> list[tuple[int, Var, Term]]:
+        """The comparisons ``c = e`` that bind a variable, in an order that evaluates them:
+        ``(body index, c, e)`` where ``c`` occurs in no positive atom nor earlier assignment and
+        every variable of ``e`` does (``e = c`` counts too). The other comparisons are filters."""
+        bound: set[Var] = {v for a in self.positive_atoms for v in a.vars()}
+        out: list[tuple[int, Var, Term]] = []
+        pending = [i for i, b in enumerate(self.body) if isinstance(b, Comparison) and b.op == "="]
+        changed = True
+        while changed:
+            changed = False
+            for i in list(pending):
+                c: Comparison = self.body[i]  # type: ignore[assignment]
+                for var, expr in ((c.left, c.right), (c.right, c.left)):
+                    if isinstance(var, Var) and not var.anonymous and var not in bound and all(v in bound for v in term_vars(expr)):
+                        out.append((i, var, expr))
+                        bound.add(var)
+                        pending.remove(i)
+                        changed = True
+                        break
+        return out
+
+    def negation_locals(self, atom: Atom) -> frozenset[Var]:
+        """The variables of the negated ``atom`` that occur nowhere else in the rule (``_``
+        included): ``not r(x, y, y)`` means "no ``y`` with ``r(x, y, y)``", so they are
+        existentially quantified inside the negation (validation refuses a variable shared by
+        negated atoms only)."""
+        elsewhere: set[Var] = set(self.head.vars())
+        for b in self.body:
+            if b is not atom:
+                elsewhere.update(b.vars())
+        # '_' is always "any value", even where a rewrite reuses one variable object elsewhere
+        return frozenset(v for v in atom.vars() if v.anonymous or v not in elsewhere)
+
 
 @dataclass(frozen=True)
 class Fact:
@@ -129,7 +185,7 @@ class Fact:
         return tuple(a.value for a in self.atom.args)  # type: ignore[union-attr]
 
 
-COLUMN_TYPES = ("str", "int")
+COLUMN_TYPES = ("str", "int", "float")
 
 
 @dataclass(frozen=True)

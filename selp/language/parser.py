@@ -1,13 +1,14 @@
 """Parse datalog^sk text into a :class:`~selp.language.ast.Program` (lark, LALR).
 
-Syntax errors and structural mistakes found while building the tree (a misplaced weight, a float
-constant, ``_`` in a head) are raised as :class:`~selp.errors.ProgramError` with file:line:col.
+Syntax errors and structural mistakes found while building the tree (a misplaced weight, a number
+that does not fit in 64 bits, ``_`` in a head) are raised as :class:`~selp.errors.ProgramError` with file:line:col.
 Semantic checks (safety, arities, stratification) live in :mod:`selp.language.validate`.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -18,7 +19,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from selp.errors import MAX_DEPTH, Location, ProgramError, clip, echo, int_literal_fits, not_utf8
 from selp.language.lark_cache import cached_lark
 from selp.values import INT64_MAX, INT64_MIN, SKOLEM_MARK
-from selp.language.ast import ANON_PREFIX, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Term, Var
+from selp.language.ast import ANON_PREFIX, COLUMN_TYPES, Arith, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Term, Var
 
 # Human names for grammar terminals in "expected ..." messages.
 _TOKEN_NAMES = {
@@ -33,6 +34,8 @@ _TOKEN_NAMES = {
     "COLON": "':'",
     "IF": "':-'",
     "CMP": "a comparison operator",
+    "ADDOP": "'+' or '-'",
+    "MULOP": "'*' or '/'",
     "NOT": "'not'",
     "_": "'_'",
     "UNDERSCORE": "'_'",
@@ -124,8 +127,8 @@ class _Builder:
             if c is None:
                 continue
             cname, ctype = c.children
-            if str(ctype) not in ("str", "int"):
-                raise self.error(f"unknown column type {str(ctype)!r}; use str or int", ctype)
+            if str(ctype) not in COLUMN_TYPES:
+                raise self.error(f"unknown column type {str(ctype)!r}; use str, int or float", ctype)
             cols.append((str(cname), str(ctype)))
         return Decl(str(rel), tuple(cols), self.loc(st))
 
@@ -178,10 +181,26 @@ class _Builder:
                 raise self.error(f"integer {clip(text, 40)} does not fit in 64 bits", a)
             return Const(number)
         if kind == "float":
-            raise self.error(
-                f"float constant {a.children[0]} is not supported (constants are strings or integers)",
-                a,
-            )
+            text = str(a.children[0])
+            value = float(text)
+            if not math.isfinite(value):
+                raise self.error(f"float {clip(text, 40)} does not fit in 64 bits", a)
+            return Const(value + 0.0)  # -0.0 is 0.0: one zero, printed alike by every engine
+        if kind in ("arith", "unary"):
+            if depth > MAX_DEPTH:
+                raise self.error(f"expression too deeply nested (more than {MAX_DEPTH} levels)", a)
+            if kind == "arith":
+                left, op, right = a.children
+                return Arith(str(op), (self.term(left, depth + 1), self.term(right, depth + 1)))
+            op, operand = a.children
+            inner = self.term(operand, depth + 1)
+            if str(op) == "+":
+                return inner
+            if isinstance(inner, Const) and not isinstance(inner.value, str):
+                if inner.value == INT64_MIN:
+                    raise self.error(f"integer {-inner.value} does not fit in 64 bits", a)
+                return Const(-inner.value + 0)  # a negative number is a constant, as "-3" is
+            return Arith("-", (inner,))
         if kind == "skolem":
             call = a.children[0]
             if depth > MAX_DEPTH:

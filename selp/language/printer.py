@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from selp.language.ast import Atom, Comparison, Const, Decl, Fact, Literal, Program, Rule, SkolemTerm, Term, Var
+from selp.language.ast import Arith, Atom, Comparison, Const, Decl, Fact, Literal, Program, Rule, SkolemTerm, Term, Var
 from selp.values import format_value
 
 
@@ -15,16 +15,45 @@ def quote_program_string(s: str) -> str:
     return '"' + "".join(_PROGRAM_ESCAPES.get(c, c) for c in s) + '"'
 
 
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+
+
 def format_term(t: Term) -> str:
-    """``x``, ``_``, ``"Cuba"``, ``42`` or ``f(x, "a")``."""
+    """``x``, ``_``, ``"Cuba"``, ``42``, ``2.5``, ``f(x, "a")`` or ``(x + 1) * -y``."""
     if isinstance(t, Var):
         return "_" if t.anonymous else t.name
     if isinstance(t, Const):
         if isinstance(t.value, str):
             return quote_program_string(t.value)
         return format_value(t.value)
+    if isinstance(t, Arith):
+        return _format_arith(t)
     assert isinstance(t, SkolemTerm)
     return f"{t.fn}({', '.join(format_term(a) for a in t.args)})"
+
+
+def _format_arith(t: Arith) -> str:
+    """Parenthesised just enough to parse back to the same tree (operators are left-associative;
+    a negated operand is parenthesised unless it is a name or a call; a negative number needs
+    no parentheses: ``x - -5`` lexes as x, minus, the number -5)."""
+    if len(t.args) == 1:
+        (a,) = t.args
+        inner = format_term(a)
+        return f"-{inner}" if isinstance(a, (Var, SkolemTerm)) else f"-({inner})"
+    left, right = t.args
+    prec = _PRECEDENCE[t.op]
+
+    def side(x: Term, is_right: bool) -> str:
+        text = format_term(x)
+        if isinstance(x, Arith) and len(x.args) == 2:
+            p = _PRECEDENCE[x.op]
+            if p < prec or (is_right and p == prec):
+                return f"({text})"
+        elif isinstance(x, Arith):
+            return f"({text})"
+        return text
+
+    return f"{side(left, False)} {t.op} {side(right, True)}"
 
 
 def format_atom(a: Atom) -> str:

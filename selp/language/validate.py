@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from selp.errors import Location, ProgramError
-from selp.language.ast import Atom, Comparison, Const, Program, Rule, SkolemTerm, Var, term_vars
+from selp.language.ast import Arith, Atom, Comparison, Const, Program, Rule, SkolemTerm, Term, Var, has_arith, term_vars
 from selp.scc import strongly_connected
 
 
@@ -132,24 +132,47 @@ def _check_rule(r: Rule) -> None:
                     f"Skolem term {t.fn}(...) in a body atom; Skolem terms may appear only in heads",
                     a.loc,
                 )
+            _no_arith_in_atom(r, a, t)
         bound.update(v for v in a.vars())
-    for a in r.negative_atoms:
+    for c in r.comparisons:
+        for t in (c.left, c.right):
+            if isinstance(t, SkolemTerm) or (isinstance(t, Arith) and _has_skolem(t)):
+                raise ProgramError(f"Skolem term in a comparison of rule {r.name}; Skolem terms may appear only in heads", c.loc)
+    for t in r.head.args:
+        if isinstance(t, SkolemTerm) and has_arith(t):
+            raise ProgramError(
+                f"arithmetic inside the Skolem term {t.fn}(...) of rule {r.name}; bind it to a variable"
+                " first (c = x + 1) and pass the variable",
+                r.head.loc,
+            )
+    bound.update(v for _, v, _ in r.assignments())
+    negated = r.negative_atoms
+    for a in negated:
+        local = r.negation_locals(a)
         for t in a.args:
             if isinstance(t, SkolemTerm):
                 raise ProgramError(f"Skolem term {t.fn}(...) in a negated atom", a.loc)
-            if isinstance(t, Var) and not t.anonymous and t not in bound:
-                raise ProgramError(
-                    f"unsafe variable {t.name} in rule {r.name}: a variable of a negated atom must"
-                    " occur in a positive body atom (use _ for 'any value')",
-                    a.loc,
+            _no_arith_in_atom(r, a, t)
+            if isinstance(t, Var) and not t.anonymous and t not in bound and t not in local:
+                # local to no negation: it occurs elsewhere, but nowhere that binds it
+                others = [b for b in negated if b is not a and t in set(b.vars())]
+                where = (
+                    "it occurs only in negated atoms, so it is local to none of them"
+                    " (a variable local to a negation occurs in that one atom only)"
+                    if others and not _occurs_outside_negations(r, t)
+                    else "a variable of a negated atom must occur in a positive body atom, or in"
+                    " that negated atom only (then it means 'for no value')"
                 )
+                raise ProgramError(f"unsafe variable {t.name} in rule {r.name}: {where}", a.loc)
     for c in r.comparisons:
-        for t in (c.left, c.right):
-            if isinstance(t, Var) and (t.anonymous or t not in bound):
+        # the variables of an expression first: in c = y + 1, y is the one to bind
+        lone = {t for t in (c.left, c.right) if isinstance(t, Var)}
+        for t in sorted(c.vars(), key=lambda v: v in lone):
+            if t.anonymous or t not in bound:
                 shown = "_" if t.anonymous else t.name
                 raise ProgramError(
                     f"unsafe variable {shown} in rule {r.name}: a compared variable must occur in a"
-                    " positive body atom",
+                    " positive body atom or be assigned (c = expression over bound variables)",
                     c.loc,
                 )
     for v in r.head.vars():
@@ -158,9 +181,28 @@ def _check_rule(r: Rule) -> None:
         if v not in bound:
             raise ProgramError(
                 f"unsafe variable {v.name} in rule {r.name}: every head variable must occur in a"
-                " positive body atom",
+                " positive body atom or be assigned (c = expression over bound variables)",
                 r.head.loc,
             )
+
+
+def _no_arith_in_atom(r: Rule, a: Atom, t: Term) -> None:
+    if isinstance(t, Arith):
+        raise ProgramError(
+            f"arithmetic in a body atom of rule {r.name}; bind it to a variable first"
+            f" (c = expression) and use the variable in {a.relation}(...)",
+            a.loc,
+        )
+
+
+def _has_skolem(t: Term) -> bool:
+    return isinstance(t, SkolemTerm) or (isinstance(t, Arith) and any(_has_skolem(a) for a in t.args))
+
+
+def _occurs_outside_negations(r: Rule, v: Var) -> bool:
+    return v in set(r.head.vars()) or any(
+        v in set(b.vars()) for b in r.body if not (isinstance(b, Atom) and b.negated)
+    )
 
 
 def _components(program: Program, idb: frozenset[str]) -> tuple[Component, ...]:

@@ -138,9 +138,10 @@ def instantiations(analysis: Analysis, facts: Mapping[str, set[tuple[Value, ...]
             indexes[(rel, positions)] = idx
         return idx.get(key, ())
 
-    def negated(rel: str, pattern: tuple) -> bool:
+    def negated(rel: str, pattern: tuple, eqs: tuple = ()) -> bool:
         return any(
-            all(p is None or p == v for p, v in zip(pattern, f)) for f in facts.get(rel, ())
+            all(p is None or p == v for p, v in zip(pattern, f)) and all(f[q] == f[g[0]] for g in eqs for q in g)
+            for f in facts.get(rel, ())
         )
 
     out: list[Instantiation] = []

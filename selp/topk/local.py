@@ -108,8 +108,8 @@ class _Run:
 
     # --- shared pieces -------------------------------------------------------------------------
 
-    def negated(self, rel: str, pattern: tuple) -> bool:
-        return self.stores[rel].matches(pattern)
+    def negated(self, rel: str, pattern: tuple, eqs: tuple = ()) -> bool:
+        return self.stores[rel].matches(pattern, eqs)
 
     def evaluate(self, rule: str, children: tuple[FactKey, ...], ranks: tuple[int, ...]) -> tuple[tuple, Entry]:
         """The entry (and its sort key) of applying ``rule`` to these children's entries."""

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from selp.arith import located
 from selp.engines.embedded.sql import compile_body, columns, ident
 from selp.engines.embedded.store import Store, create_table, table
 from selp.language.ast import Atom, Rule
@@ -57,7 +58,18 @@ def _recursive_atoms(rule: Rule, members: set[str]) -> list[int]:
 
 
 def evaluate_store(store: Store, progress: Progress | None = None, stats: EvalStats | None = None) -> None:
-    """Compute every IDB relation of ``store.analysis`` into its table."""
+    """Compute every IDB relation of ``store.analysis`` into its table; an arithmetic error
+    raised inside DuckDB comes out as the located :class:`~selp.errors.EvalError`."""
+    try:
+        _evaluate_store(store, progress, stats)
+    except Exception as err:  # noqa: BLE001 - duckdb's own error types
+        error = located(err)
+        if error is None:
+            raise
+        raise error from None
+
+
+def _evaluate_store(store: Store, progress: Progress | None, stats: EvalStats | None) -> None:
     t0 = time.perf_counter()
     con = store.con
     analysis = store.analysis

@@ -6,8 +6,9 @@ column gets a *kind*:
 * ``int`` -- ``BIGINT``: an integer column no labeled null can reach;
 * ``str`` -- ``VARCHAR``, the string as is; a labeled null is ``SKOLEM_MARK`` + its canonical text
   (no user string starts with the mark: the loaders reject it);
-* ``enc`` -- ``VARCHAR`` in the uniform encoding of :mod:`selp.values`: an integer column that a
-  labeled null can reach (integers as canonical decimal text).
+* ``float`` -- ``DOUBLE``: a float column no labeled null can reach;
+* ``enc`` -- ``VARCHAR`` in the uniform encoding of :mod:`selp.values`: an integer or float column
+  that a labeled null can reach (numbers as their canonical text).
 
 A labeled null can only travel through variables, so the columns a program connects (a variable
 shared between atoms, passed from body to head, or compared) form groups -- the same groups that
@@ -21,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from selp.language.ast import Atom, SkolemTerm, Var
-from selp.language.types import UnionFind
+from selp.language.ast import SkolemTerm
+from selp.language.types import TypeGraph
 from selp.language.validate import Analysis
 
 Column = tuple[str, int]
@@ -32,17 +33,29 @@ Column = tuple[str, int]
 class Kind:
     """The storage of one column: its logical type and whether labeled nulls can reach it."""
 
-    logical: str  # "int" or "str"
+    logical: str  # "int", "float" or "str"
     tainted: bool
 
     @property
     def sql(self) -> str:
-        return "BIGINT" if self.logical == "int" and not self.tainted else "VARCHAR"
+        if self.tainted or self.logical == "str":
+            return "VARCHAR"
+        return "BIGINT" if self.logical == "int" else "DOUBLE"
 
     @property
     def native_int(self) -> bool:
         """Stored as a plain ``BIGINT``."""
         return self.sql == "BIGINT"
+
+    @property
+    def native_number(self) -> bool:
+        """Stored as a plain ``BIGINT`` or ``DOUBLE`` (not as text)."""
+        return self.sql != "VARCHAR"
+
+    @property
+    def number_sql(self) -> str:
+        """The SQL type of the column's numbers (``BIGINT`` or ``DOUBLE``)."""
+        return "BIGINT" if self.logical == "int" else "DOUBLE"
 
 
 def column_kinds(
@@ -56,25 +69,13 @@ def column_kinds(
     ``tainted_input`` are input columns that hold labeled nulls (only possible for facts handed
     over as Python values, e.g. by the CDSS layer).
     """
-    uf = UnionFind()
-    for rel, n in analysis.arities.items():
-        for i in range(n):
-            uf.find((rel, i))
+    # the groups of selp.language.types (variables shared, passed to the head, or equated)
+    uf = TypeGraph(analysis).uf
     seeds: set[Column] = set(tainted_input)
     for r in analysis.program.rules:
-        first: dict[Var, Column] = {}
-        for a in [r.head] + [b for b in r.body if isinstance(b, Atom)]:
-            for i, t in enumerate(a.args):
-                if isinstance(t, Var) and not t.anonymous:
-                    if t in first:
-                        uf.union(first[t], (a.relation, i))
-                    else:
-                        first[t] = (a.relation, i)
-                elif isinstance(t, SkolemTerm) and a is r.head:
-                    seeds.add((a.relation, i))
-        for c in r.comparisons:
-            if isinstance(c.left, Var) and isinstance(c.right, Var):
-                uf.union(first[c.left], first[c.right])
+        for i, t in enumerate(r.head.args):
+            if isinstance(t, SkolemTerm):
+                seeds.add((r.head.relation, i))
     tainted_roots = {uf.find(c) for c in seeds}
     return {
         rel: tuple(Kind(types[rel][i], uf.find((rel, i)) in tainted_roots) for i in range(n))

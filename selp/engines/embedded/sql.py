@@ -14,10 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from selp import arith
 from selp.engines.embedded.physical import Kind
 from selp.engines.joins import compare
-from selp.language.ast import Atom, Comparison, Const, Rule, SkolemTerm, Term, Var
-from selp.values import Skolem, Value, format_value
+from selp.errors import Location
+from selp.language.ast import Arith, Atom, Comparison, Const, Rule, SkolemTerm, Term, Var
+from selp.values import INT64_MAX, INT64_MIN, Skolem, Value, format_value
 
 UNIT = "_unit"
 MARK = "chr(0)"  # SQL for selp.values.SKOLEM_MARK
@@ -50,6 +52,10 @@ def literal(v: Value, kind: Kind) -> str | None:
         if kind.logical != "int":
             return None
         return f"CAST({v} AS BIGINT)" if kind.native_int else sql_string(str(v))
+    if isinstance(v, float):
+        if kind.logical != "float":
+            return None
+        return f"CAST({format_value(v)} AS DOUBLE)" if kind.native_number else sql_string(format_value(v))
     if kind.logical != "str":
         return None
     return sql_string(v)
@@ -64,15 +70,16 @@ class Expr:
 
 
 def as_encoded(e: Expr) -> str:
-    """The value in the uniform encoding (what ``VARCHAR`` columns hold)."""
-    return f"CAST({e.sql} AS VARCHAR)" if e.kind.native_int else e.sql
+    """The value in the uniform encoding (what ``VARCHAR`` columns hold; a ``DOUBLE`` cast to text
+    is the canonical float text of :func:`selp.values.format_float`)."""
+    return f"CAST({e.sql} AS VARCHAR)" if e.kind.native_number else e.sql
 
 
 def skolem_arg_text(e: Expr) -> str:
     """The canonical text of a value inside a Skolem term (``format_value``)."""
-    if e.kind.native_int:
+    if e.kind.native_number:
         return f"CAST({e.sql} AS VARCHAR)"
-    if e.kind.logical == "int":
+    if e.kind.logical != "str":
         plain = e.sql
     else:
         plain = f"('\"' || replace(replace({e.sql}, '\\', '\\\\'), '\"', '\\\"') || '\"')"
@@ -92,17 +99,33 @@ def convert(e: Expr, kind: Kind) -> str:
 
 def _orderable(e: Expr) -> str:
     """The value for ``<``: NULL (so the comparison is false) for a labeled null."""
-    if e.kind.native_int:
+    if e.kind.native_number:
         return e.sql
-    if e.kind.logical == "int":
-        return f"TRY_CAST({e.sql} AS BIGINT)"
+    if e.kind.logical != "str":
+        return f"TRY_CAST({e.sql} AS {e.kind.number_sql})"
     if e.kind.tainted:
         return f"(CASE WHEN starts_with({e.sql}, {MARK}) THEN NULL ELSE {e.sql} END)"
     return e.sql
 
 
+def number(e: Expr) -> str:
+    """A numeric value as ``BIGINT`` or ``DOUBLE`` (NULL for a labeled null)."""
+    return _orderable(e)
+
+
+def _is_null_label(e: Expr) -> str:
+    return f"starts_with({e.sql}, {MARK})" if e.kind.tainted else "FALSE"
+
+
 def comparison(op: str, a: Expr, b: Expr) -> str:
     """``a op b`` with selp's semantics (a SQL NULL result counts as false in WHERE)."""
+    if a.kind.logical != b.kind.logical and "str" not in (a.kind.logical, b.kind.logical):
+        # an int and a float: compared as floats (selp.arith.numeric_pair); a labeled null is
+        # unequal to any number and unordered
+        x, y = f"CAST({number(a)} AS DOUBLE)", f"CAST({number(b)} AS DOUBLE)"
+        if op == "!=":
+            return f"({_is_null_label(a)} OR {_is_null_label(b)} OR {x} <> {y})"
+        return f"({x} {op} {y})"
     if a.kind.logical != b.kind.logical:
         # an int and a string are never equal -- unless both are the same labeled null
         same_null = f"({as_encoded(a)} = {as_encoded(b)} AND starts_with({as_encoded(a)}, {MARK}))"
@@ -173,15 +196,26 @@ def compile_body(
                 else:
                     home[t] = col
 
-    def term(t: Term) -> Expr | Value:
+    def term(t: Term, loc: Location) -> Expr | Value:
         if isinstance(t, Var):
             return home[t]
+        if isinstance(t, Arith):
+            return arith_sql(t, lambda x: _operand(term(x, loc)), rule.name, loc)
         assert isinstance(t, Const)
         return t.value
 
-    for b in rule.body:
-        if isinstance(b, Comparison):
-            left, right = term(b.left), term(b.right)
+    # assignments bind their variable to the expression's SQL (an expression over a labeled null
+    # has no value: the row is dropped)
+    assigned = {}
+    for i, v, e in rule.assignments():
+        assigned[i] = v
+        value = term(e, rule.body[i].loc)
+        home[v] = value if isinstance(value, Expr) else _operand(value)
+        if isinstance(e, Arith):
+            where.append(f"({home[v].sql} IS NOT NULL)")
+    for i, b in enumerate(rule.body):
+        if isinstance(b, Comparison) and i not in assigned:
+            left, right = term(b.left, b.loc), term(b.right, b.loc)
             if not isinstance(left, Expr) and not isinstance(right, Expr):
                 where.append("TRUE" if compare(b.op, left, right) else "FALSE")
                 continue
@@ -190,14 +224,26 @@ def compile_body(
             if not isinstance(right, Expr):
                 right = _const_expr(right, left.kind)
             where.append(comparison(b.op, left, right))
+    for p, t in enumerate(rule.head.args):
+        if isinstance(t, Arith):
+            home[Var(f"#head{p}")] = e = term(t, rule.head.loc)  # type: ignore[assignment]
+            where.append(f"({e.sql} IS NOT NULL)")  # type: ignore[union-attr]
     for b in rule.body:
         if isinstance(b, Atom) and b.negated:
             ks = kinds[b.relation]
             conds = []
+            local = rule.negation_locals(b)
+            first: dict[Var, Expr] = {}  # a variable local to the negation: where it first is
             for p, t in enumerate(b.args):
                 col = Expr(f"n.c{p}", ks[p])
                 if isinstance(t, Var):
                     if t.anonymous:
+                        continue
+                    if t in local:
+                        if t in first:
+                            conds.append(comparison("=", first[t], col))
+                        else:
+                            first[t] = col
                         continue
                     conds.append(comparison("=", home[t], col))
                 else:
@@ -213,9 +259,64 @@ def compile_body(
     if not rule.head.args:
         head.append("TRUE")
     for p, t in enumerate(rule.head.args):
+        if isinstance(t, Arith):
+            t = Var(f"#head{p}")  # computed above
         # a fixed SQL type per column, so the UNION of rules and a CTE's two halves agree
         head.append(f"CAST({head_value(t, head_kinds[p], home)} AS {head_kinds[p].sql})")
     return Body(froms, where, head, alias, nullary=not rule.head.args)
+
+
+def _operand(v: Expr | Value) -> Expr:
+    """An arithmetic operand: a column, an expression or a constant as a number."""
+    if isinstance(v, Expr):
+        return v
+    if isinstance(v, float):
+        return Expr(f"CAST({format_value(v)} AS DOUBLE)", Kind("float", False))
+    return Expr(f"CAST({v} AS BIGINT)", Kind("int", False))
+
+
+def arith_sql(t: Arith, operand: Callable[[Term], Expr], rule: str, loc: Location) -> Expr:
+    """``t`` as SQL over its operands' expressions, through the checked macros of
+    :data:`ARITH_MACROS` (NULL when an operand is a labeled null)."""
+    args = [operand(a) for a in t.args]
+    typ = "float" if any(a.kind.logical == "float" for a in args) else "int"
+    nums = ", ".join(number(a) for a in args)
+    name = ("neg" if len(args) == 1 else _MACRO_NAMES[t.op]) + ("_f" if typ == "float" else "_i")
+    return Expr(f"selp_{name}({nums}, {sql_string(arith.site(rule, loc))})", Kind(typ, False))
+
+
+_MACRO_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+
+
+def _macros() -> list[str]:
+    err = "error(w || '{what}|' || CAST(x AS VARCHAR) || ' {op} ' || CAST(y AS VARCHAR))"
+    out = []
+    nulls = "WHEN x IS NULL OR y IS NULL THEN NULL "  # a labeled null operand: no value
+    for op, name in _MACRO_NAMES.items():
+        h = f"(CAST(x AS HUGEINT) {'//' if op == '/' else op} CAST(y AS HUGEINT))"
+        zero = f"WHEN y = 0 THEN {err.format(what='division by zero', op=op)} " if op == "/" else ""
+        out.append(
+            f"CREATE OR REPLACE MACRO selp_{name}_i(x, y, w) AS CASE {nulls}{zero}"
+            f"WHEN {h} BETWEEN {INT64_MIN} AND {INT64_MAX} THEN CAST({h} AS BIGINT)"
+            f" ELSE {err.format(what='integer overflow', op=op)} END"
+        )
+        r = f"(CAST(x AS DOUBLE) {op} CAST(y AS DOUBLE))"
+        zero = f"WHEN CAST(y AS DOUBLE) = 0 THEN {err.format(what='division by zero', op=op)} " if op == "/" else ""
+        out.append(
+            f"CREATE OR REPLACE MACRO selp_{name}_f(x, y, w) AS CASE {nulls}{zero}"
+            f"WHEN isfinite({r}) THEN {r} + CAST(0.0 AS DOUBLE)"  # -0.0 is 0.0
+            f" ELSE {err.format(what='float overflow', op=op)} END"
+        )
+    out.append(
+        f"CREATE OR REPLACE MACRO selp_neg_i(x, w) AS CASE WHEN x = {INT64_MIN}"
+        f" THEN error(w || 'integer overflow|-(' || CAST(x AS VARCHAR) || ')') ELSE -x END"
+    )
+    out.append("CREATE OR REPLACE MACRO selp_neg_f(x, w) AS (-x) + CAST(0.0 AS DOUBLE)")
+    return out
+
+
+# checked arithmetic (selp.arith) as DuckDB macros: created on every connection (store.connect)
+ARITH_MACROS = _macros()
 
 
 def _const_expr(v: Value, kind: Kind) -> Expr:
@@ -224,8 +325,8 @@ def _const_expr(v: Value, kind: Kind) -> Expr:
     lit = literal(v, kind)
     if lit is not None:
         return Expr(lit, kind)
-    if isinstance(v, int):
-        return Expr(f"CAST({v} AS BIGINT)", Kind("int", False))
+    if isinstance(v, (int, float)):
+        return _operand(v)
     return Expr(sql_string(v), Kind("str", False))  # type: ignore[arg-type]
 
 

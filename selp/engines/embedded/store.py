@@ -37,7 +37,7 @@ from selp.database import (
     sorted_rows,
 )
 from selp.engines.embedded.physical import Kind, column_kinds
-from selp.engines.embedded.sql import UNIT, columns, ident, literal, sql_string
+from selp.engines.embedded.sql import ARITH_MACROS, UNIT, columns, ident, literal, sql_string
 from selp.errors import DataError, Location, SelpError
 from selp.language.types import DataEvidence, resolve_types
 from selp.language.validate import Analysis
@@ -81,7 +81,10 @@ def connect(threads: int | None = None, memory_limit: str | None = None) -> Any:
         config["threads"] = threads
     if memory_limit:
         config["memory_limit"] = memory_limit
-    return duckdb.connect(":memory:", config=config)
+    con = duckdb.connect(":memory:", config=config)
+    for macro in ARITH_MACROS:
+        con.execute(macro)
+    return con
 
 
 def close(con: Any) -> None:
@@ -167,6 +170,8 @@ def _decoder(kind: Kind):
         return None
     if kind.logical == "int":
         return lambda v: _skolem(v) if v.startswith(SKOLEM_MARK) else int(v)
+    if kind.logical == "float":
+        return lambda v: _skolem(v) if v.startswith(SKOLEM_MARK) else float(v)
     return lambda v: _skolem(v) if v.startswith(SKOLEM_MARK) else v
 
 
@@ -265,7 +270,7 @@ def _read(con: Any, analysis: Analysis, tf: TableFile) -> _Raw:
         positions, wpos = map_header(analysis, tf, header)
         for p in positions:
             t = sql_types[p]
-            if not (t in ("VARCHAR",) or t.endswith("INT") or t in ("BIGINT", "HUGEINT", "UHUGEINT")):
+            if not (t in ("VARCHAR", "DOUBLE", "FLOAT") or t.endswith("INT") or t in ("BIGINT", "HUGEINT", "UHUGEINT")):
                 raise _Refused()
         cols_sql = ", ".join(ident(h) for h in header)
         source = f"(SELECT {cols_sql} FROM {source})"
@@ -283,9 +288,14 @@ def _read(con: Any, analysis: Analysis, tf: TableFile) -> _Raw:
         checks = []
         for j in range(len(positions)):
             f = f"f{j}"
-            checks.append(f"bool_and(regexp_full_match({f}, '[+-]?[0-9]+') AND TRY_CAST({f} AS BIGINT) IS NOT NULL)")
-            checks.append(f"first({f}) FILTER (WHERE NOT (regexp_full_match({f}, '[+-]?[0-9]+') AND TRY_CAST({f} AS BIGINT) IS NOT NULL))")
+            is_int = f"(regexp_full_match({f}, '[+-]?[0-9]+') AND TRY_CAST({f} AS BIGINT) IS NOT NULL)"
+            # selp.values.read_float: a decimal number that is finite as a double
+            is_number = f"(regexp_full_match({f}, '{_FLOAT_RE}') AND isfinite(TRY_CAST({f} AS DOUBLE)))"
+            checks.append(f"bool_and({is_int})")
+            checks.append(f"first({f}) FILTER (WHERE NOT {is_int})")
             checks.append(f"bool_or(starts_with({f}, chr(0)))")
+            checks.append(f"bool_and({is_number})")
+            checks.append(f"first({f}) FILTER (WHERE NOT {is_number})")
         got = con.execute(f"SELECT count(*), {', '.join(checks) or 'NULL'} FROM {staging}").fetchone()
     except _Refused:
         raise
@@ -295,17 +305,26 @@ def _read(con: Any, analysis: Analysis, tf: TableFile) -> _Raw:
     evidence: dict[tuple[str, int], DataEvidence] = {}
     nul = False
     for j in range(len(positions)):
-        all_int, example, has_nul = got[1 + 3 * j], got[2 + 3 * j], got[3 + 3 * j]
+        all_int, example, has_nul, all_number, non_number = got[1 + 5 * j: 6 + 5 * j]
         if n:
-            evidence[(rel, j)] = DataEvidence(True) if all_int else DataEvidence(False, example, Location(str(tf.path)))
+            evidence[(rel, j)] = (
+                DataEvidence(True) if all_int
+                else DataEvidence(False, example, Location(str(tf.path)), bool(all_number), non_number)
+            )
         nul = nul or bool(has_nul)
     return _Raw(staging, evidence, wpos is not None, nul)
 
 
+_FLOAT_RE = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
+
+
 def _typed(col: str, kind: Kind) -> str:
+    """A data cell in its column's canonical form (``007`` is ``7``, ``-0.0`` and ``1.50`` are
+    ``0.0`` and ``1.5``)."""
     if kind.logical == "int":
-        canonical = f"CAST(CAST({col} AS BIGINT) AS {kind.sql})"
-        return canonical
+        return f"CAST(CAST({col} AS BIGINT) AS {kind.sql})"
+    if kind.logical == "float":
+        return f"CAST(CAST({col} AS DOUBLE) + CAST(0.0 AS DOUBLE) AS {kind.sql})"
     return col
 
 
@@ -394,6 +413,8 @@ def _arrow(rows: list[Row], kinds: tuple[Kind, ...], pa: Any) -> Any:
         vals = [r[i] for r in rows]
         if k.native_int:
             arrays.append(pa.array(vals, type=pa.int64()))
+        elif k.native_number:
+            arrays.append(pa.array([float(v) for v in vals], type=pa.float64()))
         else:
             arrays.append(pa.array([encode(v) for v in vals], type=pa.string()))
     return pa.Table.from_arrays(arrays, names=names)
@@ -424,13 +445,13 @@ def write_store(store: Store, rels: Iterable[str], out_dir: str | Path, fmt: str
             if k.tainted:
                 text = f"CASE WHEN starts_with({c}, chr(0)) THEN substr({c}, 2) ELSE {c} END"
                 order += [f"starts_with({c}, chr(0))"]
-                if k.logical == "int":
-                    order += [f"TRY_CAST({c} AS BIGINT)"]
+                if k.logical != "str":
+                    order += [f"TRY_CAST({c} AS {k.number_sql})"]
                 order += [c]
-                if fmt == "parquet" and k.logical == "int":
+                if fmt == "parquet" and k.logical != "str":
                     has_null = store.con.execute(f"SELECT bool_or(starts_with({c}, chr(0))) FROM {table(rel)} AS src").fetchone()[0]
                     if not has_null:
-                        text = f"CAST({c} AS BIGINT)"
+                        text = f"CAST({c} AS {k.number_sql})"
             else:
                 text = c
                 order.append(c)
