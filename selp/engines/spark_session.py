@@ -69,7 +69,13 @@ _LOG_LEVELS = ("off", "fatal", "error", "warn", "info", "debug", "trace")
 # the DAGScheduler also logs "non-existent accumulator" errors with stack traces on runs that
 # succeed (accumulators of collected plans), so it is silenced unless the user asks for more.
 _DEFAULT_LOG = "error"
-_SILENT_WHEN_QUIET = ("org.apache.spark.scheduler.DAGScheduler",)
+# A task failing on bad data (an arithmetic overflow in a rule) is logged with its Java stack by
+# the executor and the task-set manager before the driver turns it into selp's located error.
+_SILENT_WHEN_QUIET = (
+    "org.apache.spark.scheduler.DAGScheduler",
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+)
 
 
 def spark_log_level() -> str:
