@@ -31,7 +31,7 @@ def eval_cmd(program: str, db_dir: str | None, engine: str | None, out_dir: str 
       SELP_ENGINE=spark selp eval prog.dl --db data/ --json
     """
     from selp.database import sorted_rows
-    from selp.engines.result import result_json
+    from selp.engines.result import plan_line, plan_of, result_json
     from selp.values import format_value
 
     analysis = load_program(program)
@@ -59,6 +59,9 @@ def eval_cmd(program: str, db_dir: str | None, engine: str | None, out_dir: str 
         for row in sorted_rows(result.rows(rel)):
             click.echo(f"  {rel}({', '.join(format_value(v) for v in row)})")
     if not quiet:
+        for step in plan_of(result):
+            if step["mode"] != "one pass":  # the recursive components: how their fixpoints ran
+                click.echo(plan_line(step), err=True)
         click.echo(f"({result.engine} engine, {result.iterations} iteration(s), {result.seconds:.3f}s)", err=True)
         for p in written:
             click.echo(f"wrote {p}", err=True)
