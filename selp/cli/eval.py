@@ -39,6 +39,10 @@ def eval_cmd(program: str, db_dir: str | None, engine: str | None, out_dir: str 
     progress = progress_printer(quiet, eng.needs_spark_session)
     spark = start_spark(master, parse_conf(conf), quiet) if eng.needs_spark_session else None
     result = eng.run(analysis, db_dir, progress, spark)
+    if not quiet:
+        for step in plan_of(result):
+            if step["mode"] != "one pass":  # the recursive components: how their fixpoints ran
+                click.echo(plan_line(step), err=True)
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     relations = result.relations()
@@ -59,9 +63,6 @@ def eval_cmd(program: str, db_dir: str | None, engine: str | None, out_dir: str 
         for row in sorted_rows(result.rows(rel)):
             click.echo(f"  {rel}({', '.join(format_value(v) for v in row)})")
     if not quiet:
-        for step in plan_of(result):
-            if step["mode"] != "one pass":  # the recursive components: how their fixpoints ran
-                click.echo(plan_line(step), err=True)
         click.echo(f"({result.engine} engine, {result.iterations} iteration(s), {result.seconds:.3f}s)", err=True)
         for p in written:
             click.echo(f"wrote {p}", err=True)
