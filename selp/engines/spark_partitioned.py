@@ -103,9 +103,8 @@ class PartitionTask:
     def _split(self, tbl: pa.Table, rel: str) -> pa.Table:
         import pyarrow.compute as pc
 
-        n = self.task.arities[rel]
-        rows = tbl.filter(pc.equal(tbl[_REL], rel))
-        return pa.table({c: rows[f"v{i}"] for i, c in enumerate(rel_columns(n))}) if n else pa.table({"_unit": rows["v0"]})
+        rows = tbl.filter(pc.equal(tbl[_REL], rel))  # a member or keyed input: never nullary
+        return pa.table({f"c{i}": rows[f"v{i}"] for i in range(self.task.arities[rel])})
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         got = [b for b in batches if b.num_rows]
