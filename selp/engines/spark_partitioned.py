@@ -36,6 +36,7 @@ from selp.engines.decompose import Decomposition
 from selp.engines.embedded.component import ComponentTask, run_component
 from selp.engines.spark_compile import rel_columns, union_all
 from selp.engines.spark_frames import materialize
+from selp.errors import SelpError
 from selp.language.validate import Component
 
 ENABLED_CONF = "spark.selp.partitionLocal"
@@ -56,15 +57,30 @@ class Settings:
     threads: int  # spark.task.cpus: the cores one DuckDB may use
 
 
+def _count(spark: SparkSession, key: str, default: int, least: int) -> int:
+    """An integer setting; a value that is none is a one-line error naming it."""
+    text = spark.conf.get(key, None)
+    if text is None:
+        return default
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise SelpError(f"{key}={text!r}: expected an integer of at least {least}")
+    return value
+
+
 def settings(spark: SparkSession) -> Settings:
     """The session's :class:`Settings` (see the module docstring)."""
-    conf = spark.conf
-    enabled = conf.get(ENABLED_CONF, "true").strip().lower() not in ("false", "0", "no", "off")
+    flag = spark.conf.get(ENABLED_CONF, "true").strip().lower()
+    if flag not in ("true", "false"):
+        raise SelpError(f"{ENABLED_CONF}={flag!r}: expected true or false")
     parallelism = max(1, spark.sparkContext.defaultParallelism)
-    partitions = int(conf.get(PARTITIONS_CONF, str(2 * parallelism)))
-    rows = int(conf.get(BROADCAST_ROWS_CONF, str(DEFAULT_BROADCAST_ROWS)))
+    partitions = _count(spark, PARTITIONS_CONF, 2 * parallelism, 1)
+    rows = _count(spark, BROADCAST_ROWS_CONF, DEFAULT_BROADCAST_ROWS, 0)
     threads = int(spark.sparkContext.getConf().get("spark.task.cpus", "1"))
-    return Settings(enabled, max(1, partitions), rows, max(1, threads))
+    return Settings(flag == "true", partitions, rows, max(1, threads))
 
 
 @dataclass
