@@ -31,7 +31,7 @@ def eval_cmd(program: str, db_dir: str | None, engine: str | None, out_dir: str 
       SELP_ENGINE=spark selp eval prog.dl --db data/ --json
     """
     from selp.database import sorted_rows
-    from selp.engines.result import result_json
+    from selp.engines.result import plan_line, plan_of, result_json
     from selp.values import format_value
 
     analysis = load_program(program)
@@ -39,6 +39,10 @@ def eval_cmd(program: str, db_dir: str | None, engine: str | None, out_dir: str 
     progress = progress_printer(quiet, eng.needs_spark_session)
     spark = start_spark(master, parse_conf(conf), quiet) if eng.needs_spark_session else None
     result = eng.run(analysis, db_dir, progress, spark)
+    if not quiet:
+        for step in plan_of(result):
+            if step["mode"] != "one pass":  # the recursive components: how their fixpoints ran
+                click.echo(plan_line(step), err=True)
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     relations = result.relations()

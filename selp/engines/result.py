@@ -76,9 +76,32 @@ class LocalResult:
         """Nothing to release (Python sets); every engine's result can be closed alike."""
 
 
+def plan_of(result: EvalResult) -> list[dict[str, Any]]:
+    """How each component ran, for an engine that plans per component (Spark: ``one pass``,
+    ``partition-local`` or ``global rounds``); empty for the others."""
+    return list(getattr(result, "plan", None) or [])
+
+
+def plan_line(step: dict[str, Any]) -> str:
+    """One component's plan as ``selp eval`` prints it on stderr."""
+    rels = ", ".join(step["relations"])
+    line = f"  plan: stratum {step['stratum']} [{rels}] {step['mode']}"
+    if step["mode"] == "partition-local":
+        line += f" on position {step['position']} ({step['partitions']} partitions"
+        if step.get("broadcast"):
+            line += f"; broadcast {', '.join(step['broadcast'])}"
+        if step.get("keyed"):
+            line += f"; co-partitioned {', '.join(step['keyed'])}"
+        line += ")"
+    elif step.get("reason"):
+        line += f": {step['reason']}"
+    return line
+
+
 def result_json(result: EvalResult, program: str, shown: list[str], written: list[str]) -> dict[str, Any]:
     """``selp eval --json``: the run, each IDB relation's count and columns, the sorted rows of
-    the ``shown`` relations, and the files ``written``."""
+    the ``shown`` relations, the files ``written``, and the per-component plan when the engine
+    makes one."""
     doc: dict[str, Any] = {
         "program": program,
         "engine": result.engine,
@@ -87,6 +110,8 @@ def result_json(result: EvalResult, program: str, shown: list[str], written: lis
         "relations": {},
         "written": written,
     }
+    if plan_of(result):
+        doc["plan"] = plan_of(result)
     for rel in result.relations():
         entry: dict[str, Any] = {"count": result.count(rel), "columns": list(result.columns[rel])}
         if rel in shown:

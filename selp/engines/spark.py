@@ -9,6 +9,10 @@ with what is known, and the delta materialised (lineage cut) every iteration. Th
 needed to stop, is the job that materialises it. Inputs up to ``broadcast_rows`` rows are
 broadcast in joins; a relation larger than that is never shuffled just to drop known facts (see
 ``_Evaluator._new_facts``).
+
+A recursive component that decomposes (:mod:`selp.engines.decompose`) instead runs its whole
+fixpoint inside each partition in one job (:mod:`selp.engines.spark_partitioned`), unless
+``spark.selp.partitionLocal`` is false; the result's ``plan`` says which way each component ran.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from selp.arith import located
+from selp.engines.decompose import Decomposition, NotDecomposable, decompose
 from selp.engines.local import Progress
 from selp.engines.spark_compile import (
     UNIT,
@@ -36,6 +41,8 @@ from selp.engines.spark_compile import (
     union_all,
 )
 from selp.engines.spark_frames import materialize_count, release
+from selp.engines.spark_partitioned import BROADCAST_ROWS_CONF as BROADCAST_LIMIT_CONF
+from selp.engines.spark_partitioned import ENABLED_CONF, Settings, run_partition_local, settings
 from selp.engines.spark_load import SparkDatabase, hadoop_fs, is_local_path, load_spark_database, local_path, to_uri
 from selp.language.ast import Atom
 from selp.language.validate import Analysis, Component
@@ -87,6 +94,9 @@ class _Evaluator:
         self.idb: dict[str, _Relation] = {rel: _Relation(spark, analysis.arities[rel]) for rel in analysis.idb}
         self.deltas: dict[str, tuple[DataFrame, int]] = {}
         self.iterations = 0
+        self.local: Settings = settings(spark)
+        self.plan: list[dict[str, Any]] = []  # how each component ran, in evaluation order
+        self.held: list[DataFrame] = []  # materialised frames that relation frames read
 
     # the Sources a compiled rule reads
     def _frame(self, rel: str, source: str) -> DataFrame:
@@ -134,7 +144,61 @@ class _Evaluator:
         release(new)
         return out
 
+    def _choose(self, comp: Component) -> Decomposition | None:
+        """The decomposition to run ``comp`` partition-locally with, or None for global rounds;
+        records the choice (and why) in ``plan``."""
+        step: dict[str, Any] = {"stratum": comp.stratum, "relations": list(comp.relations)}
+        self.plan.append(step)
+        if not comp.recursive:
+            step["mode"] = "one pass"
+            return None
+        step["mode"] = "global rounds"
+        if not self.local.enabled:
+            step["reason"] = f"{ENABLED_CONF}=false"
+            return None
+        d = decompose(comp)
+        if isinstance(d, NotDecomposable):
+            step["reason"] = d.reason
+            return None
+        rows = sum(self._size(rel, "full") or 0 for rel in d.broadcast)
+        if rows > self.local.broadcast_rows:
+            step["reason"] = f"its broadcast inputs hold {rows} rows, over {BROADCAST_LIMIT_CONF}={self.local.broadcast_rows}"
+            return None
+        step.update(mode="partition-local", position=d.position, partitions=self.local.partitions)
+        step.update(keyed=sorted(d.keyed), broadcast=list(d.broadcast))
+        return d
+
+    def _partition_local(self, comp: Component, d: Decomposition, progress: Progress | None) -> None:
+        """``comp``'s exit rules as Spark plans, then its whole fixpoint per partition in one
+        job; progress and iterations replay the rounds a global evaluation would have run."""
+        src = self.sources()
+        seeds: dict[str, list[DataFrame]] = {rel: [] for rel in comp.relations}
+        for rule in d.exit_rules:
+            plan = compile_rule(self.spark, rule, None, src)
+            if plan is not None:
+                seeds[rule.head.relation].append(plan)
+        run = run_partition_local(
+            self.spark, comp, d, seeds, lambda rel: self._frame(rel, "full"), self.analysis.arities, self.db.types, self.local
+        )
+        for rel in comp.relations:
+            if run.counts[rel]:
+                self.idb[rel].add(run.frames[rel], run.counts[rel])
+        if run.held is not None:
+            self.held.append(run.held)
+        total = 0
+        for i, n in enumerate(run.rounds, 1):
+            total += n
+            if progress:
+                progress(comp, i, n, total)
+        if progress:
+            progress(comp, len(run.rounds) + 1, 0, total)
+        self.iterations += len(run.rounds) + 1
+
     def component(self, comp: Component, progress: Progress | None) -> None:
+        d = self._choose(comp)
+        if d is not None:
+            self._partition_local(comp, d, progress)
+            return
         src = self.sources()
         if not comp.recursive:
             plans: dict[str, list[DataFrame]] = {rel: [] for rel in comp.relations}
@@ -238,8 +302,10 @@ def run_spark(
         seconds=time.perf_counter() - t1,
         load_seconds=load_seconds,
         warnings=list(db.warnings),
+        plan=ev.plan,
         _counts=counts,
         _pieces={rel: list(r.pieces) for rel, r in ev.idb.items()},
+        _held=ev.held,
     )
 
 
@@ -258,8 +324,12 @@ class SparkResult:
     load_seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     engine: str = "spark"
+    # per component in evaluation order: stratum, relations, mode ("one pass", "global rounds"
+    # with the reason, or "partition-local" with position, partitions, keyed and broadcast inputs)
+    plan: list[dict[str, Any]] = field(default_factory=list)
     _counts: dict[str, int] = field(default_factory=dict, repr=False)
     _pieces: dict[str, list[DataFrame]] = field(default_factory=dict, repr=False)
+    _held: list[DataFrame] = field(default_factory=list, repr=False)
 
     def relations(self) -> list[str]:
         """IDB relation names, sorted."""
@@ -272,6 +342,8 @@ class SparkResult:
                 release(piece)
         for df in self.edb_frames.values():
             release(df)
+        while self._held:
+            release(self._held.pop())
 
     def frame(self, rel: str) -> DataFrame:
         """The DataFrame of an IDB or EDB relation (uniform string encoding)."""

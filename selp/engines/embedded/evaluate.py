@@ -94,7 +94,7 @@ def _evaluate_store(store: Store, progress: Progress | None, stats: EvalStats | 
                 size = store.count(comp.relations[0])
                 progress(comp, 1, size, size)
         else:
-            iterations += _semi_naive(store, comp, members, progress)
+            iterations += semi_naive(store, comp, members, progress)
     if stats is not None:
         stats.iterations = iterations
         stats.seconds = time.perf_counter() - t0
@@ -123,7 +123,9 @@ def _linear(store: Store, comp: Component) -> int:
     return 1
 
 
-def _semi_naive(store: Store, comp: Component, members: set[str], progress: Progress | None) -> int:
+def semi_naive(store: Store, comp: Component, members: set[str], progress: Progress | None) -> int:
+    """Semi-naive rounds of the recursive component ``comp`` (its relations ``members``, whose
+    tables exist) driven from Python; ``progress`` sees every round. Returns the rounds run."""
     con = store.con
     delta = {rel: ident(f"d:{rel}") for rel in members}
     new = {rel: ident(f"n:{rel}") for rel in members}

@@ -1,0 +1,116 @@
+"""Static detection of decomposable recursive components (the technique of BigDatalog and RaSQL
+[SYICCZ16]).
+
+A recursive component is *decomposable on argument position p* when every recursive rule is
+linear (one positive body atom from the component) and passes the variable at position ``p`` of
+that atom unchanged to position ``p`` of its head, with the same ``p`` for every relation of the
+component. Then every fact derived from a fact with value ``v`` at ``p`` has ``v`` at ``p`` too,
+so the facts of the component split by the value at ``p`` into groups that never meet: the exit
+rules (no body atom from the component) produce the initial facts, and each group's fixpoint can
+run on its own -- on one partition holding that group's initial facts and a copy of every other
+relation the recursive rules read. Right-recursive transitive closure
+``tc(x, z) :- e(x, y), tc(y, z)`` passes position 1, left-recursive ``tc(x, z) :- tc(x, y), e(y, z)``
+position 0; nonlinear ``tc(x, z) :- tc(x, y), tc(y, z)`` passes none.
+
+What the analysis allows, and why:
+
+* comparisons and negated atoms in recursive rules are evaluated where the rule is, on complete
+  data: a negated relation belongs to a lower stratum and is copied whole to every partition;
+* Skolem terms may appear in recursive heads except at ``p`` (the value there must be the body's);
+* an input relation whose every occurrence in the recursive rules carries the rule's
+  decomposition variable at one fixed column (and is never negated) is *keyed*: it can be split
+  by that column alongside the component instead of copied;
+* conservatively refused: a constant or a variable repeated within the recursive atom at ``p``
+  (such rules are rare and reasoning about them buys nothing), nullary relations, and a negated
+  atom of the component itself (stratification forbids it; refused should it ever reach here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from selp.language.ast import Atom, Rule, Var
+from selp.language.validate import Component
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """How a decomposable component splits: the argument position every relation of the
+    component is partitioned on, and what each partition needs of the other relations."""
+
+    position: int
+    exit_rules: tuple[Rule, ...]  # no body atom from the component: they seed the partitions
+    recursive_rules: tuple[Rule, ...]
+    keyed: dict[str, int]  # input relation -> its column holding the decomposition value
+    broadcast: tuple[str, ...]  # input relations every partition reads whole, sorted
+
+
+@dataclass(frozen=True)
+class NotDecomposable:
+    """Why a component must run in global rounds."""
+
+    reason: str
+
+
+def _component_atoms(rule: Rule, members: set[str]) -> list[Atom]:
+    return [b for b in rule.body if isinstance(b, Atom) and b.relation in members]
+
+
+def _passes(rule: Rule, atom: Atom, p: int) -> bool:
+    """Whether ``rule`` passes the variable at position ``p`` of ``atom`` unchanged to its head."""
+    t = atom.args[p]
+    if not isinstance(t, Var) or t.anonymous:
+        return False
+    if sum(1 for a in atom.args if a == t) != 1:
+        return False  # conservative: a repeated variable in the recursive atom
+    return rule.head.args[p] == t
+
+
+def decompose(comp: Component) -> Decomposition | NotDecomposable:
+    """The decomposition of ``comp``, or why there is none (see the module docstring)."""
+    if not comp.recursive:
+        return NotDecomposable("not recursive")
+    members = set(comp.relations)
+    arities = {r.head.relation: r.head.arity for r in comp.rules}
+    nullary = sorted(rel for rel, n in arities.items() if n == 0)
+    if nullary:
+        return NotDecomposable(f"{nullary[0]} has no arguments to partition on")
+    exit_rules: list[Rule] = []
+    recursive: list[tuple[Rule, Atom]] = []
+    for rule in comp.rules:
+        atoms = _component_atoms(rule, members)
+        negated = [a for a in atoms if a.negated]
+        if negated:
+            return NotDecomposable(f"rule {rule.name} negates {negated[0].relation} of its own component")
+        if not atoms:
+            exit_rules.append(rule)
+        elif len(atoms) > 1:
+            return NotDecomposable(f"rule {rule.name} reads the component {len(atoms)} times (nonlinear)")
+        else:
+            recursive.append((rule, atoms[0]))
+    width = min(arities.values())
+    position = next((p for p in range(width) if all(_passes(r, a, p) for r, a in recursive)), None)
+    if position is None:
+        return NotDecomposable("no argument position is passed unchanged from the recursive atom to the head by every recursive rule")
+    keyed, broadcast = _inputs(recursive, members, position)
+    return Decomposition(position, tuple(exit_rules), tuple(r for r, _ in recursive), keyed, broadcast)
+
+
+def _inputs(recursive: list[tuple[Rule, Atom]], members: set[str], p: int) -> tuple[dict[str, int], tuple[str, ...]]:
+    """The relations outside the component that the recursive rules read, split into keyed ones
+    (relation -> column) and broadcast ones."""
+    columns: dict[str, set[int] | None] = {}  # None: must be broadcast
+    for rule, atom in recursive:
+        key = atom.args[p]
+        for b in rule.body:
+            if not isinstance(b, Atom) or b.relation in members:
+                continue
+            here = None if b.negated else {q for q, t in enumerate(b.args) if t == key}
+            if b.relation not in columns:
+                columns[b.relation] = here
+            else:
+                old = columns[b.relation]
+                columns[b.relation] = None if old is None or here is None else old & here
+    keyed = {rel: min(cols) for rel, cols in columns.items() if cols}
+    broadcast = tuple(sorted(rel for rel in columns if rel not in keyed))
+    return keyed, broadcast
