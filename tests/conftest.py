@@ -7,6 +7,7 @@ green run here is a green run there, and a failure reproduces.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -24,6 +25,15 @@ def spark():
     session = get_spark("local[2]")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def bio_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bio example with a store after the README's walkthrough, built once per run:
+    read-only, a test that changes it works on a copy (``shutil.copytree``)."""
+    from helpers.cdss import build_bio_store
+
+    return build_bio_store(tmp_path_factory.mktemp("bio-store") / "bio")
 
 
 def pytest_collection_modifyitems(config, items) -> None:
