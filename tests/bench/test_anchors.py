@@ -67,6 +67,7 @@ def test_the_graph_is_the_specified_one(tmp_path: Path) -> None:
     assert (tmp_path / "tc.dl").read_text().startswith("r1 (0.9): path(x, y) :- edge(x, y).")
 
 
+@pytest.mark.slow  # a benchmark child process per system and query (8)
 def test_cli_runs_every_system_and_the_counts_agree(tmp_path: Path) -> None:
     r = _selp("bench", "anchors", "--nodes", "30", "--repeat", "1", "--engines", "embedded,reference", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr

@@ -47,7 +47,7 @@ def _generate(name: str, out: Path) -> None:
 CASES = [
     ("iris", ["p1", "p2", "p3", "p4"]),
     ("amie", ["p5", "p6", "p7", "p8s", "p9", "n7"]),
-    ("explain", ["p14", "p15", "p16"]),
+    pytest.param("explain", ["p14", "p15", "p16"], marks=pytest.mark.slow),  # 10-20 s per monoid
     ("tc", ["p10", "p11", "p12", "p13"]),
 ]
 

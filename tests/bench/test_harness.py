@@ -29,6 +29,7 @@ def tc_rows(tmp_path_factory) -> list[dict]:
                      memory_cap_mb=4096, workdir=work)
 
 
+@pytest.mark.slow  # tc_rows: 14 benchmark child processes
 def test_every_configuration_has_a_row_with_every_column(tc_rows) -> None:
     # per scale: semi-naive, 2 patterns x 2 k top-k, 2 patterns full provenance (at k=3)
     assert len(tc_rows) == 2 * (1 + 4 + 2)
@@ -50,6 +51,7 @@ def test_every_configuration_has_a_row_with_every_column(tc_rows) -> None:
         assert sel["instrumented_rules"] == r["instrumented_rules"]
 
 
+@pytest.mark.slow  # tc_rows: 14 benchmark child processes
 def test_ratios_are_consistent_with_seconds(tc_rows) -> None:
     for r in tc_rows:
         (semi,) = [t for t in tc_rows if t["scale"] == r["scale"] and t["mode"] == "semi-naive"]
@@ -62,6 +64,7 @@ def test_ratios_are_consistent_with_seconds(tc_rows) -> None:
     assert all(r["vs_top1"] is None for r in tc_rows if r["mode"] == "full-provenance")  # only k=3 was run
 
 
+@pytest.mark.slow  # tc_rows: 14 benchmark child processes
 def test_results_files_and_table(tc_rows, tmp_path: Path) -> None:
     paths = save(tc_rows, tmp_path, machine={"nproc": 2}, command="selp bench tc")
     with open(tmp_path / "results.csv", newline="") as fh:
@@ -74,6 +77,7 @@ def test_results_files_and_table(tc_rows, tmp_path: Path) -> None:
     assert md[0].startswith("| dataset | scale | EDB rows | output tuples |") and len(md) == len(tc_rows) + 2
 
 
+@pytest.mark.slow  # tc_rows: 14 benchmark child processes
 def test_plots_are_png_files(tc_rows, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     paths = plot(tc_rows, tmp_path)
@@ -130,6 +134,7 @@ def test_cli_rejects_bad_names_in_one_line(args: list[str], message: str) -> Non
     assert r.stderr.strip().count("\n") == 0 and message in r.stderr, r.stderr
 
 
+@pytest.mark.slow  # a benchmark child process per configuration (7)
 def test_cli_writes_results_and_plots(tmp_path: Path) -> None:
     r = _selp("bench", "iris", "--scales", "300", "--patterns", "p1,p3", "-k", "1,3", "--repeat", "1", "--warmup", "0",
               "--out", str(tmp_path))

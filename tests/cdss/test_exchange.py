@@ -250,6 +250,7 @@ def test_a_killed_exchange_leaves_the_previous_epoch_and_can_be_rerun(tmp_path):
     assert epoch_dirs(d) == [epoch_name(1), epoch_name(2)]
 
 
+@pytest.mark.slow  # the first exchange holds the lock for 6 s on purpose
 def test_two_exchanges_at_once_one_is_refused_or_waits(tmp_path):
     d = make_cdss(tmp_path)
     load_running_example(d)

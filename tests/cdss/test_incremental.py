@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from helpers.incremental import CYCLE, RUNNING, expected_after, full_state, no_trust, null, random_case
 from helpers.paths import BIO
 from helpers.randprog import programs_with_databases
@@ -230,7 +231,7 @@ def test_random_cases_exercise_the_interesting_paths():
 
 
 # -- any selp program ----------------------------------------------------------------------------
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs_with_databases(), st.randoms(use_true_random=False))
 def test_random_programs_every_strategy_equals_recomputation(case, rnd):
     # maintenance is generic: random stratified programs with recursion, negation of lower

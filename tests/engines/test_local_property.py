@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from helpers.paths import TRADE
 from helpers.randprog import naive_fixpoint, programs_with_databases, strata_relations
 from selp.database import load_database, write_relations
@@ -12,7 +13,7 @@ from selp.engines.local import evaluate
 from selp.language import parse_program
 from selp.language.validate import analyze
 
-SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -24,7 +25,7 @@ def test_local_engine_equals_naive_fixpoint(case):
     assert evaluate(analysis, db) == expected
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(programs_with_databases())
 def test_strata_are_the_least_stratification(case):
     text, _ = case
@@ -37,7 +38,7 @@ def test_strata_are_the_least_stratification(case):
         assert all(r.head.relation in comp.relations for r in comp.rules)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(programs_with_databases(), st.randoms(use_true_random=False))
 def test_evaluation_ignores_rule_and_fact_order(case, rnd):
     text, db = case
@@ -51,7 +52,7 @@ def test_evaluation_ignores_rule_and_fact_order(case, rnd):
     assert evaluate(shuffled, db2) == evaluate(analysis, db)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(programs_with_databases(), st.sampled_from(["csv", "parquet"]))
 def test_database_written_to_files_loads_back_to_the_same_answer(tmp_path_factory, case, fmt):
     """The generated databases survive a trip through CSV or Parquet files (EDB relations are

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from helpers.randprog import naive_fixpoint, programs_with_databases
 from selp.database import write_relations
 from selp.engines.registry import ENGINES, get_engine
@@ -17,7 +18,7 @@ from selp.language import parse_program
 from selp.language.validate import analyze
 
 IN_PROCESS = [name for name, e in ENGINES.items() if not e.uses_spark]
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 @pytest.mark.parametrize("engine", IN_PROCESS)
@@ -30,7 +31,7 @@ def test_engine_equals_naive_fixpoint_on_python_facts(engine: str, case) -> None
 
 
 @pytest.mark.parametrize("engine", IN_PROCESS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(case=programs_with_databases(), fmt=st.sampled_from(["csv", "parquet"]))
 def test_engine_reads_files_and_writes_what_the_reference_writes(tmp_path_factory, engine: str, case, fmt: str) -> None:
     """Files in, files out: the same fixpoint, and --out files that read back to the same rows
@@ -59,7 +60,7 @@ def _read(path: Path) -> list[list[str]]:
 
 
 @pytest.mark.spark
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(case=programs_with_databases(max_idb=3))
 def test_spark_engine_equals_naive_fixpoint_on_python_facts(spark, case) -> None:
     text, db = case

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from helpers.budget import examples
 from helpers.paths import EXAMPLES
 from helpers.randprog import programs_with_databases
 from selp.database import load_database, write_relations
@@ -426,7 +427,7 @@ def test_partitionwise_local_engine_in_spark_equals_run_local(spark, tmp_path):
 # --- random programs -------------------------------------------------------------------------
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(programs_with_databases(max_idb=3))
 def test_random_programs_same_as_local(spark, tmp_path_factory, case):
     text, facts = case

@@ -7,6 +7,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from helpers.budget import examples
 from helpers.randprog import syntax_programs
 from selp.errors import ProgramError
 from selp.language import parse_program, parse_program_file
@@ -311,7 +312,7 @@ def test_format_program_of_the_trade_example_is_stable():
     assert format_program(parse_program(text)) == text
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(syntax_programs())
 def test_print_then_parse_is_the_identity(program):
     text = format_program(program)

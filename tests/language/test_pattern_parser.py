@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from helpers.paths import TRADE
 from selp.errors import SelpError
 from selp.language import parse_program, parse_program_file
@@ -361,7 +362,7 @@ def _flatten(p):
     return cls(tuple(out))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_patterns())
 def test_print_parse_round_trip(p):
     text = format_pattern(p)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from helpers.budget import examples
 from helpers.paths import TRADE
 from helpers.randprog import _compare, _unify, _value, naive_fixpoint, programs_with_databases
 from selp.database import load_database
@@ -277,7 +278,7 @@ def tree_counts(analysis, insts, max_size: int) -> dict[tuple, list[int]]:
     return counts
 
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS

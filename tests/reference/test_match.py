@@ -10,6 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from helpers.paths import TRADE
 from selp.database import load_database
 from selp.language import parse_program_file
@@ -317,7 +318,7 @@ def _patterns():
     return st.one_of(trees, trees.map(lambda p: PatternNode("*", None, p.children)))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_patterns(), _trees())
 def test_matcher_agrees_with_the_definition(pattern, tree):
     # the literal reading tries |tree|^(|pattern|-1) mappings: keep it to seconds
@@ -325,7 +326,7 @@ def test_matcher_agrees_with_the_definition(pattern, tree):
     assert matches(TreePattern(pattern), tree) == brute_force_match(pattern, tree)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(_patterns(), _patterns(), _trees())
 def test_boolean_operators_are_boolean(p, q, tree):
     a, b = TreePattern(p), TreePattern(q)

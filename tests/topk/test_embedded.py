@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from helpers.randprog import programs_with_databases
 from helpers.topk import ranking, weighted_case
 from selp.database import load_database
@@ -19,7 +20,7 @@ from selp.language.validate import analyze
 from selp.topk.api import parse_fact_filter, topk
 from selp.topk.trees import answers, render_text
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
 def _case(tmp_path_factory, case, data):

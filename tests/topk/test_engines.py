@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from helpers.randprog import programs_with_databases
 from helpers.topk import ranking, weighted_case
 from selp.database import load_database
@@ -15,7 +16,7 @@ from selp.topk.spark import run_topk_spark
 from selp.topk.task import make_task
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(programs_with_databases(max_idb=2), st.data())
 def test_local_and_spark_rank_alike(spark, tmp_path_factory, case, data) -> None:
     analysis, db_dir, monoid, pattern = weighted_case(tmp_path_factory, case, data)

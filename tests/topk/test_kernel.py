@@ -30,11 +30,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from selp.topk.kernel import Hypergraph, KernelResult, modifications, origin_of, run_kernel
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 FIELDS = ("fact_ptr", "w", "size", "origin", "inst", "child_rank_ptr", "child_rank")
-SLOW = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SLOW = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # monotone (combine, sign, weights) settings where the algorithm is exact; weights are dyadic
 # (product) or small integers (sum) so float arithmetic is exact and ties are frequent
@@ -55,7 +56,7 @@ def test_origin_of_is_pinned() -> None:
 
 
 @given(INT64, st.lists(INT64, max_size=6))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_origin_of_matches_compiled(rule_hash: int, children: list[int]) -> None:
     from selp.topk.kernel import origin_of_compiled
 
@@ -262,7 +263,7 @@ def _brute_force(g: Hypergraph, combine: int, sign: float, k: int) -> dict[int, 
 
 
 @given(st.data(), st.sampled_from(MONOTONE), st.integers(1, 5))
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 def test_against_brute_force(data, monoid, k: int) -> None:
     combine, sign, weights, identity = monoid
     g = data.draw(hypergraphs(True, weights, identity, max_facts=9, max_inst=14))
