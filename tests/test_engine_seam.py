@@ -18,9 +18,9 @@ from selp.engines.base import Engine, EvalStats
 from selp.engines.registry import ALIASES, ENGINES, get_engine
 from selp.language import parse_program_file
 from selp.language.validate import analyze
-from test_cdss_store import load_running_example, make_cdss
+from helpers.paths import ROOT
+from helpers.cdss import load_running_example, make_cdss
 
-ROOT = Path(__file__).resolve().parent.parent
 TRADE = ROOT / "examples" / "trade"
 ENGINE_PARAMS = [pytest.param(n, marks=pytest.mark.spark) if e.needs_spark_session else n for n, e in ENGINES.items()]
 QUERY = "FOR [U $x] INCLUDE PATH [$x] <-+ [] RETURN $x"

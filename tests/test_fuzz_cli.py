@@ -29,9 +29,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-TRADE = ROOT / "examples" / "trade"
-BIO = ROOT / "examples" / "cdss" / "bio"
+# run as the --driver script too: its folder (tests/) is then first on sys.path
+from helpers.paths import BIO, ROOT, TRADE
+
 TIMEOUT = 20.0  # seconds per command
 N = int(os.environ.get("SELP_FUZZ_N", "200"))
 SEED = int(os.environ.get("SELP_FUZZ_SEED", "20261124"))

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import ROOT
 from selp.scc import strongly_connected
 
-PACKAGE = Path(__file__).resolve().parent.parent / "selp"
+PACKAGE = ROOT / "selp"
 
 
 def _module_name(path: Path) -> str:

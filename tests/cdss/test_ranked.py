@@ -1,0 +1,221 @@
+"""Ranked trust enforced at exchange: the capped min-cost fixpoint (selp.cdss.ranked).
+
+The CDSS below, costs by hand. PA has R, PD has Q, PB has S, PC has T (one int attribute each);
+m1: R(k) -> S(k), m2: Q(k) -> S(k), m3: S(k) -> T(k). Local data: R(1), Q(2), S(3).
+
+PB (threshold 5) costs PA's data 2, PD's 7, each of m1, m2 1, its own 0:
+  S(1) = R(1) 2 + m1 1 = 3  accepted;  S(2) = Q(2) 7 + m2 1 = 8  above 5: S_x = {2}.
+PC (threshold 100) costs PA's and PD's data 0, PB's 1, m3 10:
+  T(1) = S(1) [PC's view: R(1) 0 + m1 0] + m3 10 = 10;  T(3) = S(3) 1 + 10 = 11.
+  T(2) would cost PC 10 (Q(2) 0 + m3 10), well within 100 -- but S(2) is not in PB's instance,
+  so no derivation of T(2) exists over the accepted tuples: T(2) is NOT in PC's instance (a
+  post-filter on the Boolean fixpoint would have let it in).
+
+Insert R(2) (PA): S(2) = min(R(2) 2 + 1, 8) = 3, accepted; T(2) = 10 enters PC.
+Delete R(2) again: S(2) still has a Boolean derivation (through m2) but its cost rises back to
+8: rejected again, and T(2) leaves PC -- an incremental strategy that only tracked Boolean
+derivability would keep both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selp.cdss.ranked import trust_report
+from selp.cdss.exchange import exchange
+from selp.cdss.store import Store
+from helpers.cdss import cdss_cli, instance, ok
+
+IN_PROCESS = ["embedded", "reference"]  # the default engine and the oracle: the same answers
+
+TOML = """
+name = "ranked"
+mappings = ["m1: R(k) -> S(k)", "m2: Q(k) -> S(k)", "m3: S(k) -> T(k)"]
+
+[peers.PA.relations.R]
+attributes = ["k: int"]
+key = ["k"]
+
+[peers.PD.relations.Q]
+attributes = ["k: int"]
+key = ["k"]
+
+[peers.PB.relations.S]
+attributes = ["k: int"]
+key = ["k"]
+
+[peers.PB.costs]
+peers = { PA = 2, PD = 7 }
+mappings = { m1 = 1, m2 = 1 }
+threshold = 5
+
+[peers.PC.relations.T]
+attributes = ["k: int"]
+key = ["k"]
+
+[peers.PC.costs]
+peers = { PA = 0, PD = 0, PB = 1 }
+mappings = { m3 = 10 }
+threshold = 100
+"""
+
+
+def make(tmp_path: Path) -> Path:
+    d = tmp_path / "ranked"
+    d.mkdir()
+    (d / "cdss.toml").write_text(TOML)
+    ok(cdss_cli("init", d))
+    for peer, edit in (("PA", "+R(1)"), ("PD", "+Q(2)"), ("PB", "+S(3)")):
+        ok(cdss_cli("edit", d, "--peer", peer, edit))
+        ok(cdss_cli("publish", d, "--peer", peer))
+    return d
+
+
+def edit(d: Path, peer: str, e: str) -> None:
+    ok(cdss_cli("edit", d, "--peer", peer, e))
+    ok(cdss_cli("publish", d, "--peer", peer))
+
+
+def run(d: Path, engine: str, strategy: str, spark=None) -> list[str]:
+    said: list[str] = []
+    with Store.open(d) as s:
+        exchange(s, "PC", engine, strategy, spark=spark, say=said.append)
+    return said
+
+
+def ks(d: Path, rel: str) -> set[int]:
+    return {r[0] for r in instance(d, "PC", rel)}
+
+
+def assert_initial(d: Path) -> None:
+    assert ks(d, "S_o") == {1, 3}
+    assert ks(d, "S_x") == {2}
+    assert ks(d, "S_t") == {1, 2}  # both Boolean-trusted; the threshold gates S_o only
+    assert ks(d, "T_o") == {1, 3}  # not 2: S(2) never reached PB's instance
+    assert ks(d, "T_i") == {1, 3}
+    assert ks(d, "T_x") == set()
+
+
+def assert_after_insert(d: Path) -> None:
+    assert ks(d, "S_o") == {1, 2, 3}
+    assert ks(d, "S_x") == set()
+    assert ks(d, "T_o") == {1, 2, 3}
+
+
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_threshold_is_a_capped_fixpoint_not_a_post_filter(tmp_path, engine):
+    d = make(tmp_path)
+    said = run(d, engine, "recompute")
+    assert_initial(d)
+    assert any("1 import(s) above the threshold" in line for line in said), said
+    with Store.open(d) as s:
+        pb = {t["args"]: t for t in trust_report(s, "PB")["tuples"]}
+        pc = {t["args"]: t for t in trust_report(s, "PC")["tuples"]}
+    assert {k: (t["trusted_cost"], t["within_threshold"]) for k, t in pb.items()} == {(1,): (3, True), (2,): (8, False)}
+    assert {k: (t["trusted_cost"], t["within_threshold"]) for k, t in pc.items()} == {(1,): (10, True), (3,): (11, True)}
+    # the report's verdicts are what exchange kept
+    assert {k[0] for k, t in pb.items() if t["within_threshold"]} | {3} == ks(d, "S_o")
+    assert {k[0] for k, t in pc.items() if t["within_threshold"]} == ks(d, "T_o")
+    out = ok(cdss_cli("trust", d, "--peer", "PB"))
+    assert "threshold 5 (enforced by exchange)" in out.splitlines()[0]
+    assert "S(2)" in out and "trusted cost 8  above threshold" in out
+
+
+@pytest.mark.parametrize("strategy", ["provenance", "dred", "recompute"])
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_threshold_under_incremental_insertion_and_deletion(tmp_path, strategy, engine):
+    d = make(tmp_path)
+    run(d, engine, strategy)
+    assert_initial(d)
+    edit(d, "PA", "+R(2)")
+    said = run(d, engine, strategy)
+    assert_after_insert(d)
+    assert any("costs recomputed in full" in line for line in said), said
+    edit(d, "PA", "-R(2)")
+    run(d, engine, strategy)
+    assert_initial(d)  # S(2)'s cost rose back above 5: out of PB's instance, T(2) out of PC's
+
+
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_least_fixpoint_a_cycle_does_not_support_itself(tmp_path, engine):
+    """PX trusts PS2's data (cost 0) but not PS1's (9); PY the other way round. X(1) comes from
+    A(1) at PS1 or from Y(1); Y(1) from B(1) at PS2 or from X(1). Each is cheap for its owner
+    only through the other: PX's cost of X(1) through Y(1) <- B(1) is 0, PY's of Y(1) through
+    X(1) <- A(1) is 0, so accepting both would be self-consistent. From the local data alone
+    each costs its owner 9 (> 5): the least fixpoint accepts neither."""
+    d = tmp_path / "cycle"
+    d.mkdir()
+    (d / "cdss.toml").write_text(
+        """
+mappings = ["a: A(k) -> X(k)", "b: B(k) -> Y(k)", "xy: X(k) -> Y(k)", "yx: Y(k) -> X(k)"]
+[peers.PS1.relations.A]
+attributes = ["k: int"]
+key = ["k"]
+[peers.PS2.relations.B]
+attributes = ["k: int"]
+key = ["k"]
+[peers.PX.relations.X]
+attributes = ["k: int"]
+key = ["k"]
+[peers.PX.costs]
+peers = { PS1 = 9, PS2 = 0 }
+threshold = 5
+[peers.PY.relations.Y]
+attributes = ["k: int"]
+key = ["k"]
+[peers.PY.costs]
+peers = { PS1 = 0, PS2 = 9 }
+threshold = 5
+"""
+    )
+    ok(cdss_cli("init", d))
+    for peer, e in (("PS1", "+A(1)"), ("PS2", "+B(1)")):
+        ok(cdss_cli("edit", d, "--peer", peer, e))
+        ok(cdss_cli("publish", d, "--peer", peer))
+    with Store.open(d) as s:
+        exchange(s, "PX", engine, "recompute")
+    assert instance(d, "PX", "X_o") == set() and instance(d, "PX", "Y_o") == set()
+    assert instance(d, "PX", "X_x") == {(1,)} and instance(d, "PX", "Y_x") == {(1,)}
+    # with B(1) made cheap for PY too, Y(1) is accepted (9 -> 0), and then X(1) through it
+    toml = d / "cdss.toml"
+    toml.write_text(toml.read_text().replace("PS1 = 0, PS2 = 9", "PS1 = 0, PS2 = 0"))
+    with Store.open(d) as s:
+        exchange(s, "PX", engine, "recompute")
+        assert {t["args"]: t["trusted_cost"] for t in trust_report(s, "PX")["tuples"]} == {(1,): 0}
+    assert instance(d, "PX", "X_o") == {(1,)} and instance(d, "PX", "Y_o") == {(1,)}
+
+
+@pytest.mark.spark
+def test_threshold_on_spark_agrees_with_the_hand_numbers(tmp_path, spark):
+    d = make(tmp_path)
+    run(d, "spark", "recompute", spark)
+    assert_initial(d)
+    edit(d, "PA", "+R(2)")
+    run(d, "spark", "provenance", spark)
+    assert_after_insert(d)
+    edit(d, "PA", "-R(2)")
+    run(d, "spark", "provenance", spark)
+    assert_initial(d)
+
+
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_selp_cdss_eval_enforces_the_threshold_too(tmp_path, engine):
+    from selp.cdss.config import load_cdss
+    from selp.cdss.evaluate import evaluate_cdss
+
+    d = tmp_path / "files"
+    d.mkdir()
+    (d / "cdss.toml").write_text(TOML)
+    for peer, rel, k in (("PA", "R", 1), ("PD", "Q", 2), ("PB", "S", 3)):
+        (d / "data" / peer).mkdir(parents=True)
+        (d / "data" / peer / f"{rel}.csv").write_text(f"k\n{k}\n")
+    res = evaluate_cdss(load_cdss(d), d / "data", engine)
+    try:
+        assert res.instance("PB", "S") == {(1,), (3,)}
+        assert res.instance("PC", "T") == {(1,), (3,)}
+    finally:
+        res.close()
+    out = ok(cdss_cli("eval", d, "--engine", engine, "--relation", "T"))
+    assert "2 tuple(s)" in out and "T(1)" in out and "T(3)" in out and "T(2)" not in out, out

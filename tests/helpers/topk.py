@@ -1,0 +1,57 @@
+"""Weighted random top-k cases: rule and fact weights per monoid, a case's database written to
+files, and rankings compared across engines."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from helpers.patterns import random_patterns
+from selp.language import parse_program
+from selp.language.printer import format_program
+from selp.language.validate import analyze
+from selp.values import format_value
+
+# the weights drawn per monoid (rules, facts; None: no weight)
+RULE_WEIGHTS = {"confidence": ["0.5", "0.6"], "cost": ["1", "2"], "size": [None],
+                "min-confidence": ["0.5", "0.7", "0.9", "1"], "access": ["T", "S", "C", "U"]}
+FACT_WEIGHTS = {"confidence": ["0.8", "1"], "cost": ["0", "0.5"], "size": [None],
+                "min-confidence": ["0.4", "0.8", "1"], "access": ["S", "C", "U"]}
+
+
+def ranking(answers: dict, sizes: bool) -> dict:
+    """Weights (and tree sizes, which are exact for strictly monotone monoids) per fact."""
+    return {
+        fact: [(round(e.weight, 9) if isinstance(e.weight, float) else e.weight, e.size if sizes else None) for e in entries]
+        for fact, entries in answers.items()
+    }
+
+
+def write_db(db_dir: Path, analysis, edb: dict, weights: dict) -> None:
+    """One CSV per EDB relation of ``analysis`` in ``db_dir``, with a ``_weight`` column."""
+    for rel in sorted(analysis.edb):
+        with open(db_dir / f"{rel}.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow([f"c{i + 1}" for i in range(analysis.arities[rel])] + ["_weight"])
+            for fact in sorted(edb.get(rel, ()), key=repr):
+                w.writerow([format_value(v) if not isinstance(v, str) else v for v in fact] + [weights.get(rel, {}).get(fact, "")])
+
+
+def weighted_case(tmp_path_factory, case, data) -> tuple:
+    """A random program with drawn rule and fact weights for a drawn monoid, its database written
+    to files, and a drawn pattern (or None): (analysis, db_dir, monoid, pattern)."""
+    text, edb = case
+    monoid = data.draw(st.sampled_from(sorted(RULE_WEIGHTS)))
+    program = parse_program(text)
+    rules = tuple(dataclasses.replace(r, weight=data.draw(st.sampled_from(RULE_WEIGHTS[monoid])), named=True) for r in program.rules)
+    analysis = analyze(parse_program(format_program(dataclasses.replace(program, rules=rules))))
+    weights = {rel: {f: data.draw(st.sampled_from(FACT_WEIGHTS[monoid])) for f in sorted(facts, key=repr)} for rel, facts in edb.items()}
+    weights = {rel: {f: w for f, w in ws.items() if w is not None} for rel, ws in weights.items()}
+    db_dir = tmp_path_factory.mktemp("db")
+    write_db(db_dir, analysis, edb, weights)
+    constants = sorted({v for facts in edb.values() for f in facts for v in f}, key=repr)[:6]
+    pattern = data.draw(st.none() | random_patterns(analysis.arities, constants, sorted(analysis.idb)))
+    return analysis, db_dir, monoid, pattern
