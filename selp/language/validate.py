@@ -319,11 +319,10 @@ def _check_recursive_aggregates(
             continue
         fn = aggregated[head][1]
         if fn not in ("min", "max"):
-            cycle = " -> ".join(_cycle(deps, body, head)) if head != body else f"{head} -> {head}"
+            over = "itself" if head == body else f"{body}, which depends on {head} ({' -> '.join(_cycle(deps, body, head))})"
             raise ProgramError(
-                f"{fn}(...) through recursion in rule {r.name}: {head} aggregates over {body}, which"
-                f" depends on {head} ({cycle}); count and sum need complete relations (only min and"
-                " max may aggregate through recursion)",
+                f"{fn}(...) through recursion in rule {r.name}: {head} aggregates over {over};"
+                " count and sum need complete relations (only min and max may aggregate through recursion)",
                 atom.loc,
             )
         selective.add(head)
