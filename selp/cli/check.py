@@ -34,6 +34,8 @@ def check(program: str, db_dir: str | None, as_json: bool) -> None:
     for r in rels:
         sig = ", ".join(r["types"])
         extra = f"  rules: {', '.join(r['rules'])}" if r["rules"] else ""
+        if r["aggregate"]:
+            extra += f"  aggregate: {r['aggregate']}"
         click.echo(f"  {r['kind']}  {r['relation']}/{r['arity']} ({sig}){extra}")
     click.echo("strata:")
     for i, s in enumerate(strata):

@@ -78,6 +78,10 @@ def decompose(comp: Component) -> Decomposition | NotDecomposable:
     exit_rules: list[Rule] = []
     recursive: list[tuple[Rule, Atom]] = []
     for rule in comp.rules:
+        if rule.aggregate is not None:
+            # the per-partition fixpoint has no aggregate selection: min/max through recursion
+            # keeps the global rounds (conservative; a group key holding the position could go local)
+            return NotDecomposable(f"rule {rule.name} aggregates ({rule.aggregate[1].fn}): aggregate selection runs in global rounds")
         atoms = _component_atoms(rule, members)
         negated = [a for a in atoms if a.negated]
         if negated:

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from selp import arith
 from selp.errors import EvalError, Location
-from selp.language.ast import Arith, Atom, Comparison, Const, Rule, SkolemTerm, Term, Var, term_vars
+from selp.language.ast import Aggregate, Arith, Atom, Comparison, Const, Rule, SkolemTerm, Term, Var, term_vars
 from selp.values import Skolem, Value
 
 Fact = tuple[Value, ...]
@@ -67,6 +67,7 @@ class _Filter:
 class _Assign:
     slot: int  # the variable (or hidden head slot) the value is bound to
     value: Callable[[Sequence[Value]], Value | None]
+    keep: bool = False  # an aggregated value: a binding without one still is a rule instance
 
 
 @dataclass(frozen=True)
@@ -142,10 +143,13 @@ class BodyPlan:
         # instance whose expression has no value (a labeled null operand) derives nothing
         self.head_slots: dict[int, int] = {}
         for p, t in enumerate(rule.head.args):
-            if isinstance(t, Arith):
+            if isinstance(t, (Arith, Aggregate)):
                 slot = self._slot(Var(f"#head{p}"))  # not a parseable name: no clash
                 self.head_slots[p] = slot
-                steps.append(_Assign(slot, self._value(t, rule.head.loc)))
+                if isinstance(t, Aggregate):  # the instance's value (count ignores it)
+                    steps.append(_Assign(slot, self._value(t.arg, rule.head.loc), keep=True))
+                else:
+                    steps.append(_Assign(slot, self._value(t, rule.head.loc)))
         self.steps = steps
         self.nslots = len(self.slots)
 
@@ -259,7 +263,7 @@ class BodyPlan:
                     yield from run(k + 1)
             elif isinstance(st, _Assign):
                 v = st.value(env)
-                if v is not None:
+                if v is not None or st.keep:
                     env[st.slot] = v
                     yield from run(k + 1)
             else:

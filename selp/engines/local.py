@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+from selp import aggregate
 from selp.engines.joins import BodyPlan, Fact
 from selp.language.validate import Analysis, Component
 
@@ -58,6 +59,16 @@ class FactStore:
             for eqs, sub in self.filtered.items():
                 if _equal_at(f, eqs):
                     sub.add_all((f,))
+
+    def discard_all(self, old: Iterable[Fact]) -> None:
+        """Remove facts (a group's superseded best value), from every index built so far."""
+        for f in old:
+            self.facts.discard(f)
+            for positions, idx in self.indexes.items():
+                idx[tuple(f[p] for p in positions)].remove(f)
+            for eqs, sub in self.filtered.items():
+                if _equal_at(f, eqs):
+                    sub.discard_all((f,))
 
     def lookup(self, positions: tuple[int, ...], key: tuple) -> Iterable[Fact]:
         """The facts whose values at ``positions`` are ``key`` (every fact when no position)."""
@@ -109,15 +120,27 @@ def evaluate(
         return stores[rel].matches(pattern, eqs)
 
     total_iterations = 0
+    aggregated = analysis.program.aggregated()
     for comp in analysis.components:
         sizes = {rel: len(s.facts) for rel, s in stores.items()}
+        if comp.selective:
+            total_iterations += _selective(analysis, comp, stores, negated, sizes, progress)
+            continue
         if not comp.recursive:
+            instances: dict[str, list[Fact]] = {}
             for rule in comp.rules:
                 plan = BodyPlan(rule, None, sizes)
                 head = plan.head_builder()
                 store = stores[rule.head.relation]
-                new = {head(env) for env in plan.bindings(lambda src, r, p, k: stores[r].lookup(p, k), negated)}
+                envs = plan.bindings(lambda src, r, p, k: stores[r].lookup(p, k), negated)
+                if rule.head.relation in aggregated:  # one head tuple per rule instance
+                    instances.setdefault(rule.head.relation, []).extend(head(env) for env in envs)
+                    continue
+                new = {head(env) for env in envs}
                 store.add_all(new - store.facts)
+            for rel, heads in instances.items():
+                pos, fn = aggregated[rel]
+                stores[rel].add_all(aggregate.aggregate_groups(fn, pos, heads, *aggregate.site(comp.rules, rel)))
             total_iterations += 1
             if progress:
                 size = sum(len(stores[r].facts) for r in comp.relations)
@@ -174,3 +197,77 @@ def evaluate(
         stats.iterations = total_iterations
         stats.seconds = time.perf_counter() - t0
     return {rel: stores[rel].facts for rel in analysis.idb}
+
+
+def _selective(
+    analysis: Analysis,
+    comp: Component,
+    stores: dict[str, FactStore],
+    negated: Callable,
+    sizes: dict[str, int],
+    progress: Progress | None,
+) -> int:
+    """A recursive component whose relations aggregate with min/max: synchronous rounds, each
+    keeping a group's best candidate when it improves the group's value (replacing the old
+    fact), the improvements being the next round's delta (see :mod:`selp.aggregate`)."""
+    aggregated = analysis.program.aggregated()
+    members = set(comp.relations)
+    base: list[tuple[BodyPlan, Callable]] = []
+    variants: list[tuple[BodyPlan, Callable]] = []
+    for rule in comp.rules:
+        rec = [i for i, b in enumerate(rule.body) if b in rule.positive_atoms and b.relation in members]  # type: ignore[union-attr]
+        for i in rec or [None]:
+            p = BodyPlan(rule, i, sizes)
+            (variants if rec else base).append((p, p.head_builder()))
+    deltas: dict[str, FactStore] = {rel: FactStore() for rel in members}
+    best: dict[str, dict[Fact, object]] = {rel: {} for rel in members}
+
+    def lookup(src: str, r: str, p: tuple[int, ...], k: tuple) -> Iterable[Fact]:
+        return (deltas[r] if src == "delta" else stores[r]).lookup(p, k)
+
+    def candidates(plans: list[tuple[BodyPlan, Callable]]) -> dict[str, list[Fact]]:
+        out: dict[str, list[Fact]] = {rel: [] for rel in members}
+        for plan, head in plans:
+            out[plan.rule.head.relation].extend(head(env) for env in plan.bindings(lookup, negated))
+        return out
+
+    pending = candidates(base)
+    iteration = 0
+    while True:
+        iteration += 1
+        improved: list[str] = []
+        for rel in sorted(members):
+            pos, fn = aggregated[rel]
+            groups: dict[Fact, object] = {}
+            for t in pending[rel]:
+                v = t[pos]
+                if aggregate.has_value(v):
+                    k = aggregate.group_key(t, pos)
+                    cur = groups.get(k)
+                    if cur is None or aggregate.better(fn, v, cur):  # type: ignore[arg-type]
+                        groups[k] = v
+            fresh, stale = [], []
+            kept = best[rel]
+            for k, v in groups.items():
+                old = kept.get(k)
+                if old is None or aggregate.better(fn, v, old):  # type: ignore[arg-type]
+                    if old is not None:
+                        stale.append(aggregate.with_value(k, pos, old))  # type: ignore[arg-type]
+                    kept[k] = v
+                    fresh.append(aggregate.with_value(k, pos, v))  # type: ignore[arg-type]
+            stores[rel].discard_all(stale)
+            stores[rel].add_all(fresh)
+            deltas[rel] = FactStore(fresh)
+            if fresh:
+                improved.append(rel)
+        size = sum(len(deltas[r].facts) for r in members)
+        if progress:
+            progress(comp, iteration, size, sum(len(stores[r].facts) for r in members))
+        if not size:
+            return iteration
+        groups_total = sum(len(best[r]) for r in members)
+        if aggregate.diverges(iteration, groups_total):
+            rel = improved[0]
+            name, loc, _ = aggregate.site(comp.rules, rel)
+            raise aggregate.no_convergence(rel, aggregated[rel][1], iteration, groups_total, name, loc)
+        pending = candidates(variants)

@@ -40,6 +40,8 @@ from selp.engines.spark_compile import (
     rel_columns,
     union_all,
 )
+from selp import aggregate
+from selp.engines.spark_aggregate import group_frame, improvements, replaced
 from selp.engines.spark_frames import materialize_count, release
 from selp.engines.spark_partitioned import BROADCAST_ROWS_CONF as BROADCAST_LIMIT_CONF
 from selp.engines.spark_partitioned import ENABLED_CONF, Settings, run_partition_local, settings
@@ -194,12 +196,22 @@ class _Evaluator:
             progress(comp, len(run.rounds) + 1, 0, total)
         self.iterations += len(run.rounds) + 1
 
+    def _grouped(self, rel: str, plans: list[DataFrame]) -> list[DataFrame]:
+        """An aggregated relation's facts from its rules' instance rows (one plan, or none)."""
+        if not plans:
+            return []
+        return [group_frame(self.analysis.program, rel, self.db.types[rel], union_all(plans))]
+
     def component(self, comp: Component, progress: Progress | None) -> None:
         d = self._choose(comp)
         if d is not None:
             self._partition_local(comp, d, progress)
             return
         src = self.sources()
+        aggregated = self.analysis.program.aggregated()
+        if comp.selective:
+            self._selective(comp, progress)
+            return
         if not comp.recursive:
             plans: dict[str, list[DataFrame]] = {rel: [] for rel in comp.relations}
             for rule in comp.rules:
@@ -208,6 +220,8 @@ class _Evaluator:
                     plans[rule.head.relation].append(plan)
             total = 0
             for rel, ps in plans.items():
+                if rel in aggregated:
+                    ps = self._grouped(rel, ps)
                 df, n = self._new_facts(rel, ps)
                 if df is not None:
                     self.idb[rel].add(df, n)
@@ -255,6 +269,66 @@ class _Evaluator:
                     pending[rule.head.relation].append(plan)
         for rel in members:
             self.deltas.pop(rel, None)
+
+    def _selective(self, comp: Component, progress: Progress | None) -> None:
+        """Min/max through recursion: rounds of aggregate selection (see :mod:`selp.aggregate`);
+        a group's improved fact replaces its old one, and the improvements are the next delta."""
+        program = self.analysis.program
+        aggregated = program.aggregated()
+        members = set(comp.relations)
+        base = [r for r in comp.rules if not _recursive(r, members)]
+        variants = [(r, i) for r in comp.rules for i in _recursive(r, members)]
+        src = self.sources()
+        pending = {rel: [p for r in base if r.head.relation == rel and (p := compile_rule(self.spark, r, None, src)) is not None] for rel in members}
+        for rel in members:
+            self.deltas[rel] = (empty_frame(self.spark, self.analysis.arities[rel]), 0)
+        iteration = 0
+        while True:
+            iteration += 1
+            fresh: dict[str, tuple[DataFrame, int]] = {}
+            for rel in sorted(members):  # every candidate before any relation changes
+                grouped = self._grouped(rel, pending[rel])
+                if not grouped:
+                    fresh[rel] = (empty_frame(self.spark, self.analysis.arities[rel]), 0)
+                    continue
+                best = improvements(program, rel, self.db.types[rel], grouped[0], self.idb[rel].frame())
+                fresh[rel] = materialize_count(best)
+            size = 0
+            improved = []
+            for rel in sorted(members):
+                df, n = fresh[rel]
+                self.deltas[rel] = (df, n)
+                if n:
+                    improved.append(rel)
+                    size += n
+                    known = self.idb[rel]
+                    whole, total = materialize_count(replaced(known.frame(), df, known.arity, aggregated[rel][0]))
+                    for piece in known.pieces:
+                        release(piece)
+                    known.pieces, known.size = [whole], total
+            self.iterations += 1
+            if progress:
+                progress(comp, iteration, size, sum(self.idb[r].size for r in members))
+            if size == 0:
+                break
+            groups = sum(self.idb[r].size for r in members)
+            if aggregate.diverges(iteration, groups):
+                rel = improved[0]
+                name, loc, _ = aggregate.site(comp.rules, rel)
+                raise aggregate.no_convergence(rel, aggregated[rel][1], iteration, groups, name, loc)
+            src = self.sources()
+            pending = {rel: [] for rel in members}
+            for rule, i in variants:
+                plan = compile_rule(self.spark, rule, i, src)
+                if plan is not None:
+                    pending[rule.head.relation].append(plan)
+        for rel in members:
+            self.deltas.pop(rel, None)
+
+
+def _recursive(rule, members: set[str]) -> list[int]:
+    """The body indexes of ``rule``'s positive atoms of ``members``."""
+    return [i for i, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and b.relation in members]
 
 
 def _broadcast_rows(spark: SparkSession, given: int | None) -> int:

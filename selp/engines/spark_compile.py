@@ -23,7 +23,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from selp import arith
 from selp.engines.joins import compare
 from selp.errors import Location
-from selp.language.ast import Arith, Atom, Comparison, Const, Rule, SkolemTerm, Term, Var, term_vars
+from selp.language.ast import Aggregate, Arith, Atom, Comparison, Const, Rule, SkolemTerm, Term, Var, term_vars
 from selp.values import INT64_MIN, SKOLEM_MARK, encode, format_value
 
 UNIT = "_unit"  # the one column of a nullary relation's frame
@@ -151,13 +151,19 @@ class _RuleCompiler:
         self.src = src
         self.col: dict[Var, str] = {}  # variable -> its column in the join result
         self.vtype: dict[Var, str] = {}
+        # an aggregate counts rule instances: '_' then is a variable like any other (a column)
+        self.instances = rule.aggregate is not None
         for b in rule.body:
             if isinstance(b, Atom) and not b.negated:
                 for p, t in enumerate(b.args):
-                    if isinstance(t, Var) and not t.anonymous and t not in self.col:
+                    if isinstance(t, Var) and self._named(t) and t not in self.col:
                         # index prefix keeps names unique; variable names may hold '@' or '!'
                         self.col[t] = f"v{len(self.col)}_{_safe(t.name)}"
                         self.vtype[t] = src.types[b.relation][p]
+
+    def _named(self, v: Var) -> bool:
+        """Whether ``v`` gets a column (every variable but ``_``, which too in aggregate rules)."""
+        return not v.anonymous or self.instances
 
     # -- atoms -------------------------------------------------------------------------------
     def _atom(self, atom: Atom, source: str) -> DataFrame:
@@ -170,7 +176,7 @@ class _RuleCompiler:
             c = F.col(f"c{p}")
             if isinstance(t, Const):
                 conds.append(c == F.lit(encode(t.value)))
-            elif isinstance(t, Var) and not t.anonymous:
+            elif isinstance(t, Var) and self._named(t):
                 if t in first:
                     conds.append(c == F.col(f"c{first[t]}"))
                 else:
@@ -306,7 +312,7 @@ class _RuleCompiler:
     def _negation(self, df: DataFrame, atom: Atom) -> DataFrame:
         local = self.rule.negation_locals(atom)
         for v in atom.vars():
-            if v in local and not v.anonymous:
+            if v in local and self._named(v):
                 self.col.setdefault(v, f"l{len(self.col)}_{_safe(v.name)}")
         # the atom's matches (repeated local variables filtered) projected on the shared columns
         right = self._atom(atom, "full")
@@ -368,7 +374,7 @@ class _RuleCompiler:
             a: Atom = rule.body[i]  # type: ignore[assignment]
             if self.src.size(a.relation, "delta" if i == self.delta_atom else "full") == 0:
                 return None  # joining with an empty relation: skip without a Spark job
-        with_vars = [i for i in positives if any(not v.anonymous for v in rule.body[i].vars())]  # type: ignore[union-attr]
+        with_vars = [i for i in positives if any(self._named(v) for v in rule.body[i].vars())]  # type: ignore[union-attr]
         ground = [i for i in positives if i not in with_vars]
         pending_neg = list(rule.negative_atoms)
 
@@ -400,7 +406,7 @@ class _RuleCompiler:
             if df is None:
                 df, df_source = frame, (atom.relation, source(pick))
             else:
-                shared = [self.col[v] for v in dict.fromkeys(atom.vars()) if not v.anonymous and v in bound]
+                shared = [self.col[v] for v in dict.fromkeys(atom.vars()) if self._named(v) and v in bound]
                 right_small = self.src.size(atom.relation, source(pick))
                 left_small = self.src.size(*df_source) if df_source else None
                 if right_small is not None and right_small <= self.src.broadcast_rows:
@@ -409,7 +415,7 @@ class _RuleCompiler:
                     df = F.broadcast(df)
                 df = df.join(frame, on=shared, how="inner") if shared else df.crossJoin(frame)
                 df_source = None
-            bound.update(v for v in atom.vars() if not v.anonymous)
+            bound.update(v for v in atom.vars() if self._named(v))
             df = self._apply_ready(df, bound, pending_cmp, pending_neg)
         if df is None:
             # no atom binds a variable: start from a single empty tuple
@@ -426,7 +432,11 @@ class _RuleCompiler:
             return df.select(F.lit("").alias(UNIT))
         values = []
         for p, t in enumerate(head.args):
-            if isinstance(t, Arith):
+            if isinstance(t, Aggregate):
+                # the instance's value (null without one: count still counts the instance)
+                a = t.arg
+                values.append(F.lit("1") if t.fn == "count" else F.col(self.col[a]) if isinstance(a, Var) else self._encoded(a, head.loc))
+            elif isinstance(t, Arith):
                 # computed once, and a row whose expression has no value derives nothing
                 df = df.withColumn(f"_head{p}", self._encoded(t, head.loc))
                 df = df.filter(F.col(f"_head{p}").isNotNull())

@@ -57,14 +57,31 @@ class Arith:
     args: tuple["Term", ...]
 
 
-Term = Union[Var, Const, SkolemTerm, Arith]
+AGGREGATE_FNS = ("min", "max", "count", "sum")
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """An aggregate head argument ``fn(args[0])`` (``min``, ``max``, ``count``, ``sum``): the
+    head's other arguments are the group key; see docs/language.md for what it counts and adds.
+    Allowed only as a top-level argument of a rule head, at most one per head."""
+
+    fn: str
+    args: tuple["Term", ...]
+
+    @property
+    def arg(self) -> "Term":
+        return self.args[0]
+
+
+Term = Union[Var, Const, SkolemTerm, Arith, Aggregate]
 
 
 def term_vars(t: Term) -> Iterator[Var]:
-    """Variables occurring in a term (recursing into Skolem terms and expressions)."""
+    """Variables occurring in a term (recursing into Skolem terms, expressions and aggregates)."""
     if isinstance(t, Var):
         yield t
-    elif isinstance(t, (SkolemTerm, Arith)):
+    elif isinstance(t, (SkolemTerm, Arith, Aggregate)):
         for a in t.args:
             yield from term_vars(a)
 
@@ -73,7 +90,7 @@ def has_arith(t: Term) -> bool:
     """Whether ``t`` is or contains an arithmetic expression."""
     if isinstance(t, Arith):
         return True
-    return isinstance(t, SkolemTerm) and any(has_arith(a) for a in t.args)
+    return isinstance(t, (SkolemTerm, Aggregate)) and any(has_arith(a) for a in t.args)
 
 
 @dataclass(frozen=True)
@@ -125,6 +142,14 @@ class Rule:
     weight: str | None = None
     named: bool = True  # False when the name was generated; the printer then omits it
     loc: Location = field(default=NOWHERE, compare=False, repr=False)
+
+    @property
+    def aggregate(self) -> tuple[int, Aggregate] | None:
+        """The head position and term of the rule's aggregate, if its head has one."""
+        for p, t in enumerate(self.head.args):
+            if isinstance(t, Aggregate):
+                return p, t
+        return None
 
     @property
     def positive_atoms(self) -> list[Atom]:
@@ -227,6 +252,16 @@ class Program:
                     out.setdefault(b.relation, b.arity)
         for f in self.facts:
             out.setdefault(f.atom.relation, f.atom.arity)
+        return out
+
+    def aggregated(self) -> dict[str, tuple[int, str]]:
+        """The relations whose rules aggregate: ``{relation: (head position, fn)}`` (of its
+        first aggregate rule; validation checks that all its rules agree)."""
+        out: dict[str, tuple[int, str]] = {}
+        for r in self.rules:
+            agg = r.aggregate
+            if agg is not None:
+                out.setdefault(r.head.relation, (agg[0], agg[1].fn))
         return out
 
     def rule(self, name: str) -> Rule:

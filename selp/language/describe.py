@@ -1,5 +1,5 @@
 """What ``selp check`` reports about a program: each relation (kind, arity, column types, the
-rules defining it) and the recursive components of each stratum."""
+rules defining it, its aggregate) and the recursive components of each stratum."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from selp.language.validate import Analysis
 
 def relations_report(analysis: Analysis, types: dict[str, tuple[str, ...]]) -> list[dict[str, Any]]:
     """One entry per relation, by name: ``relation``, ``kind`` (idb/edb), ``arity``, ``types``
-    (from ``types``) and ``rules`` (the names of the rules whose head it is)."""
+    (from ``types``), ``rules`` (the names of the rules whose head it is) and ``aggregate``
+    (``min(2)``: the function and the 1-based head position it aggregates; None if none)."""
+    aggregated = analysis.program.aggregated()
     return [
         {
             "relation": rel,
@@ -18,11 +20,17 @@ def relations_report(analysis: Analysis, types: dict[str, tuple[str, ...]]) -> l
             "arity": analysis.arities[rel],
             "types": list(types[rel]),
             "rules": [r.name for r in analysis.program.rules if r.head.relation == rel],
+            "aggregate": f"{aggregated[rel][1]}({aggregated[rel][0] + 1})" if rel in aggregated else None,
         }
         for rel in sorted(analysis.arities)
     ]
 
 
 def recursive_components(analysis: Analysis, stratum: int) -> list[str]:
-    """The recursive components of ``stratum``, each as its relations joined by ``+``."""
-    return ["+".join(c.relations) for c in analysis.components if c.stratum == stratum and c.recursive]
+    """The recursive components of ``stratum``, each as its relations joined by ``+`` (followed by
+    `` [min/max selection]`` when they aggregate through the recursion)."""
+    return [
+        "+".join(c.relations) + (" [min/max selection]" if c.selective else "")
+        for c in analysis.components
+        if c.stratum == stratum and c.recursive
+    ]

@@ -19,7 +19,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from selp.errors import MAX_DEPTH, Location, ProgramError, clip, echo, int_literal_fits, not_utf8
 from selp.language.lark_cache import cached_lark
 from selp.values import INT64_MAX, INT64_MIN, SKOLEM_MARK
-from selp.language.ast import ANON_PREFIX, COLUMN_TYPES, Arith, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Term, Var
+from selp.language.ast import AGGREGATE_FNS, ANON_PREFIX, COLUMN_TYPES, Aggregate, Arith, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Term, Var
 
 # Human names for grammar terminals in "expected ..." messages.
 _TOKEN_NAMES = {
@@ -148,7 +148,13 @@ class _Builder:
     def head(self, h: Tree) -> Atom:
         if h.data == "nullary":
             return Atom(str(h.children[0]), (), False, self.loc(h))
-        return self.call_atom(h.children[0], negated=False)
+        atom = self.call_atom(h.children[0], negated=False)
+        # min(x), max(x), count(x), sum(x) at the top of a head are aggregates, not Skolem terms
+        args = tuple(
+            Aggregate(t.fn, t.args) if isinstance(t, SkolemTerm) and t.fn in AGGREGATE_FNS and len(t.args) == 1 else t
+            for t in atom.args
+        )
+        return Atom(atom.relation, args, False, atom.loc)
 
     def call_atom(self, call: Tree, negated: bool) -> Atom:
         name = call.children[0]
@@ -232,6 +238,8 @@ class _Builder:
 
     def fact(self, head: Atom, weight: str | None, node: Tree) -> Fact:
         for t in head.args:
+            if isinstance(t, Aggregate):
+                raise self.error(f"fact {head.relation}(...) has the aggregate {t.fn}(...); aggregates belong in rule heads", node)
             if not isinstance(t, Const):
                 what = "variable " + t.name if isinstance(t, Var) and not t.anonymous else "a non-constant"
                 if isinstance(t, Var) and t.anonymous:

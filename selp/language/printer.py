@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from selp.language.ast import Arith, Atom, Comparison, Const, Decl, Fact, Literal, Program, Rule, SkolemTerm, Term, Var
+from selp.language.ast import Aggregate, Arith, Atom, Comparison, Const, Decl, Fact, Literal, Program, Rule, SkolemTerm, Term, Var
 from selp.values import format_value
 
 
@@ -28,7 +28,7 @@ def format_term(t: Term) -> str:
         return format_value(t.value)
     if isinstance(t, Arith):
         return _format_arith(t)
-    assert isinstance(t, SkolemTerm)
+    assert isinstance(t, (SkolemTerm, Aggregate))
     return f"{t.fn}({', '.join(format_term(a) for a in t.args)})"
 
 

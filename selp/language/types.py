@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from selp.errors import DataError, Location, ProgramError, echo
-from selp.language.ast import Arith, Atom, Comparison, Const, Rule, Term, Var
+from selp.language.ast import Aggregate, Arith, Atom, Comparison, Const, Rule, Term, Var, term_vars
 from selp.language.validate import Analysis
 
 Column = tuple[str, int]
@@ -134,6 +134,8 @@ class TypeGraph:
                 elif isinstance(t, Arith):  # only in heads (validation)
                     self.arith(r, t, a.loc)
                     self.exprs.append(_Expr(col, t, a.loc, r.name))
+                elif isinstance(t, Aggregate):
+                    self.aggregate(r, t, col, a.loc)
         assigned = {i: (v, e) for i, v, e in r.assignments()}
         for i, c in enumerate(r.body):
             if not isinstance(c, Comparison):
@@ -149,6 +151,24 @@ class TypeGraph:
                     self.exprs.append(_Expr(self.var(r, v), e, c.loc, r.name))
                 continue
             self.filter(r, c)
+
+    def aggregate(self, r: Rule, t: Aggregate, col: Node, loc: Location) -> None:
+        """``count`` stores an int; ``min``/``max``/``sum`` store their argument's type (a
+        ``sum`` needs a number; ``min``/``max`` also order strings)."""
+        if t.fn == "count":
+            self.consts.append((col, "int", loc, f"count({_term_text(t.arg)})", True))
+            for v in term_vars(t.arg):
+                self.var(r, v)
+            return
+        a = t.arg
+        if isinstance(a, Var):
+            self.uf.union(self.var(r, a), col)
+            self.first_column.setdefault(self.var(r, a), col)
+            if t.fn == "sum":
+                self.operands.append((self.var(r, a), loc, f"{a.name}, summed by sum(...),"))
+        else:
+            self.arith(r, a, loc)
+            self.exprs.append(_Expr(col, a, loc, r.name))
 
     def filter(self, r: Rule, c: Comparison) -> None:
         lv, rv = c.left, c.right
@@ -324,6 +344,12 @@ def resolve_types(
         rel: tuple(group_type[uf.find((rel, i))] for i in range(n))
         for rel, n in analysis.arities.items()
     }
+
+
+def _term_text(t: Term) -> str:
+    from selp.language.printer import format_term
+
+    return format_term(t)
 
 
 def _type_of(v: object) -> str:

@@ -2,8 +2,10 @@
 
 :func:`analyze` raises :class:`~selp.errors.ProgramError` (located) on the first problem: arity
 mismatches, unsafe variables, Skolem terms outside heads, duplicate rule names, a relation that has
-both rules and inline facts, or negation through recursion. It returns the program's evaluation
-plan: the IDB relations grouped into strongly connected components in dependency order.
+both rules and inline facts, negation through recursion, or an aggregate that cannot be
+stratified (``count``/``sum`` through recursion; ``min``/``max`` through recursion are evaluated
+with aggregate selection, see docs/language.md). It returns the program's evaluation plan: the IDB
+relations grouped into strongly connected components in dependency order.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from selp.errors import Location, ProgramError
-from selp.language.ast import Arith, Atom, Comparison, Const, Program, Rule, SkolemTerm, Term, Var, has_arith, term_vars
+from selp.language.ast import AGGREGATE_FNS, Aggregate, Arith, Atom, Comparison, Const, Program, Rule, SkolemTerm, Term, Var, has_arith, term_vars
 from selp.scc import strongly_connected
 
 
@@ -23,6 +25,9 @@ class Component:
     rules: tuple[Rule, ...]
     recursive: bool
     stratum: int
+    # relations of the component that aggregate through the recursion (min/max): evaluated with
+    # aggregate selection, only a group's improvements propagating (empty: plain semi-naive)
+    selective: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,7 @@ def analyze(program: Program) -> Analysis:
             )
     for r in program.rules:
         _check_rule(r)
+    _check_aggregates(program)
     components = _components(program, idb)
     edb = frozenset(arities) - idb
     return Analysis(program, arities, edb, idb, components)
@@ -123,8 +129,54 @@ def _check_names(program: Program) -> None:
                 stack.extend(t.args)
 
 
+def _check_aggregates(program: Program) -> None:
+    """Every rule of an aggregated relation aggregates alike: same function, same position."""
+    first: dict[str, Rule] = {}
+    for r in program.rules:
+        agg = r.aggregate
+        rel = r.head.relation
+        if rel not in first:
+            first[rel] = r
+            continue
+        other = first[rel].aggregate
+        if (agg is None) != (other is None) or (agg and other and (agg[0], agg[1].fn) != (other[0], other[1].fn)):
+            def shown(x: tuple[int, Aggregate] | None) -> str:
+                return "no aggregate" if x is None else f"{x[1].fn}(...) at argument {x[0] + 1}"
+
+            raise ProgramError(
+                f"rule {r.name} of {rel} has {shown(agg)} but rule {first[rel].name} ({first[rel].loc})"
+                f" has {shown(other)}; every rule of an aggregated relation aggregates alike",
+                r.head.loc,
+            )
+
+
+def _check_head_aggregate(r: Rule) -> None:
+    aggs = [t for t in r.head.args if isinstance(t, Aggregate)]
+    if len(aggs) > 1:
+        raise ProgramError(f"rule {r.name} has {len(aggs)} aggregates in its head; at most one is allowed", r.head.loc)
+    for t in aggs:
+        a = t.arg
+        if not (isinstance(a, Var) and not a.anonymous) and not isinstance(a, Arith):
+            raise ProgramError(
+                f"the argument of {t.fn}(...) in rule {r.name} must be a variable or an arithmetic"
+                " expression over bound variables",
+                r.head.loc,
+            )
+        if _has_skolem(a):
+            raise ProgramError(f"Skolem term inside {t.fn}(...) in rule {r.name}", r.head.loc)
+
+
 def _check_rule(r: Rule) -> None:
     bound: set[Var] = set()
+    _check_head_aggregate(r)
+    for a in r.positive_atoms + r.negative_atoms:
+        for t in a.args:
+            if isinstance(t, SkolemTerm) and t.fn in AGGREGATE_FNS and len(t.args) == 1:
+                raise ProgramError(
+                    f"aggregate {t.fn}(...) in a body atom of rule {r.name}; aggregates may appear"
+                    " only as an argument of a rule head",
+                    a.loc,
+                )
     for a in r.positive_atoms:
         for t in a.args:
             if isinstance(t, SkolemTerm):
@@ -196,7 +248,7 @@ def _no_arith_in_atom(r: Rule, a: Atom, t: Term) -> None:
 
 
 def _has_skolem(t: Term) -> bool:
-    return isinstance(t, SkolemTerm) or (isinstance(t, Arith) and any(_has_skolem(a) for a in t.args))
+    return isinstance(t, SkolemTerm) or (isinstance(t, (Arith, Aggregate)) and any(_has_skolem(a) for a in t.args))
 
 
 def _occurs_outside_negations(r: Rule, v: Var) -> bool:
@@ -209,12 +261,16 @@ def _components(program: Program, idb: frozenset[str]) -> tuple[Component, ...]:
     """Tarjan's SCCs over IDB dependencies, emitted dependencies-first, with negation checks."""
     deps: dict[str, set[str]] = {rel: set() for rel in sorted(idb)}
     neg: dict[tuple[str, str], Atom] = {}
+    # an aggregate reads complete relations, as a negation does (min/max may also recurse)
+    agg: dict[tuple[str, str], tuple[Rule, Atom]] = {}
     for r in program.rules:
         for a in r.positive_atoms + r.negative_atoms:
             if a.relation in idb:
                 deps[r.head.relation].add(a.relation)
                 if a.negated:
                     neg.setdefault((r.head.relation, a.relation), a)
+                elif r.aggregate is not None:
+                    agg.setdefault((r.head.relation, a.relation), (r, a))
 
     # a component after every component it reads; sorted for reproducible output
     sccs = [sorted(c) for c in strongly_connected(sorted(idb), lambda v: sorted(deps[v]))]
@@ -232,6 +288,7 @@ def _components(program: Program, idb: frozenset[str]) -> tuple[Component, ...]:
                 f" on {head} ({' -> '.join(cycle)}); negation through recursion is not allowed",
                 atom.loc,
             )
+    selective = _check_recursive_aggregates(program, deps, comp_of, agg)
     stratum: dict[int, int] = {}
     components = []
     for i, comp in enumerate(sccs):  # Tarjan emits SCCs in reverse topological order: deps first
@@ -240,13 +297,55 @@ def _components(program: Program, idb: frozenset[str]) -> tuple[Component, ...]:
             for d in deps[rel]:
                 j = comp_of[d]
                 if j != i:
-                    s = max(s, stratum[j] + (1 if (rel, d) in neg else 0))
+                    s = max(s, stratum[j] + (1 if (rel, d) in neg or (rel, d) in agg else 0))
         stratum[i] = s
         members = set(comp)
         rules = tuple(r for r in program.rules if r.head.relation in members)
         recursive = any(a.relation in members for r in rules for a in r.positive_atoms)
-        components.append(Component(tuple(comp), rules, recursive, s))
+        sel = tuple(rel for rel in comp if rel in selective)
+        components.append(Component(tuple(comp), rules, recursive, s, sel))
     return tuple(components)
+
+
+def _check_recursive_aggregates(
+    program: Program, deps: dict[str, set[str]], comp_of: dict[str, int], agg: dict[tuple[str, str], tuple[Rule, Atom]]
+) -> set[str]:
+    """The relations that aggregate through recursion (min/max only); every relation of their
+    component must aggregate with min or max too, so that each group keeps one best value."""
+    selective: set[str] = set()
+    aggregated = program.aggregated()
+    for (head, body), (r, atom) in sorted(agg.items()):
+        if comp_of[head] != comp_of[body]:
+            continue
+        fn = aggregated[head][1]
+        if fn not in ("min", "max"):
+            over = "itself" if head == body else f"{body}, which depends on {head} ({' -> '.join(_cycle(deps, body, head))})"
+            raise ProgramError(
+                f"{fn}(...) through recursion in rule {r.name}: {head} aggregates over {over};"
+                " count and sum need complete relations (only min and max may aggregate through recursion)",
+                atom.loc,
+            )
+        selective.add(head)
+    for rel in sorted(selective):
+        for other in sorted(deps):
+            if comp_of[other] == comp_of[rel] and other not in aggregated:
+                r = next(x for x in program.rules if x.head.relation == other)
+                raise ProgramError(
+                    f"{other} is in a recursion with {rel}, which aggregates with"
+                    f" {aggregated[rel][1]}(...) through it: every relation of such a recursion"
+                    f" must aggregate with min or max (fold {other}'s rules into {rel}'s)",
+                    r.head.loc,
+                )
+            if comp_of[other] == comp_of[rel] and aggregated[other][1] not in ("min", "max"):
+                r = next(x for x in program.rules if x.head.relation == other)
+                raise ProgramError(
+                    f"{aggregated[other][1]}(...) through recursion in rule {r.name}: {other} is in a"
+                    f" recursion with {rel}; only min and max may aggregate through recursion",
+                    r.head.loc,
+                )
+    # every aggregated relation of such a component is selective
+    comps = {comp_of[rel] for rel in selective}
+    return selective | {rel for rel in aggregated if comp_of[rel] in comps}
 
 
 def _cycle(deps: dict[str, set[str]], start: str, goal: str) -> list[str]:

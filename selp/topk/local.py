@@ -105,6 +105,13 @@ class _Run:
                 self.order[key] = -1  # before everything
         for rel in analysis.idb:
             self.stores[rel] = FactStore()
+        self.witnessed = _aggregated_facts(task, db)
+
+    def witness(self, head: FactKey) -> bool:
+        """Whether a rule instance deriving ``head`` is a tree's root: for an aggregated relation
+        only the instances whose value is the group's result are (the best witnesses)."""
+        allowed = self.witnessed.get(head[0])
+        return allowed is None or head[1] in allowed
 
     # --- shared pieces -------------------------------------------------------------------------
 
@@ -156,7 +163,9 @@ class _Run:
         head, parts = _builders(rule, plan)
         rel = rule.head.relation
         for env in plan.bindings(lookup, self.negated):
-            yield (rel, head(env)), tuple((r, build(env)) for r, build in parts)
+            h = (rel, head(env))
+            if self.witness(h):
+                yield h, tuple((r, build(env)) for r, build in parts)
 
     def base_instances(self, comp: Component) -> Iterator[tuple[str, FactKey, tuple[FactKey, ...]]]:
         """Instantiations of the component's rules whose body has no atom of the component."""
@@ -208,7 +217,7 @@ class _Run:
                         if o > mine or (o == mine and j < n):
                             ok = False
                             break
-                if ok:
+                if ok and self.witness((rel, head(env))):
                     yield name, (rel, head(env)), children
 
     # --- Algorithm 2 (Top-1) -------------------------------------------------------------------
@@ -342,6 +351,18 @@ class _Run:
                         push((r2, h, kids, (1,) * len(kids)))
             for j in range(len(ranks)):  # modifications: one child's next entry
                 push((rule, head, children, ranks[:j] + (ranks[j] + 1,) + ranks[j + 1:]))
+
+
+def _aggregated_facts(task: Task, db: Database) -> dict[str, set[tuple]]:
+    """The facts of every P_p relation whose origin aggregates: its origin's, evaluated in P."""
+    aggregated = task.analysis.program.aggregated()
+    if not aggregated:
+        return {}
+    from selp.engines.local import evaluate
+
+    final = evaluate(task.analysis, db.facts)
+    origin = task.inst.relation_origin
+    return {rel: final[origin.get(rel, rel)] for rel in task.inst_analysis.idb if origin.get(rel, rel) in aggregated}
 
 
 def _builders(rule: Rule, plan: BodyPlan) -> tuple[Callable, list[tuple[str, Callable]]]:

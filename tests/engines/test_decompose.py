@@ -153,3 +153,13 @@ def test_negation_of_a_component_relation_is_refused():
 )
 def test_non_recursive_and_nullary_components_are_refused(text, rel, why):
     assert why in refusal(text, rel)
+
+
+def test_min_through_recursion_is_not_decomposed() -> None:
+    """Aggregate selection runs in global rounds: a min/max component is never partition-local,
+    even when it passes a position unchanged (here z)."""
+    text = (
+        "path(x, z, min(d)) :- e(x, z, d).\n"
+        "path(x, z, min(d)) :- e(x, y, w), path(y, z, d1), d = w + d1.\n"
+    )
+    assert "aggregates (min)" in refusal(text, "path")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from selp.language.ast import ANON_PREFIX, Arith, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Var
+from selp.language.ast import ANON_PREFIX, Aggregate, Arith, Atom, Comparison, Const, Decl, Fact, Program, Rule, SkolemTerm, Var
 from selp.values import Skolem
 
 # ---------------------------------------------------------------------------------------------
@@ -443,6 +443,67 @@ class _Gen:
         label = f"({self.pick(['0.5', '1', 'S'])}): " if self.chance(4) else ""
         return f"{label}{self.head(b, head, preferred, skolem, arith)} :- {', '.join(b.literals)}."
 
+    def aggregate_rules(self) -> list[str]:
+        """One or two relations ``a<i>`` above every level, each aggregating (min, max, count or
+        sum, sometimes over an expression) what one or two rules derive from lower relations."""
+        out = []
+        lower = self.edb + self.idb
+        for i in range(self.draw(st.integers(1, 2))):
+            fn = self.pick(["min", "max", "count", "sum"])
+            sig: tuple[str, ...] | None = None  # the key's types and then the argument's type
+            for _ in range(self.draw(st.integers(1, 2))):
+                b = _Body()
+                for _ in range(self.draw(st.integers(1, 2))):
+                    self.atom(b, self.pick(lower), join=True)
+                self.extras(b, lower)
+                numeric = [v for v in b.var_types if b.var_types[v] != "str"]
+                if sig is None:
+                    args = numeric if fn == "sum" else list(b.var_types)
+                    if not args:
+                        continue
+                    arg = self.pick(args)
+                    keys = [v for v in b.var_types if v != arg][: self.draw(st.integers(0, 2))]
+                    sig = tuple(b.var_types[v] for v in keys) + (b.var_types[arg],)
+                else:
+                    keys = []
+                    for t in sig[:-1]:
+                        olds = [v for v in b.bound(t) if v not in keys]
+                        keys.append(self.pick(olds) if olds and not self.chance(6) else self.const(t))
+                    args = b.bound(sig[-1])
+                    if not args:
+                        continue
+                    arg = self.pick(args)
+                if sig[-1] != "str" and fn != "count" and self.chance(3):
+                    arg = self.expr(b, sig[-1]) or arg
+                head = ", ".join(keys + [f"{fn}({arg})"])
+                out.append(f"a{i}({head}) :- {', '.join(b.literals)}.")
+        return out
+
+    def selective_rules(self) -> list[str]:
+        """A min/max recursion over a graph (a relation whose first two columns have one type):
+        labels spread along edges, or distances over a weight column (the weights kept to
+        one sign with a filter, so no cycle improves forever)."""
+        graphs = [r for r in self.edb + self.idb if len(r.types) >= 2 and r.types[0] == r.types[1]]
+        if not graphs:
+            return []
+        g = self.pick(graphs)
+        fn = self.pick(["min", "max"])
+        rest = ["_"] * (len(g.types) - 2)
+        weight = len(g.types) == 3 and g.types[2] != "str" and self.chance(2)
+        if weight:
+            sign = ">=" if fn == "min" else "<="
+            return [
+                f"s(x, {fn}(w)) :- {g.name}(x, _, w).",
+                f"s(y, {fn}(d)) :- s(x, d1), {g.name}(x, y, w), w {sign} {'0' if g.types[2] == 'int' else '0.0'}, d = d1 + w.",
+            ]
+        rules = [
+            f"s(x, {fn}(x)) :- {g.name}({', '.join(['x', '_'] + rest)}).",
+            f"s(y, {fn}(c)) :- s(x, c), {g.name}({', '.join(['x', 'y'] + rest)}).",
+        ]
+        if self.chance(2):  # both directions, as for connected components
+            rules.append(f"s(x, {fn}(c)) :- s(y, c), {g.name}({', '.join(['x', 'y'] + rest)}).")
+        return rules
+
     def database(self) -> dict[str, set[tuple]]:
         # each possible tuple of the small domain is in with a per-relation probability
         db: dict[str, set[tuple]] = {}
@@ -454,7 +515,7 @@ class _Gen:
 
 
 @st.composite
-def programs_with_databases(draw, max_idb: int = 4):
+def programs_with_databases(draw, max_idb: int = 4, aggregates: bool = False):
     """``(program_text, {edb relation: set of tuples})`` for a valid, stratified, finite program.
 
     Every IDB relation gets a level; a rule may read relations of lower levels positively or
@@ -464,7 +525,9 @@ def programs_with_databases(draw, max_idb: int = 4):
     comparisons never mix ints and strings (labeled nulls may sit in either kind of column). EDB
     relations are declared (``.decl``), so the database also survives a trip through CSV files.
     Each IDB relation has a non-recursive rule and up to two recursive ones (chains as in
-    transitive closure, or free-form); the program text has one statement per line.
+    transitive closure, or free-form); the program text has one statement per line. With
+    ``aggregates``, relations ``a<i>`` aggregate over the others and ``s`` may be a min/max
+    recursion over a graph (see :meth:`_Gen.aggregate_rules`, :meth:`_Gen.selective_rules`).
     """
     g = _Gen(draw, max_idb)
     rules = []
@@ -472,6 +535,8 @@ def programs_with_databases(draw, max_idb: int = 4):
         rules.append(g.rule(head, recursive=False))
         for _ in range(draw(st.sampled_from([0, 1, 1, 2]))):
             rules.append(g.rule(head, recursive=True))
+    if aggregates:
+        rules += g.aggregate_rules() + g.selective_rules()
     rules = draw(st.permutations(rules))
     decls = []
     for rel in g.edb + g.idb:
@@ -501,17 +566,31 @@ def _compare(op: str, a, b) -> bool:
     return _ORDER[op](a, b)
 
 
+def _agg(rule: Rule) -> tuple[int, Aggregate] | None:
+    for p, t in enumerate(rule.head.args):
+        if isinstance(t, Aggregate):
+            return p, t
+    return None
+
+
 def stratify(program: Program) -> list[list[Rule]]:
     """The least stratification: a head's level is at least each positive IDB body relation's
-    level and more than each negated one's. Raises ValueError when there is none."""
+    level and more than each negated one's, and more than each one it aggregates over -- unless
+    it aggregates with min/max over its own recursion. Raises ValueError when there is none."""
     idb = {r.head.relation for r in program.rules}
+    reach = {rel: {a.relation for r in program.rules if r.head.relation == rel for a in r.body if isinstance(a, Atom)} for rel in idb}
+    for _ in range(len(idb)):
+        reach = {rel: rs | {x for r in rs if r in reach for x in reach[r]} for rel, rs in reach.items()}
     level = {rel: 0 for rel in idb}
     for _ in range(len(idb) + 2):
         changed = False
         for r in program.rules:
+            agg = _agg(r)
             for lit in r.body:
                 if isinstance(lit, Atom) and lit.relation in idb:
-                    need = level[lit.relation] + (1 if lit.negated else 0)
+                    recursive = r.head.relation in reach.get(lit.relation, ())
+                    over = agg is not None and not (recursive and agg[1].fn in ("min", "max"))
+                    need = level[lit.relation] + (1 if lit.negated or over else 0)
                     if level[r.head.relation] < need:
                         level[r.head.relation] = need
                         changed = True
@@ -590,6 +669,23 @@ def _fire(rule: Rule, facts: dict[str, set]) -> set:
 def instance_head(rule: Rule, env: dict, facts: dict[str, set]) -> tuple | None:
     """The head fact of ``rule`` under ``env`` (the positive atoms' bindings), or None when an
     assignment has no value, a comparison fails or a negated atom matches."""
+    env, tests = assigned(rule, env)
+    if any(v is None for v in env.values()):
+        return None
+    for lit in rule.body:
+        if isinstance(lit, Comparison):
+            if lit in tests:
+                a, b = _value(lit.left, env), _value(lit.right, env)
+                if a is None or b is None or not _compare(lit.op, a, b):
+                    return None
+        elif lit.negated and any(_unify(lit.args, f, env) is not None for f in facts.get(lit.relation, ())):
+            return None
+    head = tuple(_value(t, env) for t in rule.head.args)
+    return None if any(v is None for v in head) else head
+
+
+def assigned(rule: Rule, env: dict) -> tuple[dict, list[Comparison]]:
+    """``env`` extended with the rule's assignments, and the comparisons left to test."""
     env = dict(env)
     tests = [lit for lit in rule.body if isinstance(lit, Comparison)]
     changed = True
@@ -604,18 +700,7 @@ def instance_head(rule: Rule, env: dict, facts: dict[str, set]) -> tuple | None:
                     tests.remove(lit)
                     changed = True
                     break
-    if any(v is None for v in env.values()):
-        return None
-    for lit in rule.body:
-        if isinstance(lit, Comparison):
-            if lit in tests:
-                a, b = _value(lit.left, env), _value(lit.right, env)
-                if a is None or b is None or not _compare(lit.op, a, b):
-                    return None
-        elif lit.negated and any(_unify(lit.args, f, env) is not None for f in facts.get(lit.relation, ())):
-            return None
-    head = tuple(_value(t, env) for t in rule.head.args)
-    return None if any(v is None for v in head) else head
+    return env, tests
 
 
 def _vars(t):
@@ -642,8 +727,51 @@ def naive_fixpoint(analysis, edb) -> dict[str, set[tuple]]:
         while changed:
             changed = False
             for rule in rules:
+                if _agg(rule) is not None:
+                    continue
                 new = _fire(rule, facts) - facts[rule.head.relation]
                 if new:
                     facts[rule.head.relation] |= new
                     changed = True
+            # aggregated relations: recomputed from every rule instance, each group keeping the
+            # better of its old and new value (min/max); count/sum read lower strata only
+            for rel in sorted({r.head.relation for r in rules if _agg(r) is not None}):
+                new = _aggregate(rel, [r for r in rules if r.head.relation == rel], facts)
+                if new != facts[rel]:
+                    facts[rel] = new
+                    changed = True
     return {rel: facts[rel] for rel in analysis.idb}
+
+
+def _aggregate(rel: str, rules: list[Rule], facts: dict[str, set]) -> set:
+    pos, agg = _agg(rules[0])  # type: ignore[misc]
+    groups: dict[tuple, list] = {}
+    for rule in rules:
+        positives = [b for b in rule.body if isinstance(b, Atom) and not b.negated]
+        envs = [{}]
+        for a in positives:
+            envs = [e2 for e in envs for f in facts.get(a.relation, ()) if (e2 := _unify(a.args, f, e)) is not None]
+        for env in envs:  # one per combination of body facts: a rule instance
+            plain = Rule(rule.name, Atom(rel, tuple(Const(0) if i == pos else t for i, t in enumerate(rule.head.args))), rule.body)
+            head = instance_head(plain, env, facts)
+            if head is None:
+                continue
+            full, _ = assigned(rule, env)
+            value = _value(_agg(rule)[1].args[0], full)  # type: ignore[index]
+            groups.setdefault(head[:pos] + head[pos + 1:], []).append(value)
+    out = set()
+    old = {f[:pos] + f[pos + 1:]: f[pos] for f in facts[rel]}
+    for key, values in groups.items():
+        vals = [v for v in values if v is not None and not isinstance(v, Skolem)]
+        if agg.fn == "count":
+            v = len(values)
+        elif not vals:
+            continue
+        elif agg.fn == "sum":
+            v = sum(sorted(vals), 0.0 if isinstance(vals[0], float) else 0) + (0.0 if isinstance(vals[0], float) else 0)
+        else:
+            v = min(vals) if agg.fn == "min" else max(vals)
+            if key in old:
+                v = min(v, old[key]) if agg.fn == "min" else max(v, old[key])
+        out.add(key[:pos] + (v,) + key[pos:])
+    return out

@@ -11,7 +11,9 @@ Components of the program are evaluated in dependency order, each as set-at-a-ti
   Python: per rule and recursive body atom, a variant reading that atom's delta; the union of the
   variants anti-joined with the accumulated relation is the next delta.
 
-Negated atoms read relations of lower strata, complete by then.
+Negated atoms read relations of lower strata, complete by then, as aggregates do; a recursive
+component of min/max relations runs rounds of aggregate selection
+(:mod:`selp.engines.embedded.aggregate`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from selp.arith import located
+from selp.engines.embedded.aggregate import group_sql, selective
 from selp.engines.embedded.sql import compile_body, columns, ident
 from selp.engines.embedded.store import Store, create_table, table
 from selp.language.ast import Atom, Rule
@@ -76,12 +79,17 @@ def _evaluate_store(store: Store, progress: Progress | None, stats: EvalStats | 
     for rel in sorted(analysis.idb):
         create_table(con, table(rel), store.kinds[rel])
     iterations = 0
+    aggregated = analysis.program.aggregated()
     for comp in analysis.components:
         members = set(comp.relations)
+        if comp.selective:
+            iterations += selective(store, comp, progress)
+            continue
         if not comp.recursive:
             for rel in comp.relations:
                 selects = [_rule_sql(store, r, _full) for r in comp.rules if r.head.relation == rel]
-                con.execute(f"INSERT INTO {table(rel)} {_union(selects)}")
+                query = group_sql(store, rel, selects) if rel in aggregated else _union(selects)
+                con.execute(f"INSERT INTO {table(rel)} {query}")
             iterations += 1
             if progress:
                 size = sum(store.count(r) for r in comp.relations)

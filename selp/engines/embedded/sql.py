@@ -18,7 +18,7 @@ from selp import arith
 from selp.engines.embedded.physical import Kind
 from selp.engines.joins import compare
 from selp.errors import Location
-from selp.language.ast import Arith, Atom, Comparison, Const, Rule, SkolemTerm, Term, Var
+from selp.language.ast import Aggregate, Arith, Atom, Comparison, Const, Rule, SkolemTerm, Term, Var
 from selp.values import INT64_MAX, INT64_MIN, Skolem, Value, format_value
 
 UNIT = "_unit"
@@ -228,6 +228,8 @@ def compile_body(
         if isinstance(t, Arith):
             home[Var(f"#head{p}")] = e = term(t, rule.head.loc)  # type: ignore[assignment]
             where.append(f"({e.sql} IS NOT NULL)")  # type: ignore[union-attr]
+        elif isinstance(t, Aggregate):  # the instance's value; without one it still counts
+            home[Var(f"#head{p}")] = _operand(term(t.arg, rule.head.loc))
     for b in rule.body:
         if isinstance(b, Atom) and b.negated:
             ks = kinds[b.relation]
@@ -259,11 +261,22 @@ def compile_body(
     if not rule.head.args:
         head.append("TRUE")
     for p, t in enumerate(rule.head.args):
+        if isinstance(t, Aggregate):  # count needs no value, only the instance
+            head.append("CAST(1 AS BIGINT)" if t.fn == "count" else aggregated_value(home[Var(f"#head{p}")], head_kinds[p]))
+            continue
         if isinstance(t, Arith):
             t = Var(f"#head{p}")  # computed above
         # a fixed SQL type per column, so the UNION of rules and a CTE's two halves agree
         head.append(f"CAST({head_value(t, head_kinds[p], home)} AS {head_kinds[p].sql})")
     return Body(froms, where, head, alias, nullary=not rule.head.args)
+
+
+def aggregated_value(e: Expr, kind: Kind) -> str:
+    """An instance's aggregated value as a plain ``BIGINT``, ``DOUBLE`` or ``VARCHAR`` of the
+    head column's logical type (NULL for a labeled null: min, max and sum ignore it); the
+    aggregate is stored as ``kind`` afterwards."""
+    sql = {"int": "BIGINT", "float": "DOUBLE", "str": "VARCHAR"}[kind.logical]
+    return f"CAST({_orderable(e)} AS {sql})"
 
 
 def _operand(v: Expr | Value) -> Expr:
@@ -312,6 +325,16 @@ def _macros() -> list[str]:
         f" THEN error(w || 'integer overflow|-(' || CAST(x AS VARCHAR) || ')') ELSE -x END"
     )
     out.append("CREATE OR REPLACE MACRO selp_neg_f(x, w) AS (-x) + CAST(0.0 AS DOUBLE)")
+    # sums (selp.aggregate.fold): an int sum in 64 bits, a float sum of the ascending values
+    out.append(
+        f"CREATE OR REPLACE MACRO selp_sum_i(s, w) AS CASE WHEN s IS NULL THEN NULL WHEN s BETWEEN {INT64_MIN} AND {INT64_MAX}"
+        " THEN CAST(s AS BIGINT) ELSE error(w) END"
+    )
+    out.append(
+        "CREATE OR REPLACE MACRO selp_sum_f(xs, w) AS CASE WHEN xs IS NULL OR len(xs) = 0 THEN NULL"
+        " WHEN isfinite(list_reduce(xs, lambda a, b: a + b))"
+        " THEN list_reduce(xs, lambda a, b: a + b) + CAST(0.0 AS DOUBLE) ELSE error(w) END"
+    )
     return out
 
 
