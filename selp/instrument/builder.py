@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from selp.engines.joins import compare
+from selp.errors import SelpError
 from selp.language.ast import NOWHERE, Arith, Atom, Comparison, Const, Literal, Program, Rule, SkolemTerm, Term, Var
 from selp.language.pattern import DESCENDANT, PatternNode
 from selp.language.validate import Analysis, analyze
@@ -158,6 +159,9 @@ class Builder:
         self.taken = {r.name for r in self.program.rules}
         self.locs = {r.name: r.loc for r in self.program.rules}
         self.seen: set[tuple] = set()  # (head, body) of added rules, to avoid duplicates
+        # copies of aggregate rules whose instances a pattern restricts (by children or a carried
+        # transitive match): the group's aggregate over fewer instances would be no fact of P
+        self.restricted_aggregates: dict[str, str] = {}
 
     def add(self, base: str, head: Atom, body: list[Literal], weight: str | None, origin: str | None, origin_rel: str) -> None:
         """Add a rule named after ``base`` (made unique) whose origin is the rule ``origin`` of the
@@ -199,6 +203,14 @@ class Builder:
                     rule.head.relation,
                 )
                 continue
+            agg = rule.aggregate
+            if agg is not None and info.node.args is not None and len(info.node.args) == rule.head.arity \
+                    and info.node.args[agg[0]] is not None and info.node.matches_relation(self.origin(rule.head.relation)):
+                raise SelpError(
+                    f"pattern node {info.node.relation}: a constant at the aggregate position of"
+                    f" {self.origin(rule.head.relation)} ({agg[1].fn}) is not supported; write * there"
+                    " and pick the fact from the answers (or --fact)"
+                )
             a = local_match(rule.head, info.node, self.origin(rule.head.relation))
             if a is None:
                 continue
@@ -209,11 +221,15 @@ class Builder:
             if info.is_leaf:
                 self.add(f"{rule.name}@{v}", head, body, rule.weight, rule.name, rule.head.relation)
             else:
+                before = len(self.rules)
                 for subst, new_body in self.expansions(body, info.children):
                     full = apply_body(new_body, subst)
                     if full is None:
                         continue
                     self.add(f"{rule.name}@{v}", apply_atom(head, subst), full, rule.weight, rule.name, rule.head.relation)
+                if rule.aggregate is not None:
+                    for r in self.rules[before:]:
+                        self.restricted_aggregates[r.name] = f"a pattern node on {self.origin(rule.head.relation)} has children"
         if info.transitive:
             for rel in sorted(self.analysis.idb):
                 xs = tuple(Var(f"x{i}") for i in range(self.analysis.arities[rel]))
@@ -231,7 +247,11 @@ class Builder:
                         body = list(rule.body)
                         body[i] = Atom(annotated(b.relation, v, True), b.args, False, b.loc)
                         head = Atom(annotated(rule.head.relation, v, True), rule.head.args, False, rule.head.loc)
+                        before = len(self.rules)
                         self.add(f"{rule.name}@{v}t", head, body, rule.weight, rule.name, rule.head.relation)
+                        if rule.aggregate is not None:
+                            for r in self.rules[before:]:
+                                self.restricted_aggregates[r.name] = f"a // edge looks for its match below {self.origin(rule.head.relation)}"
 
     def expansions(self, body: list[Literal], children: tuple[NodeInfo, ...]) -> Iterable[tuple[Subst, list[Literal]]]:
         """ex(A(β), children): one-to-one maps of children onto positive body atoms."""

@@ -35,6 +35,7 @@ import itertools
 import time
 from typing import Iterable
 
+from selp.errors import SelpError
 from selp.instrument.builder import Builder, Instrumented, NodeInfo, annotated, assemble, cleanup, number_nodes
 from selp.instrument.copies import copies, replace_copies
 from selp.instrument.negation import instrument_not
@@ -174,6 +175,15 @@ def _instrument_tree(base: Instrumented, root: PatternNode, flags: tuple[bool, b
     else:
         roots = sorted(h for h in (annotated(r, info.name) for r in base.roots) if h in heads)
     kept = cleanup(b.analysis, list(base.program.rules) + b.rules, roots)
+    for r in kept:
+        if r.name in b.restricted_aggregates:
+            origin = b.relation_origin.get(r.head.relation, r.head.relation)
+            raise SelpError(
+                f"the pattern restricts the derivations of the aggregated relation {origin}"
+                f" ({b.restricted_aggregates[r.name]}): an aggregate's fact is that of all its"
+                " instances, so selp does not match below it yet; match the aggregated fact as a"
+                " leaf, e.g. its node without children"
+            )
     rule_origin = {**base.rule_origin, **b.rule_origin}
     relation_origin = {**base.relation_origin, **b.relation_origin}
     return assemble(base, kept, roots, relation_origin, rule_origin, len(b.rules), len(nodes), base.next_node + len(nodes))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from selp.language.ast import Atom, Comparison, Const, Program, Rule, SkolemTerm, Var
+from selp.language.ast import Aggregate, Atom, Comparison, Const, Program, Rule, SkolemTerm, Var
 from selp.values import Value
 
 PREFIX = "demand@"
@@ -90,9 +90,13 @@ def rewrite(
             for b in r.body:
                 if isinstance(b, Atom) and b.relation in idb:
                     stack.append(b.relation)
-    # positions a Skolem term fills can never be bound by a demand (no Skolem terms in bodies)
+    # positions a Skolem term fills can never be bound by a demand (no Skolem terms in bodies), nor
+    # can an aggregate's: its value is known only once the whole group is, so a constant there
+    # restricts nothing (the group key positions may be bound: a demanded group keeps all its
+    # instances, so its aggregate is exact)
     skolem_pos = {
-        rel: {p for r in rs for p, t in enumerate(r.head.args) if isinstance(t, SkolemTerm)} for rel, rs in by_head.items()
+        rel: {p for r in rs for p, t in enumerate(r.head.args) if isinstance(t, (SkolemTerm, Aggregate))}
+        for rel, rs in by_head.items()
     }
     full: set[str] = set()
     for r in program.rules:

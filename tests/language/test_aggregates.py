@@ -117,3 +117,16 @@ def test_aggregate_mistakes_are_one_located_line(tmp_path, program: str, where: 
     assert run.returncode != 0
     assert run.stderr.startswith(f"error: {where}:") and message in run.stderr, run.stderr
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+
+
+def test_patterns_that_would_aggregate_fewer_instances_are_refused_in_one_line() -> None:
+    """A constant at the aggregate position, or children under an aggregated node, would compute
+    the aggregate over some of its instances only (a fact P does not have): refused, not answered."""
+    base = [str(ROOT / "examples/graphs/sssp.dl"), "--db", str(ROOT / "examples/graphs/db"), "-k", "1", "-q"]
+    for pattern, words in [("dist(*, 4)", "aggregate position of dist (min)"),
+                           ("dist(4, *) // edge(1, 3, *)", "restricts the derivations of the aggregated relation dist")]:
+        for engine in ("embedded", "reference"):
+            r = _selp("topk", *base, "--pattern", pattern, "--engine", engine)
+            assert r.returncode == 1 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = _selp("topk", *base, "--pattern", "dist(4, *)")
+    assert r.returncode == 0 and r.stdout.startswith("dist(4, 4)\n")
