@@ -523,7 +523,8 @@ def programs_with_databases(draw, max_idb: int = 4, aggregates: bool = False):
     with a Skolem head reads only lower levels, so labeled nulls never feed the recursion that
     creates them and the fixpoint is finite. Columns are typed and a variable keeps one type, so
     comparisons never mix ints and strings (labeled nulls may sit in either kind of column). EDB
-    relations are declared (``.decl``), so the database also survives a trip through CSV files.
+    relations and relations with a float column are declared (``.decl``), so the database also
+    survives a trip through CSV files.
     Each IDB relation has a non-recursive rule and up to two recursive ones (chains as in
     transitive closure, or free-form); the program text has one statement per line. With
     ``aggregates``, relations ``a<i>`` aggregate over the others and ``s`` may be a min/max
@@ -540,7 +541,9 @@ def programs_with_databases(draw, max_idb: int = 4, aggregates: bool = False):
     rules = draw(st.permutations(rules))
     decls = []
     for rel in g.edb + g.idb:
-        if rel.level < 0 or g.chance(2):
+        # a float column is always declared: one filled only by Skolem terms has no float evidence
+        # for the type checker, which would type it int and refuse float arithmetic over it
+        if rel.level < 0 or "float" in rel.types or g.chance(2):
             decls.append(f".decl {rel.name}({', '.join(f'c{i + 1}: {t}' for i, t in enumerate(rel.types))})")
     return "\n".join(decls + list(rules)) + "\n", g.database()
 
