@@ -15,6 +15,7 @@ from selp.cli.gen import gen
 from selp.cli.instrument import instrument_cmd
 from selp.cli.proql import proql
 from selp.cli.root import main
+from selp.cli.serve import serve
 from selp.cli.topk import explain_cmd, query_cmd, topk_cmd, trees_cmd
 
 __all__ = ["COMMANDS", "main"]
@@ -31,6 +32,7 @@ COMMANDS = (
     bench,
     cdss,
     proql,
+    serve,
 )
 for _command in COMMANDS:
     main.add_command(_command)

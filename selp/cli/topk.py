@@ -36,7 +36,7 @@ def _topk_options(f: Callable) -> Callable:
 
 def _run_topk(program: str, pattern: Any, pattern_text: str | None, k: int, monoid: str, opts: dict[str, Any]) -> None:
     """Compute, then print or write the answers in the chosen format."""
-    from selp.topk.api import parse_fact_filter, topk
+    from selp.topk.api import parse_fact_filter, progress_text, topk
 
     analysis = load_program(program)
     engine, eng = choose_program_engine(opts["engine"], program, opts["master"], opts["conf"])
@@ -48,13 +48,7 @@ def _run_topk(program: str, pattern: Any, pattern_text: str | None, k: int, mono
     def progress(*args: Any) -> None:
         if quiet or time.perf_counter() - t0 <= 1.0:
             return
-        if len(args) == 3:  # spark: (round, changed entries, entries)
-            what = f"round {args[0]}: {args[1]} changed, {args[2]} entries"
-        elif isinstance(args[0], str):  # embedded: a step done
-            what = args[0]
-        else:  # local: (entries so far,)
-            what = f"{args[0]} entries"
-        click.echo(f"  top-k {what} ({time.perf_counter() - t0:.1f}s)", err=True)
+        click.echo(f"  top-k {progress_text(*args)} ({time.perf_counter() - t0:.1f}s)", err=True)
 
     warn = (lambda msg: None) if quiet else (lambda msg: click.echo(f"warning: {msg}", err=True))
     table = topk(analysis, opts["db_dir"], pattern, k, monoid, engine, opts["algorithm"], spark, progress, warn, fact=fact_filter)

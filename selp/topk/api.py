@@ -105,6 +105,16 @@ def check_saved_fact_filter(node: PatternNode, table: DTable) -> None:
     check_fact_filter(node, {r: len(t) for r, t in types.items()}, types, "the saved DTable")
 
 
+def progress_text(*args: Any) -> str:
+    """One progress report of :func:`topk` as words: the engines report ``(round, changed,
+    entries)`` (Spark), ``(step,)`` (embedded) or ``(entries so far,)`` (reference)."""
+    if len(args) == 3:
+        return f"round {args[0]}: {args[1]} changed, {args[2]} entries"
+    if isinstance(args[0], str):
+        return args[0]
+    return f"{args[0]} entries"
+
+
 def topk(
     program: str | Analysis,
     db_dir: str | Database | None,

@@ -100,3 +100,57 @@ def render_svg(results: Iterable[Answer]) -> str:
         "text.h{font-weight:bold}</style>\n"
     )
     return head + "\n".join(parts) + "\n</svg>\n"
+
+
+def match_class(n: Node) -> str:
+    """How a node takes part in the pattern (:attr:`Node.mark`): ``m`` it matches a pattern node
+    (a leaf in a transitive copy is the match itself), ``p`` a match lies below it, else ``""``."""
+    if n.mark is None:
+        return ""
+    if not n.mark.endswith("t") or not n.children:
+        return "m"
+    return "p"
+
+
+def render_tree_svg(tree: Node) -> str:
+    """One tree as an SVG element for a web page: every subtree is a nested ``<g class="t">``
+    whose children sit in a ``<g class="kids">`` that a page can hide (collapse), nodes carry
+    the classes ``r``/``f`` (rule step, fact) and ``m``/``p`` (:func:`match_class`). The layout
+    is :func:`render_svg`'s; the nesting is emitted with an explicit stack of open subtrees."""
+    nodes, _, width, levels = _layout(tree)
+    top = lambda depth: MARGIN + depth * (BOX_H + GAP_Y)  # noqa: E731
+    parts: list[str] = []
+    parents: list[float] = []  # x of the open subtrees' roots
+    remaining: list[int] = []  # children each open subtree still has to emit
+    for n, x, depth in nodes:
+        parts.append('<g class="t">')
+        if parents:
+            parts.append(f'<line x1="{MARGIN + parents[-1]:.1f}" y1="{top(depth - 1) + BOX_H}" x2="{MARGIN + x:.1f}" y2="{top(depth)}"/>')
+        bw = _box_width(n)
+        kind = "f" if n.rule is None else "r"
+        cls = f"{kind} {match_class(n)}".strip()
+        rx = ' rx="8"' if n.rule is None else ""
+        toggle = " c" if n.children else ""
+        parts.append(
+            f'<g class="n{toggle}"><rect x="{MARGIN + x - bw / 2:.1f}" y="{top(depth)}" width="{bw:.1f}" height="{BOX_H}" class="{cls}"{rx}/>'
+            f'<text x="{MARGIN + x:.1f}" y="{top(depth) + 15}" text-anchor="middle">{escape(node_label(n))}</text></g>'
+        )
+        if n.children:
+            parts.append('<g class="kids">')
+            parents.append(x)
+            remaining.append(len(n.children))
+            continue
+        parts.append("</g>")
+        while remaining:  # close every subtree whose last child this was
+            remaining[-1] -= 1
+            if remaining[-1]:
+                break
+            remaining.pop()
+            parents.pop()
+            parts.append("</g></g>")
+    w = width + 2 * MARGIN
+    h = top(levels) - GAP_Y + MARGIN
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="tree" width="{w:.0f}" height="{h:.0f}"'
+        f' viewBox="0 0 {w:.0f} {h:.0f}" font-family="monospace" font-size="12">' + "".join(parts) + "</svg>"
+    )

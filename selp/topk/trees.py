@@ -11,7 +11,7 @@ data can be thousands of levels deep (a path along a long chain), beyond Python'
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from selp.language.pattern import PatternNode
@@ -30,6 +30,10 @@ class Node:
     rule: str | None
     weight: Any  # as users write it
     children: tuple["Node", ...] = ()
+    # the pattern node this node stands for in P_p: "v1" (it matches v1), "v1t" (a match of v1
+    # lies in its subtree; a leaf's subtree is itself); None outside the pattern's part. Shown by
+    # `selp serve` as the highlighted part of a tree; not part of the JSON contract.
+    mark: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The tree as nested dicts (built bottom-up without recursion); write it with
@@ -82,35 +86,38 @@ def materialise(table: DTable, relation: str, values: tuple[Value, ...], entry: 
     monoid = get_monoid(table.monoid)
     memo = {} if memo is None else memo
 
-    def resolve(relation: str, values: tuple[Value, ...], entry: Entry) -> tuple[str, tuple[Value, ...], Entry]:
+    def resolve(relation: str, values: tuple[Value, ...], entry: Entry) -> tuple[str, tuple[Value, ...], Entry, str | None]:
+        mark = pattern_mark(relation)
         while entry.rule is not None and table.rule_origin.get(entry.rule) is None:  # copy steps
             ((relation, values, rank),) = entry.children
             entry = table.entries[(relation, values)][rank - 1]
-        return relation, values, entry
+            # an EDB copy (T@v1t <- T) ends at the unannotated fact: the copy's mark is the leaf's
+            mark = pattern_mark(relation) or mark
+        return relation, values, entry, mark
 
-    def leaf_or_memo(relation: str, values: tuple[Value, ...], entry: Entry) -> Node | None:
+    def leaf_or_memo(relation: str, values: tuple[Value, ...], entry: Entry, mark: str | None) -> Node | None:
         if entry.rule is None:
             # a monoid that ignores fact weights (size) shows none: "(fact)", not "(fact 0)"
             weight = None if monoid.fact_weight_override is not None else monoid.display(entry.weight)
-            return Node(table.relation_origin.get(relation, relation), values, None, weight)
+            return Node(table.relation_origin.get(relation, relation), values, None, weight, mark=mark)
         return memo.get(id(entry))
 
     root = resolve(relation, values, entry)
     built = leaf_or_memo(*root)
     if built is not None:
         return built
-    # frames: [relation, values, entry, resolved children, children built so far]
+    # frames: [relation, values, entry, mark, resolved children, children built so far]
     stack: list[list[Any]] = []
 
-    def push(rel: str, vs: tuple[Value, ...], e: Entry) -> None:
+    def push(rel: str, vs: tuple[Value, ...], e: Entry, mark: str | None) -> None:
         kids = [resolve(r, v, table.entries[(r, v)][k - 1]) for r, v, k in e.children]
-        stack.append([rel, vs, e, kids, []])
+        stack.append([rel, vs, e, mark, kids, []])
 
     push(*root)
     result: Node | None = None
     while stack:
         frame = stack[-1]
-        rel, vs, e, kids, made = frame
+        rel, vs, e, mark, kids, made = frame
         if len(made) < len(kids):
             child = kids[len(made)]
             node = leaf_or_memo(*child)
@@ -121,14 +128,21 @@ def materialise(table: DTable, relation: str, values: tuple[Value, ...], entry: 
             continue
         stack.pop()
         rule = table.rule_origin[e.rule]
-        node = Node(table.relation_origin.get(rel, rel), vs, rule, table.rule_weights.get(rule), tuple(made))
+        node = Node(table.relation_origin.get(rel, rel), vs, rule, table.rule_weights.get(rule), tuple(made), mark)
         memo[id(e)] = node
         if stack:
-            stack[-1][4].append(node)
+            stack[-1][5].append(node)
         else:
             result = node
     assert result is not None
     return result
+
+
+def pattern_mark(relation: str) -> str | None:
+    """The pattern node a P_p relation is annotated with (``dealsWith@v1t`` -> ``v1t``), or
+    None for P's own relations and negation's helper relations (``R@!v0s1``)."""
+    _, at, mark = relation.partition("@")
+    return mark if at and mark.startswith("v") else None
 
 
 def answers(table: DTable, fact_filter: PatternNode | None = None) -> list[Answer]:
