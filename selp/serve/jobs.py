@@ -26,7 +26,8 @@ from typing import Any, Callable
 from selp.errors import SelpError, one_line
 
 KEEP = 32  # finished jobs kept for reloads, pages and links
-PRELOAD = ["selp.serve.work"]
+# imported once by the fork server: a job starts in milliseconds, not after importing DuckDB
+PRELOAD = ["selp.serve.work", "selp.topk.api", "selp.topk.trees", "selp.engines.registry", "selp.cdss.explain", "duckdb"]
 
 
 @dataclass
@@ -83,6 +84,12 @@ class Jobs:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._slots = threading.Semaphore(workers)
+
+    def warm(self) -> None:
+        """Start the fork server now (it imports :data:`PRELOAD`), not at the first job."""
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
     def find(self, key: tuple) -> Job | None:
         """The latest job of ``key`` (running, or ended in any way), if still kept."""

@@ -1,0 +1,144 @@
+"""``selp serve`` over HTTP: the data links agree with the CLI, bad requests get a 4xx with the
+located error, long computations report progress and can be cancelled, nothing is written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from helpers.cli import selp
+from helpers.paths import TRADE
+from helpers.serve import running_server
+
+QUERY = "TOP 2 dealsWith(Cuba, *) // exports(Cuba, tobacco) RANK BY confidence"
+
+
+@pytest.fixture(scope="module")
+def trade(tmp_path_factory):
+    """A copy of the trade example served (the copy shows that nothing is written to it)."""
+    d = tmp_path_factory.mktemp("trade")
+    shutil.copytree(TRADE, d, dirs_exist_ok=True)
+    with running_server(str(d / "trade.dl"), "--db", str(d / "db")) as url:
+        yield url, d
+
+
+def settled(url: str, params: dict[str, str], timeout: float = 120.0) -> httpx.Response:
+    """GET a page until its job is over (a page shows a job's progress while it runs)."""
+    end = time.monotonic() + timeout
+    while True:
+        r = httpx.get(url, params=params, timeout=timeout)
+        if 'class="job"' not in r.text or time.monotonic() > end:
+            return r
+        time.sleep(0.2)
+
+
+def _files(d: Path) -> dict[str, float]:
+    return {str(p.relative_to(d)): p.stat().st_mtime for p in d.rglob("*")}
+
+
+def test_binds_to_loopback_by_default(trade):
+    url, _ = trade
+    assert url.startswith("http://127.0.0.1:")
+
+
+def test_json_and_dot_links_give_what_selp_query_prints(trade):
+    url, d = trade
+    params = {"query": QUERY, "fact": "dealsWith(Cuba, France)"}
+    page = settled(url + "ask", params)
+    assert page.status_code == 200 and 'id="json"' in page.text
+    got = httpx.get(url + "ask.json", params=params, timeout=120)
+    assert got.status_code == 200 and got.headers["content-type"].startswith("application/json")
+    cli = selp("query", str(d / "trade.dl"), "--db", str(d / "db"), QUERY, "--fact", "dealsWith(Cuba, France)", "--format", "json", "-q")
+    assert cli.returncode == 0, cli.stderr
+    assert got.json() == json.loads(cli.stdout)
+    assert [t["weight"] for t in got.json()["results"][0]["trees"]] == [0.4, 0.28]
+    dot = httpx.get(url + "ask.dot", params=params, timeout=120)
+    cli_dot = selp("query", str(d / "trade.dl"), "--db", str(d / "db"), QUERY, "--fact", "dealsWith(Cuba, France)", "--format", "dot", "-q")
+    assert dot.status_code == 200 and dot.text == cli_dot.stdout
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "status", "message"),
+    [
+        ("ask", {"query": "TOP 2 dealsWith(Cuba, * RANK BY confidence"}, 400, "error: query:1:24: syntax error"),
+        ("ask", {"fact": "dealsWith(Cuba, France", "k": "2"}, 400, "error: fact:1:"),
+        ("ask", {"fact": "dealsWith(Cuba, France)", "k": "two"}, 400, "error: k: expected an integer from 1 to 2147483647, got &#39;two&#39;"),
+        ("ask", {"fact": "dealsWith(Cuba, France)", "k": "0"}, 400, "error: k: expected an integer"),
+        ("ask", {"fact": "dealsWith(Cuba, France)", "monoid": "os:system"}, 400, "error: monoid &#39;os:system&#39; is not loaded: a monoid is never imported from a query"),
+        ("ask", {"fact": "dealz(Cuba, France)"}, 400, "error: pattern:1:1: unknown relation dealz"),
+        ("ask", {"query": "x" * 10_001}, 400, "error: query: at most 10000 characters, got 10001"),
+        ("instrument", {"pattern": "dealsWith(Cuba, *) // "}, 400, "error: pattern:1:"),
+        ("nowhere", {}, 404, "error: 404: Not Found"),
+    ],
+)
+def test_malformed_requests_get_a_4xx_page_with_the_located_error(trade, path, params, status, message):
+    url, _ = trade
+    r = settled(url + path, params)
+    assert r.status_code == status, r.text[:500]
+    assert message in r.text
+    assert "Traceback" not in r.text
+
+
+def test_malformed_data_requests_get_a_4xx_json_error(trade):
+    url, _ = trade
+    r = httpx.get(url + "ask.json", params={"query": "TOP 2 dealsWith(Cuba, * RANK BY confidence"}, timeout=60)
+    assert r.status_code == 400
+    assert r.json()["error"].startswith("query:1:24: syntax error")
+    assert httpx.get(url + "jobs/999999", timeout=60).status_code == 404
+    assert httpx.post(url + "ask", timeout=60).status_code == 405
+
+
+def test_large_answers_page(trade):
+    url, _ = trade
+    params = {"query": "TOP 5 dealsWith(*, *) RANK BY confidence"}
+    whole = httpx.get(url + "ask.json", params=params, timeout=120).json()
+    trees = sum(len(r["trees"]) for r in whole["results"])
+    assert trees > 10  # more than one page of 10
+    first = settled(url + "ask", params).text
+    assert first.count('<figure class="tree">') == 10
+    assert f"{trees} tree(s)" in first and 'id="next"' in first
+    last = httpx.get(url + "ask", params={**params, "page": str(-(-trees // 10))}, timeout=120).text
+    assert last.count('<figure class="tree">') == trees - 10 * (-(-trees // 10) - 1)
+
+
+def test_the_instrumentation_page_shows_P_p_and_the_summary(trade):
+    url, d = trade
+    pattern = "dealsWith(Cuba, *) // exports(Cuba, tobacco)"
+    r = httpx.get(url + "instrument", params={"pattern": pattern}, timeout=60)
+    assert r.status_code == 200
+    cli = selp("instrument", str(d / "trade.dl"), "--pattern", pattern)
+    for line in cli.stderr.strip().splitlines()[:-1]:  # the summary selp instrument prints (but its time)
+        assert line.replace("'", "&#39;").replace(">", "&gt;").replace("<", "&lt;") in r.text
+    assert "dealsWith@v0(" in r.text
+
+
+def test_nothing_is_written(trade):
+    url, d = trade
+    before = _files(d)
+    for params in ({"fact": "dealsWith(Cuba, France)", "k": "3"}, {"query": QUERY}):
+        assert settled(url + "ask", params).status_code == 200
+    settled(url, {})
+    assert _files(d) == before
+
+
+def test_a_long_computation_shows_progress_and_is_cancelled(tmp_path):
+    (tmp_path / "db").mkdir()
+    (tmp_path / "tc.dl").write_text(".decl e(a: int, b: int)\n.decl tc(a: int, b: int)\nt1: tc(x, y) :- e(x, y).\nt2: tc(x, z) :- tc(x, y), e(y, z).\n")
+    (tmp_path / "db" / "e.csv").write_text("a,b\n" + "".join(f"{i},{i + 1}\n" for i in range(1200)))
+    with running_server(str(tmp_path / "tc.dl"), "--db", str(tmp_path / "db"), "--engine", "reference") as url:
+        page = httpx.get(url, timeout=60).text  # the sizes need an evaluation of ~15s
+        assert 'class="job"' in page and "Cancel" in page
+        job = page.split('data-job="', 1)[1].split('"', 1)[0]
+        time.sleep(1.0)
+        state = httpx.get(f"{url}jobs/{job}", timeout=60).json()
+        assert state["status"] == "running"
+        cancelled = httpx.post(f"{url}jobs/{job}/cancel", timeout=60).json()
+        assert cancelled["status"] == "cancelled"
+        assert httpx.get(f"{url}jobs/{job}", timeout=60).json()["status"] == "cancelled"
+        again = httpx.get(url, timeout=60).text  # the page now says so, and offers to run again
+        assert 'id="cancelled"' in again and "rerun=1" in again
