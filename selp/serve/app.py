@@ -288,9 +288,10 @@ def create_app(config: ServeConfig) -> Starlette:
                     found = read_peer_relation(store, peer, f"{rel.peer}.{rel.name}", with_nulls=True)
                     if found is None:
                         return {"never": True, "peers": [q.name for q in store.cdss.peers]}
-                    rows = [[(display_value(v), isinstance(v, Skolem)) for v in row] for row in found.rows]
+                    rows = [{"cells": [(display_value(v), isinstance(v, Skolem)) for v in row],
+                             "certain": not any(isinstance(v, Skolem) for v in row)} for row in found.rows]
                     tables.append({"title": found.title, "columns": found.columns, "rows": rows, "epoch": found.epoch,
-                                   "publication": found.publication, "nulls": sum(any(n for _, n in r) for r in rows)})
+                                   "publication": found.publication, "nulls": sum(not r["certain"] for r in rows)})
             return {"tables": tables, "peers": [q.name for q in store.cdss.peers]}
 
     async def instance_page(request: Request) -> Response:

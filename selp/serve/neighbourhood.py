@@ -14,31 +14,34 @@ from xml.sax.saxutils import escape
 
 from selp.cdss.model import RelationRef
 from selp.cdss.store import Store
-from selp.values import Value
+from selp.values import Skolem, Value
 
 MAX_NODES = 40  # mapping nodes shown each way; the rest are counted
 
 
 def neighbourhood(store: Store, peer: str, ref: RelationRef, args: tuple[Value, ...]) -> dict[str, Any] | None:
-    """``{"tuple", "local", "derived": [(mapping node, inputs)], "used": [(mapping node,
-    outputs)], "more_derived", "more_used", "epoch"}`` (nodes as text), or None when ``peer``
-    has never exchanged (there is no graph to read)."""
+    """``{"tuple", "known", "local", "derived": [(mapping node, inputs)], "used": [(mapping
+    node, outputs)], "more_derived", "more_used", "nulls" (the tuples holding labeled nulls),
+    "epoch"}`` (nodes as text), or None when ``peer`` has never exchanged (there is no graph to
+    read)."""
     from selp.cdss.proql.graph import TupleNode, load_graph
 
     if store.peer_epoch(peer) is None:
         return None
     g, epoch = load_graph(store, peer)
     t = TupleNode(store.compiled.names.base(ref), args)
-    derived = sorted(g.derivations(t), key=str)
-    used = sorted(g.consumers(t), key=str)
+    derived = sorted(g.derivations(t), key=str)[:MAX_NODES]
+    used = sorted(g.consumers(t), key=str)[:MAX_NODES]
+    around = {x for m in derived for x in g.inputs[m]} | {x for m in used for x in g.outputs[m]} | {t}
     return {
         "tuple": str(t),
         "known": t in g.tuples_of(t.relation),
         "local": t in g.local,
-        "derived": [(str(m), [str(x) for x in g.inputs[m]]) for m in derived[:MAX_NODES]],
-        "used": [(str(m), [str(x) for x in g.outputs[m]]) for m in used[:MAX_NODES]],
-        "more_derived": max(0, len(derived) - MAX_NODES),
-        "more_used": max(0, len(used) - MAX_NODES),
+        "derived": [(str(m), [str(x) for x in g.inputs[m]]) for m in derived],
+        "used": [(str(m), [str(x) for x in g.outputs[m]]) for m in used],
+        "more_derived": max(0, len(g.derivations(t)) - MAX_NODES),
+        "more_used": max(0, len(g.consumers(t)) - MAX_NODES),
+        "nulls": sorted(str(x) for x in around if any(isinstance(v, Skolem) for v in x.values)),
         "epoch": epoch,
     }
 
@@ -53,7 +56,8 @@ def _width(text: str) -> float:
 
 
 def render_neighbourhood_svg(n: dict[str, Any]) -> str:
-    """Five columns: inputs, deriving mappings, the tuple, using mappings, outputs."""
+    """Five columns: inputs, deriving mappings, the tuple, using mappings, outputs; tuples
+    holding labeled nulls are drawn dashed (class ``null``)."""
     left_tuples = list(dict.fromkeys(x for _, ins in n["derived"] for x in ins))
     right_tuples = list(dict.fromkeys(x for _, outs in n["used"] for x in outs if x != n["tuple"]))
     columns = [left_tuples, [m for m, _ in n["derived"]], [n["tuple"]], [m for m, _ in n["used"]], right_tuples]
@@ -71,6 +75,7 @@ def render_neighbourhood_svg(n: dict[str, Any]) -> str:
         for i, label in enumerate(col):
             where[(c, label)] = (xs[c], top + i * ROW_H + ROW_H / 2)
     parts: list[str] = []
+    nulls = set(n["nulls"])
 
     def edge(a: tuple[int, str], b: tuple[int, str]) -> None:
         (x1, y1), (x2, y2) = where[a], where[b]
@@ -92,7 +97,7 @@ def render_neighbourhood_svg(n: dict[str, Any]) -> str:
         if c in (1, 3):
             parts.append(f'<ellipse cx="{cx:.1f}" cy="{cy:.1f}" rx="{w / 2:.1f}" ry="12" class="m"/>')
         else:
-            cls = "t me" if c == 2 else "t"
+            cls = ("t me" if c == 2 else "t") + (" null" if label in nulls else "")
             parts.append(f'<rect x="{cx - w / 2:.1f}" y="{cy - 11:.1f}" width="{w:.1f}" height="22" class="{cls}"/>')
         parts.append(f'<text x="{cx:.1f}" y="{cy + 4:.1f}" text-anchor="middle">{escape(label)}</text>')
     return (
