@@ -335,7 +335,7 @@ def create_app(config: ServeConfig) -> Starlette:
             return render("tuple.html", 400, form=form, peers=names, error=one_line(str(err)))
         key = ("tuple", form["peer"], form["fact"], k, form["monoid"])
         job = await settle(job_for(request, key, work.cdss_tuple, config.cdss_dir, form["peer"], form["fact"], k, form["monoid"],
-                                   None if config.engine == "embedded" and not config.master else config.engine, config.master), WAIT)
+                                   config.engine, config.master), WAIT)
         if job.status == "failed":
             return render("tuple.html", 400 if job.user_error else 500, form=form, peers=names, error=job.error)
         if job.status != "done":
@@ -354,7 +354,7 @@ def create_app(config: ServeConfig) -> Starlette:
             return render("proql.html", 400, form=form, peers=peers, error=f"peer: expected one of {', '.join(peers)}, got {clip(form['peer'], 40)!r}")
         key = ("proql", form["query"], form["peer"])
         job = await settle(job_for(request, key, work.cdss_proql, config.cdss_dir, form["query"], form["peer"] or None,
-                                   None if config.engine == "embedded" and not config.master else config.engine, config.master), WAIT)
+                                   config.engine, config.master), WAIT)
         if job.status == "failed":
             return render("proql.html", 400 if job.user_error else 500, form=form, peers=peers, error=job.error)
         return render("proql.html", form=form, peers=peers, job=job, result=job.result if job.status == "done" else None)

@@ -57,7 +57,8 @@ def ask(program: str, db_dir: str | None, engine: str, master: str | None, conf:
 
 def evaluate(program: str, db_dir: str | None, engine: str, master: str | None, conf: dict[str, str], *, progress: Progress) -> dict[str, Any]:
     """The size of every relation (EDB: the data; IDB: after evaluation, as ``selp eval``
-    counts them) and the plan lines of the recursive components."""
+    counts them), the column types inferred with the data (as ``selp check --db``) and the plan
+    lines of the recursive components."""
     from selp.database import load_database
     from selp.engines.local import progress_line
     from selp.engines.registry import get_engine
@@ -67,7 +68,8 @@ def evaluate(program: str, db_dir: str | None, engine: str, master: str | None, 
 
     t0 = time.perf_counter()
     analysis = analyze(parse_program_file(program))
-    sizes = {rel: len(rows) for rel, rows in load_database(analysis, db_dir).facts.items() if rel in analysis.edb}
+    db = load_database(analysis, db_dir)
+    sizes = {rel: len(rows) for rel, rows in db.facts.items() if rel in analysis.edb}
 
     def report(comp: Any, iteration: int, delta: int, total: int) -> None:
         progress(progress_line(comp, iteration, delta, total, time.perf_counter() - t0).strip())
@@ -75,17 +77,16 @@ def evaluate(program: str, db_dir: str | None, engine: str, master: str | None, 
     result = get_engine(engine).run(analysis, db_dir, report, _spark(engine, master, conf))
     sizes.update({rel: result.count(rel) for rel in result.relations()})
     plan = [plan_line(step) for step in plan_of(result) if step["mode"] != "one pass"]
-    return {"sizes": sizes, "plan": plan, "warnings": list(result.warnings), "engine": engine, "seconds": time.perf_counter() - t0}
+    return {"sizes": sizes, "types": {rel: list(t) for rel, t in db.types.items()}, "plan": plan,
+            "warnings": list(db.warnings) + list(result.warnings), "engine": engine, "seconds": time.perf_counter() - t0}
 
 
-def cdss_tuple(directory: str, peer: str, fact: str, k: int, monoid: str, engine: str | None, master: str | None, *, progress: Progress) -> dict[str, Any]:
+def cdss_tuple(directory: str, peer: str, fact: str, k: int, monoid: str, engine: str, master: str | None, *, progress: Progress) -> dict[str, Any]:
     """A tuple of ``peer``'s view: its provenance-graph neighbourhood in the epoch the peer
     reflects (None before its first exchange) and its top-k derivations by ``peer``'s trust, as
     ``selp cdss explain`` computes them."""
-    from selp.cdss.config import CONFIG_FILE
     from selp.cdss.explain import explain, parse_fact, render_text, to_json
     from selp.cdss.store import Store
-    from selp.config import choose_engine
     from selp.serve.neighbourhood import neighbourhood
     from selp.topk.trees import Node
 
@@ -95,8 +96,7 @@ def cdss_tuple(directory: str, peer: str, fact: str, k: int, monoid: str, engine
         progress("reading the provenance graph")
         around = neighbourhood(s, peer, ref, args)
         progress("ranking the derivations")
-        name = choose_engine(engine, s.directory / CONFIG_FILE, master)
-        e = explain(s, peer, fact, k, monoid, name, _spark(name, master, {}))
+        e = explain(s, peer, fact, k, monoid, engine, _spark(engine, master, {}))
         epoch = s.peer_epoch(peer)
         stale = epoch is not None and s.exchange(epoch).publication < e.publication
 
@@ -118,19 +118,15 @@ def cdss_tuple(directory: str, peer: str, fact: str, k: int, monoid: str, engine
                 "why_not": e.why_not, "threshold": e.threshold, "stale": stale, "neighbourhood": around, "title": f"{s.cdss.display_name(ref)}"}
 
 
-def cdss_proql(directory: str, text: str, peer: str | None, engine: str | None, master: str | None, *, progress: Progress) -> dict[str, Any]:
+def cdss_proql(directory: str, text: str, peer: str | None, engine: str, master: str | None, *, progress: Progress) -> dict[str, Any]:
     """A ProQL query's bindings with their semiring values, as ``selp proql`` prints them."""
-    from selp.cdss.config import CONFIG_FILE
-    from selp.cdss.proql.render import render_dot, render_table
-    from selp.config import choose_engine
+    from selp.cdss.proql.render import render_dot
     from selp.engines.registry import get_engine
-    from pathlib import Path
 
-    name = choose_engine(engine, Path(directory) / CONFIG_FILE, master)
     progress("evaluating the query")
-    r, _ = get_engine(name).proql(directory, text, peer=peer, spark=_spark(name, master, {}), graph=True)
+    r, _ = get_engine(engine).proql(directory, text, peer=peer, spark=_spark(engine, master, {}), graph=True)
     return {
         "columns": [f"${c}" for c in r.columns] + [f"{r.semiring.name.lower()}(${c})" for c in r.columns],
         "rows": [[str(n) for n in row] + [r.value(n) for n in row] for row in r.rows],
-        "table": render_table(r), "dot": render_dot(r), "epoch": r.epoch, "semiring": r.semiring.name,
+        "dot": render_dot(r), "epoch": r.epoch, "semiring": r.semiring.name,
     }

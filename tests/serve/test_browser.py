@@ -114,3 +114,19 @@ def test_the_cdss_tuple_page_shows_B_3_2_with_its_derivations(tmp_path_factory, 
         chrome.get(url + "instances?peer=PBioSQL")
         nulls = [c.text for c in wait_for(chrome, "td.null")]
         assert "f_m3_c(2)" in nulls
+
+
+def test_a_long_computation_shows_progress_and_the_cancel_button_stops_it(tmp_path, chrome):
+    from selenium.webdriver.common.by import By
+
+    (tmp_path / "db").mkdir()
+    (tmp_path / "tc.dl").write_text(".decl e(a: int, b: int)\n.decl tc(a: int, b: int)\nt1: tc(x, y) :- e(x, y).\nt2: tc(x, z) :- tc(x, y), e(y, z).\n")
+    (tmp_path / "db" / "e.csv").write_text("a,b\n" + "".join(f"{i},{i + 1}\n" for i in range(1200)))
+    with running_server(str(tmp_path / "tc.dl"), "--db", str(tmp_path / "db"), "--engine", "reference") as url:
+        chrome.get(url)  # the sizes need an evaluation of ~15s on the reference engine
+        box = wait_for(chrome, ".job")[0]
+        assert "computing" in box.text
+        wait_for(chrome, ".job .elapsed:not(:empty)")  # the page polls the job's progress
+        box.find_element(By.CSS_SELECTOR, "button.cancel").click()
+        assert wait_for(chrome, "#cancelled")[0].text.startswith("cancelled after")
+        assert not chrome.find_elements(By.CSS_SELECTOR, ".job")
