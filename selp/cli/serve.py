@@ -9,6 +9,8 @@ import click
 from selp.cli.root import ENGINE_CHOICES, ENGINE_HELP, parse_conf
 from selp.errors import SelpError
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
 
 @click.command(name="serve")
 @click.argument("source", type=click.Path(exists=True))
@@ -51,6 +53,8 @@ def serve(source: str, db_dir: str | None, host: str, port: int, engine: str | N
     else:
         name = choose_engine(engine, source, master)
         config = ServeConfig(program=str(path), db_dir=db_dir, engine=name, master=master, conf=parse_conf(conf), workers=workers)
+    if host in LOOPBACK:
+        config.allowed_hosts = ["127.0.0.1", "localhost", "::1", "[::1]"]
     if not get_engine(name).needs_spark_session and (master or conf):
         raise SelpError("--master/--conf apply to the spark engine; add --engine spark")
     # bind first, so that the URL printed is one that answers (and --port 0 names its port)

@@ -27,6 +27,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
@@ -55,6 +57,9 @@ class ServeConfig:
     conf: dict[str, str] = field(default_factory=dict)
     workers: int = 2
     page_size: int = 10  # trees per page of an answer
+    # Host headers answered: on loopback only loopback names, so that a web page elsewhere cannot
+    # reach the server through a DNS name rebound to 127.0.0.1
+    allowed_hosts: list[str] = field(default_factory=lambda: ["*"])
 
 
 class BadRequest(SelpError):
@@ -157,7 +162,6 @@ def create_app(config: ServeConfig) -> Starlette:
             parse_fact_filter(fact)
             get_monoid(monoid)
             return {"mode": "fact", "text": fact, "fact": None, "k": k, "monoid": monoid}
-        param(request, "page")
         return None
 
     def ask_job(request: Request, spec: dict[str, Any]) -> Job:
@@ -421,6 +425,7 @@ def create_app(config: ServeConfig) -> Starlette:
     ]
     app = Starlette(
         routes=routes,
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts)],
         exception_handlers={SelpError: on_selp_error, HTTPException: on_http_error, Exception: on_other_error},
         lifespan=lifespan,
     )

@@ -46,6 +46,13 @@ def test_binds_to_loopback_by_default(trade):
     assert url.startswith("http://127.0.0.1:")
 
 
+def test_a_foreign_host_name_is_refused_on_loopback(trade):
+    # a DNS name rebound to 127.0.0.1 must not let another site's page read the server
+    url, _ = trade
+    assert httpx.get(url, headers={"Host": "evil.example"}, timeout=60).status_code == 400
+    assert httpx.get(url.replace("127.0.0.1", "localhost"), timeout=60).status_code == 200
+
+
 def test_json_and_dot_links_give_what_selp_query_prints(trade):
     url, d = trade
     params = {"query": QUERY, "fact": "dealsWith(Cuba, France)"}
