@@ -108,12 +108,36 @@ def create_app(config: ServeConfig) -> Starlette:
         return page(name, status, **base, **values)
 
     def job_for(request: Request, key: tuple, fn: Callable[..., Any], *args: Any) -> Job:
-        """The job of ``key``: the one found, or a new one (also when the last one was
-        cancelled or failed and the request says ``rerun=1``)."""
+        """The job of ``key`` over the files as they are now: the one found, or a new one (also
+        when the last one was cancelled or failed and the request says ``rerun=1``)."""
+        key = key + (stamp(),)
         job = jobs.find(key)
         if job is None or (param(request, "rerun") == "1" and job.status in ("cancelled", "failed")):
             job = jobs.submit(key, fn, *args)
         return job
+
+    def stamp() -> tuple:
+        """The size and time of every file a computation reads (the program and its data, or
+        cdss.toml and the store): a result is reused only while they are unchanged."""
+        paths: list[Path] = []
+        if config.program is not None:
+            paths.append(Path(config.program))
+        if config.db_dir is not None:
+            paths.extend(sorted(Path(config.db_dir).iterdir()))
+        if config.cdss_dir is not None:
+            from selp.cdss.config import CONFIG_FILE
+            from selp.cdss.store import DB_FILE, STORE_DIR
+
+            store = Path(config.cdss_dir) / STORE_DIR
+            paths += [Path(config.cdss_dir) / CONFIG_FILE, store / DB_FILE, store / (DB_FILE + "-wal")]
+        out = []
+        for p in paths:
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            out.append((str(p), st.st_size, st.st_mtime_ns))
+        return tuple(out)
 
     # -- the program ----------------------------------------------------------------------------
     def load_analysis() -> Any:

@@ -149,3 +149,23 @@ def test_a_long_computation_shows_progress_and_is_cancelled(tmp_path):
         assert httpx.get(f"{url}jobs/{job}", timeout=60).json()["status"] == "cancelled"
         again = httpx.get(url, timeout=60).text  # the page now says so, and offers to run again
         assert 'id="cancelled"' in again and "rerun=1" in again
+
+
+def _size(page: str, relation: str) -> str:
+    row = page.split(f"<td>{relation}</td>", 1)[1].split("</tr>", 1)[0]
+    return row.rsplit('<td class="num size">', 1)[1].split("<", 1)[0]
+
+
+def test_pages_follow_edits_of_the_program_and_its_data(tmp_path):
+    shutil.copytree(TRADE, tmp_path, dirs_exist_ok=True)
+    with running_server(str(tmp_path / "trade.dl"), "--db", str(tmp_path / "db")) as url:
+        assert _size(settled(url, {}).text, "dealsWith/2") == "9"
+        with open(tmp_path / "db" / "dealsWith_edb.csv", "a") as f:
+            f.write("Spain,Italy\n")
+        time.sleep(0.01)  # a new modification time, even on a coarse clock
+        page = settled(url, {}).text
+        assert _size(page, "dealsWith_edb/2") == "2" and _size(page, "dealsWith/2") != "9"
+        with open(tmp_path / "trade.dl", "a") as f:
+            f.write("r9: dealsWith(a, b) :- nosuch(a, b\n")
+        page = settled(url, {}).text
+        assert "error: " in page and "trade.dl:" in page
