@@ -19,7 +19,6 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from urllib.parse import urlencode
 from typing import Any, AsyncIterator, Awaitable, Callable
 
@@ -194,10 +193,6 @@ def create_app(config: ServeConfig) -> Starlette:
                        spec["mode"], spec["text"], spec["fact"], spec["k"], spec["monoid"])
 
     async def ask_page(request: Request) -> Response:
-        from selp.topk.monoid import format_weight
-        from selp.topk.svg import render_tree_svg
-        from selp.topk.trees import fact_text
-
         form = {"query": param(request, "query"), "fact": param(request, "fact"), "k": param(request, "k", "3") or "3",
                 "monoid": param(request, "monoid", "confidence") or "confidence"}
         try:
@@ -214,22 +209,19 @@ def create_app(config: ServeConfig) -> Starlette:
         if job.status != "done":
             return render("ask.html", form=form, job=job, query=urlencode(form))
         result = job.result
-        trees = [(a, i, w, t) for a in result["answers"] for i, (w, t) in enumerate(a.trees, 1)]
+        trees = [(a, i, w, svg) for a in result["answers"] for i, (w, svg) in enumerate(a["trees"], 1)]
         pages = max(1, -(-len(trees) // config.page_size))
         number = min(number, pages)
-        shown = trees[(number - 1) * config.page_size: number * config.page_size]
         groups: list[dict[str, Any]] = []
-        for a, i, w, t in shown:
+        for a, i, w, svg in trees[(number - 1) * config.page_size: number * config.page_size]:
             if not groups or groups[-1]["answer"] is not a:
-                groups.append({"answer": a, "fact": fact_text(a.relation, a.args), "total": len(a.trees), "trees": []})
-            groups[-1]["trees"].append({"rank": i, "weight": format_weight(w), "svg": render_tree_svg(t)})
+                groups.append({"answer": a, "fact": a["fact"], "total": len(a["trees"]), "trees": []})
+            groups[-1]["trees"].append({"rank": i, "weight": w, "svg": svg})
         return render("ask.html", form=form, result=result, groups=groups, facts=len(result["answers"]), trees=len(trees),
                       page=number, pages=pages, query=urlencode(form))
 
     async def ask_data(request: Request) -> Response:
         """``/ask.json`` and ``/ask.dot``: the same result as ``selp query --format json|dot``."""
-        from selp.topk.trees import iter_json, render_dot, to_json
-
         spec = ask_spec(request)
         if spec is None:
             raise BadRequest("give a fact or a query")
@@ -238,11 +230,9 @@ def create_app(config: ServeConfig) -> Starlette:
             raise (BadRequest if job.user_error else RuntimeError)(job.error)
         if job.status != "done":
             return JSONResponse(job.public(), status_code=202)
-        r = job.result
         if request.url.path.endswith(".dot"):
-            return PlainTextResponse(render_dot(r["answers"]), media_type="text/vnd.graphviz")
-        table = SimpleNamespace(k=r["k"], monoid=r["monoid"], pattern=r["pattern"])
-        return Response("".join(iter_json(to_json(table, r["answers"]), 2)) + "\n", media_type="application/json")
+            return PlainTextResponse(job.result["dot"], media_type="text/vnd.graphviz")
+        return Response(job.result["json"], media_type="application/json")
 
     async def instrument_page(request: Request) -> Response:
         form = {"pattern": param(request, "pattern")}
@@ -345,8 +335,6 @@ def create_app(config: ServeConfig) -> Starlette:
 
     async def tuple_page(request: Request) -> Response:
         from selp.serve.neighbourhood import render_neighbourhood_svg
-        from selp.topk.monoid import format_weight
-        from selp.topk.svg import render_tree_svg
 
         form = {"peer": param(request, "peer"), "fact": param(request, "fact"), "k": param(request, "k", "3") or "3",
                 "monoid": param(request, "monoid", "cost") or "cost"}
@@ -369,7 +357,7 @@ def create_app(config: ServeConfig) -> Starlette:
         if job.status != "done":
             return render("tuple.html", form=form, peers=names, job=job)
         r = job.result
-        trees = [{"rank": i, "weight": format_weight(w), "svg": render_tree_svg(t)} for i, (w, t) in enumerate(r["trees"], 1)]
+        trees = [{"rank": i, "weight": w, "svg": svg} for i, (w, svg) in enumerate(r["trees"], 1)]
         graph = render_neighbourhood_svg(r["neighbourhood"]) if r["neighbourhood"] and r["neighbourhood"]["known"] else None
         return render("tuple.html", form=form, peers=names, result=r, trees=trees, graph=graph)
 

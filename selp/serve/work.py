@@ -35,7 +35,7 @@ def ask(program: str, db_dir: str | None, engine: str, master: str | None, conf:
     from selp.language.pattern import TreePattern
     from selp.language.validate import analyze
     from selp.topk.api import parse_fact_filter, parse_query, parse_query_pattern, progress_text, topk
-    from selp.topk.trees import answers
+    from selp.topk.trees import answers, iter_json, render_dot, to_json
 
     t0 = time.perf_counter()
     analysis = analyze(parse_program_file(program))
@@ -51,8 +51,21 @@ def ask(program: str, db_dir: str | None, engine: str, master: str | None, conf:
     table = topk(analysis, db_dir, pattern, k, monoid, engine, "heuristic", _spark(engine, master, conf), report, warnings.append, fact=fact_filter)
     progress("drawing the trees")
     results = answers(table, fact_filter)
-    return {"k": k, "monoid": table.monoid, "pattern": pattern_text, "answers": results, "warnings": warnings,
-            "engine": engine, "seconds": time.perf_counter() - t0}
+    table.pattern = pattern_text
+    return {"k": k, "monoid": table.monoid, "pattern": pattern_text, "answers": drawn(results), "warnings": warnings,
+            "engine": engine, "seconds": time.perf_counter() - t0,
+            "json": "".join(iter_json(to_json(table, results), 2)) + "\n", "dot": render_dot(results)}
+
+
+def drawn(results: list[Any]) -> list[dict[str, Any]]:
+    """Answers as the pages show them: each fact's text and its trees as (displayed weight,
+    SVG). Drawn here, in the worker, so that what goes back to the server is flat text (a tree
+    thousands of levels deep cannot be pickled; every walk that draws it is iterative)."""
+    from selp.topk.monoid import format_weight
+    from selp.topk.svg import render_tree_svg
+    from selp.topk.trees import fact_text
+
+    return [{"fact": fact_text(a.relation, a.args), "trees": [(format_weight(w), render_tree_svg(t)) for w, t in a.trees]} for a in results]
 
 
 def evaluate(program: str, db_dir: str | None, engine: str, master: str | None, conf: dict[str, str], *, progress: Progress) -> dict[str, Any]:
@@ -85,9 +98,11 @@ def cdss_tuple(directory: str, peer: str, fact: str, k: int, monoid: str, engine
     """A tuple of ``peer``'s view: its provenance-graph neighbourhood in the epoch the peer
     reflects (None before its first exchange) and its top-k derivations by ``peer``'s trust, as
     ``selp cdss explain`` computes them."""
-    from selp.cdss.explain import explain, parse_fact, render_text, to_json
+    from selp.cdss.explain import explain, parse_fact, render_text
     from selp.cdss.store import Store
     from selp.serve.neighbourhood import neighbourhood
+    from selp.topk.monoid import format_weight
+    from selp.topk.svg import render_tree_svg
     from selp.topk.trees import Node
 
     with Store.open(directory) as s:
@@ -114,7 +129,7 @@ def cdss_tuple(directory: str, peer: str, fact: str, k: int, monoid: str, engine
                 done[id(st)] = Node(s.cdss.display_name(st.relation), st.args, rule, st.weight, tuple(done[id(c)] for c in st.children))
             return done[id(step)]
 
-        return {"text": render_text(s, e), "json": to_json(s, e), "trees": [(w, as_node(t)) for w, t in e.trees],
+        return {"text": render_text(s, e), "trees": [(format_weight(w), render_tree_svg(as_node(t))) for w, t in e.trees],
                 "why_not": e.why_not, "threshold": e.threshold, "stale": stale, "neighbourhood": around, "title": f"{s.cdss.display_name(ref)}"}
 
 

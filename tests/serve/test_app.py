@@ -169,3 +169,17 @@ def test_pages_follow_edits_of_the_program_and_its_data(tmp_path):
             f.write("r9: dealsWith(a, b) :- nosuch(a, b\n")
         page = settled(url, {}).text
         assert "error: " in page and "trade.dl:" in page
+
+
+def test_a_tree_a_thousand_levels_deep_is_drawn(tmp_path):
+    (tmp_path / "db").mkdir()
+    (tmp_path / "tc.dl").write_text(".decl e(a: int, b: int)\n.decl tc(a: int, b: int)\nt1: tc(x, y) :- e(x, y).\nt2 (0.9): tc(x, z) :- e(x, y), tc(y, z).\n")
+    (tmp_path / "db" / "e.csv").write_text("a,b\n" + "".join(f"{i},{i + 1}\n" for i in range(1200)))
+    with running_server(str(tmp_path / "tc.dl"), "--db", str(tmp_path / "db")) as url:
+        page = settled(url + "ask", {"fact": "tc(0, 1200)", "k": "1"})
+        assert page.status_code == 200, page.text[-500:]
+        assert page.text.count("<svg") == 1 and page.text.count('class="t"') == 2 * 1200  # a chain and its leaves
+        data = httpx.get(url + "ask.json", params={"fact": "tc(0, 1200)", "k": "1"}, timeout=120)
+        assert data.status_code == 200
+        # (json.loads recurses and cannot read it back; the document is selp's iter_json)
+        assert data.text.count('"relation": "tc"') == 1 + 1200 and data.text.count('"relation": "e"') == 1200
