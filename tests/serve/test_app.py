@@ -183,3 +183,19 @@ def test_a_tree_a_thousand_levels_deep_is_drawn(tmp_path):
         assert data.status_code == 200
         # (json.loads recurses and cannot read it back; the document is selp's iter_json)
         assert data.text.count('"relation": "tc"') == 1 + 1200 and data.text.count('"relation": "e"') == 1200
+
+
+def test_a_cdss_without_a_store_shows_its_configuration_and_says_what_to_do(tmp_path):
+    from helpers.cdss import make_cdss
+
+    d = make_cdss(tmp_path)
+    with running_server(str(d)) as url:
+        overview = httpx.get(url, timeout=60)
+        assert overview.status_code == 200
+        assert "3 peer(s), 3 relation(s), 4 mapping(s)" in overview.text and "No store yet" in overview.text
+        assert "m4: B(i, c), U(n, c) -&gt; B(i, n)" in overview.text
+        tuple_page = httpx.get(url + "tuple", params={"peer": "PBioSQL", "fact": "B(3, 2)"}, timeout=60)
+        assert tuple_page.status_code == 400
+        assert f"error: no store in {d}: create it with `selp cdss init {d}`, then exchange" in tuple_page.text
+        bad = httpx.get(url + "tuple", params={"peer": "PBioSQL", "fact": "B(3, 2)", "k": "-1"}, timeout=60)
+        assert bad.status_code == 400 and "error: k: expected an integer" in bad.text
