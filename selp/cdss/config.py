@@ -168,7 +168,8 @@ class _Loader:
         mappings = self.mappings(doc.get("mappings", []))
         self.mapping_names = {m.name for m in mappings}
         peers = [
-            Peer(p.name, p.relations, self.policy(p, peers_t[p.name]), p.description, p.loc) for p in peers
+            Peer(p.name, p.relations, self.policy(p, peers_t[p.name]), p.description, p.loc, p.side_effects)
+            for p in peers
         ]
         return CDSS(tuple(peers), tuple(mappings), name, self.file)
 
@@ -176,11 +177,16 @@ class _Loader:
         path = ("peers", name)
         self.ident(name, path, "peer")
         self.expect(table, dict, path, "a table")
-        self.known_keys(table, ("description", "relations", "trust", "trust_default", "costs"), path)
+        self.known_keys(table, ("description", "relations", "trust", "trust_default", "costs", "side_effects"), path)
         desc = self.expect(table.get("description", ""), str, path + ("description",), "a string")
+        side_effects = table.get("side_effects", "tolerate")
+        if side_effects not in ("tolerate", "avoid"):
+            raise self.fail(
+                f"side_effects must be \"tolerate\" or \"avoid\", not {side_effects!r}", path + ("side_effects",)
+            )
         rels_t = self.expect(table.get("relations", {}), dict, path + ("relations",), "a table of relations")
         relations = tuple(self.relation(name, rname, rt) for rname, rt in rels_t.items())
-        return Peer(name, relations, TrustPolicy(), desc, self.where.key(path))
+        return Peer(name, relations, TrustPolicy(), desc, self.where.key(path), side_effects)
 
     def relation(self, peer: str, name: str, table: Any) -> Relation:
         path = ("peers", peer, "relations", name)

@@ -244,6 +244,9 @@ class Peer:
     policy: TrustPolicy = TrustPolicy()
     description: str = ""
     loc: Location = field(default=NOWHERE, compare=False, repr=False)
+    # deleting at another peer through update policies: "tolerate" side effects on this peer's
+    # relations, or "avoid" them by keeping back the deletions that cause them ([Kar09] §5.3.3)
+    side_effects: str = "tolerate"
 
     def relation(self, name: str) -> Relation:
         for r in self.relations:
