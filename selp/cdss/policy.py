@@ -54,6 +54,7 @@ from selp.values import Value
 Row = tuple[Value, ...]
 Rows = dict[RelationRef, set[Row]]
 SIDE_EFFECTS = ("tolerate", "avoid")
+REASONS_LIMIT = 10  # side effects traced one by one to say why each deletion is kept back
 BASE_KINDS = ("l", "r")  # the EDB of the compiled program (R_x is recomputed from them)
 
 
@@ -180,6 +181,9 @@ class Propagation:
     deleted: Rows  # J - J': everything the instance loses
     not_performed: Rows  # requested tuples still in the new instance
     state: dict[str, set[Row]] = field(repr=False)  # the new consistent state (every relation)
+    # why a tuple is kept back: the avoided side effects whose lineage holds it (computed per
+    # side effect when there are at most REASONS_LIMIT of them, else empty)
+    reasons: dict[tuple[RelationRef, Row], list[tuple[RelationRef, Row]]] = field(default_factory=dict)
 
 
 def _by_ref(compiled: CompiledCDSS, kind: str, rows: Mapping[str, set[Row]]) -> Rows:
@@ -232,6 +236,7 @@ def propagate_peer_deletions(
     deleted = _deleted(compiled, state, new)
     kept: Rows = {ref: set() for ref in local}
     avoided: Rows = {ref: set() for ref in local}
+    reasons: dict[tuple[RelationRef, Row], list[tuple[RelationRef, Row]]] = {}
     se = {ref: deleted[ref] - policy[ref] for ref in deleted}
     if avoid and any(se[ref] for ref in se if ref.peer in avoid):
         avoided = {ref: (se[ref] if ref.peer in avoid else set()) for ref in se}
@@ -240,9 +245,20 @@ def propagate_peer_deletions(
             facts[_name(compiled, r.ref, "seed")] = avoided[r.ref]
         for m in cdss.mappings:
             facts[compiled.names.provenance(m.name)] = set(state.get(compiled.names.provenance(m.name), set()))
-        leaves = run_program(engine, lineage_program(compiled), facts, [_name(compiled, r.ref, "leaf") for r in cdss.relations()], spark)
-        lineage = _by_ref(compiled, "leaf", leaves)
+        program = lineage_program(compiled)
+        leaf_names = [_name(compiled, r.ref, "leaf") for r in cdss.relations()]
+        lineage = _by_ref(compiled, "leaf", run_program(engine, program, facts, leaf_names, spark))
         kept = {ref: local[ref] & lineage[ref] for ref in local}
+        seeds = [(ref, t) for ref, rows in avoided.items() for t in sorted(rows, key=repr)]
+        if len(seeds) <= REASONS_LIMIT:
+            for sref, t in seeds:
+                one = dict(facts)
+                for r in cdss.relations():
+                    one[_name(compiled, r.ref, "seed")] = {t} if r.ref == sref else set()
+                mine = _by_ref(compiled, "leaf", run_program(engine, program, one, leaf_names, spark))
+                for ref in kept:
+                    for leaf in kept[ref] & mine[ref]:
+                        reasons.setdefault((ref, leaf), []).append((sref, t))
         applied = {ref: local[ref] - kept[ref] for ref in local}
         new = without(applied)
         deleted = _deleted(compiled, state, new)
@@ -251,7 +267,7 @@ def propagate_peer_deletions(
     not_performed = {ref: rows & new.get(compiled.names.relation(ref, "o"), set()) for ref, rows in requested.items()}
     return Propagation(
         {ref: set(requested.get(ref, set())) for ref in local}, policy, local, kept, applied, avoided,
-        side_effects, deleted, not_performed, new,
+        side_effects, deleted, not_performed, new, reasons,
     )
 
 
