@@ -314,16 +314,20 @@ def exchange_cmd(directory: str, peer: str, engine: str | None, strategy: str, p
 @click.argument("relation")
 @click.option("--with-nulls", is_flag=True, help="Keep tuples holding labeled nulls (default: certain answers only).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-def query_cmd(directory: str, peer: str, relation: str, with_nulls: bool, fmt: str) -> None:
+@_engine_option()
+@click.option("--master", default=None, help="Spark master URL (spark engine; queries only).")
+def query_cmd(directory: str, peer: str, relation: str, with_nulls: bool, fmt: str, engine: str | None, master: str | None) -> None:
     """Print RELATION in PEER's instance (as of its last exchange): certain answers by default.
 
     RELATION is a peer relation (B, or PBioSQL.B) or any relation of the compiled program
-    (B_l, B_t, P_m4, ...; see `selp cdss compile`).
+    (B_l, B_t, P_m4, ...; see `selp cdss compile`), or a query: one selp rule over them, whose
+    certain answers are printed (labeled nulls join; answers holding one are dropped).
 
     \b
     Examples:
       selp cdss query examples/cdss/bio --peer PBioSQL B
       selp cdss query examples/cdss/bio --peer PuBio U --with-nulls --format csv
+      selp cdss query examples/cdss/bio --peer PuBio 'ans(x, y) :- U(x, z), U(y, z)'
     """
     import csv as csvmod
     import io
@@ -332,8 +336,14 @@ def query_cmd(directory: str, peer: str, relation: str, with_nulls: bool, fmt: s
     from selp.cdss.instance import read_peer_relation
     from selp.values import display_value, json_value
 
+    from selp.cdss.instance import is_query, read_peer_query
+
     with _open(directory) as s:
-        found = read_peer_relation(s, peer, relation, with_nulls)
+        if is_query(relation):
+            eng = _engine(engine, s, master)
+            found = read_peer_query(s, peer, relation, eng, with_nulls, spark_for(eng, master, True))
+        else:
+            found = read_peer_relation(s, peer, relation, with_nulls)
     if found is None:
         raise SelpError(f"{peer} has no instance yet: run `selp cdss exchange {directory} --peer {peer}`")
     cols, ordered = found.columns, found.rows
