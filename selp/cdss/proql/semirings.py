@@ -327,6 +327,13 @@ def _mono_text(mono: tuple[str, ...]) -> str:
     return "·".join(mono) if mono else "1"
 
 
+def _term_text(mono: tuple[str, ...], k: int) -> str:
+    return (f"{k}·" if k != 1 else "") + _mono_text(mono)
+
+
+SERIES_PREFIX = 10  # terms of an infinite POLYNOMIAL series printed unless the full form is asked for
+
+
 class Polynomial(Semiring):
     """N[X] with mapping functions: the provenance expression, ``m1(G(3,5,2)) + m4(B(3,5)·U(2,5))``.
 
@@ -373,8 +380,19 @@ class Polynomial(Semiring):
         if not value.terms:
             text = "0"
         else:
-            text = " + ".join((f"{k}·" if k != 1 else "") + _mono_text(m) for m, k in value.terms)
+            text = " + ".join(_term_text(m, k) for m, k in value.terms)
         return text + " + … (infinite series: cyclic provenance)" if value.infinite else text
+
+    def bounded(self, value: Poly, max_terms: int = SERIES_PREFIX) -> str:
+        """An infinite series as its ``max_terms`` smallest terms found (fewest factors, then
+        shortest) and a marker saying how many were left out; anything else as :meth:`format`.
+        The terms found of a series grow exponentially with the rounds (2.1 MB for one tuple of a
+        7-tuple cycle), and its first terms are what a reader can use."""
+        if not value.infinite or len(value.terms) <= max_terms:
+            return self.format(value)
+        first = sorted(value.terms, key=lambda t: (len(t[0]), len(_mono_text(t[0])), t[0]))[:max_terms]
+        text = " + ".join(_term_text(m, k) for m, k in first)
+        return f"{text} + … (infinite series: cyclic provenance; {max_terms} of the {len(value.terms)} terms found shown, --full prints them)"
 
 
 SEMIRINGS: dict[str, Callable[[], Semiring]] = {
