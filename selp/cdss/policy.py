@@ -75,17 +75,23 @@ def _decls(compiled: CompiledCDSS, kinds: Iterable[str]) -> list[Decl]:
     ]
 
 
+def _seed_and_collect(compiled: CompiledCDSS, seed: str, closure: str, local: str) -> list[Rule]:
+    """For every relation ``closure(x) :- seed(x)`` and ``local(x) :- closure(x), R_l(x)``: the
+    closure starts from the given tuples, and the local contributions among it are collected."""
+    rules = []
+    for r in compiled.cdss.relations():
+        x = tuple(Var(f"x{i}") for i in range(r.arity))
+        name = lambda kind: _name(compiled, r.ref, kind)  # noqa: E731
+        rules.append(Rule(f"{name(seed)}_{closure}", Atom(name(closure), x), (Atom(name(seed), x),)))
+        rules.append(Rule(name(local), Atom(name(local), x), (Atom(name(closure), x), Atom(name("l"), x))))
+    return rules
+
+
 def policy_program(compiled: CompiledCDSS) -> Program:
     """The update policy program of every ``<->`` mapping (module docstring): inputs ``R_o``
     (the instance), ``R_l`` and ``R_req`` (the requested deletions); outputs ``R_del`` (``Y'-``)
     and ``R_ldel`` (``Δ-``)."""
-    rules: list[Rule] = []
-    for r in compiled.cdss.relations():
-        x = tuple(Var(f"x{i}") for i in range(r.arity))
-        rules.append(Rule(f"{_name(compiled, r.ref, 'req')}_del", Atom(_name(compiled, r.ref, "del"), x),
-                          (Atom(_name(compiled, r.ref, "req"), x),)))
-        rules.append(Rule(f"{_name(compiled, r.ref, 'ldel')}", Atom(_name(compiled, r.ref, "ldel"), x),
-                          (Atom(_name(compiled, r.ref, "del"), x), Atom(_name(compiled, r.ref, "l"), x))))
+    rules = _seed_and_collect(compiled, "req", "del", "ldel")
     for m in compiled.cdss.mappings:
         for j, a in enumerate(m.head):
             if not (m.head_policy and m.head_policy[j]):
@@ -102,13 +108,7 @@ def lineage_program(compiled: CompiledCDSS) -> Program:
     """Backwards over the provenance: input ``R_seed`` (tuples of the instance), ``R_l`` and every
     ``P_m``; output ``R_leaf``, the local contributions some derivation of a seed uses."""
     decls = _decls(compiled, ("l", "seed", "lin", "leaf"))
-    rules: list[Rule] = []
-    for r in compiled.cdss.relations():
-        x = tuple(Var(f"x{i}") for i in range(r.arity))
-        rules.append(Rule(f"{_name(compiled, r.ref, 'seed')}_lin", Atom(_name(compiled, r.ref, "lin"), x),
-                          (Atom(_name(compiled, r.ref, "seed"), x),)))
-        rules.append(Rule(f"{_name(compiled, r.ref, 'leaf')}", Atom(_name(compiled, r.ref, "leaf"), x),
-                          (Atom(_name(compiled, r.ref, "lin"), x), Atom(_name(compiled, r.ref, "l"), x))))
+    rules = _seed_and_collect(compiled, "seed", "lin", "leaf")
     for m in compiled.cdss.mappings:
         prov = compiled.names.provenance(m.name)
         bvars = tuple(m.body_vars)

@@ -72,6 +72,10 @@ class Semiring:
         """The semiring value a SET literal or a compared literal stands for."""
         raise SelpError(f"{self.name} has no value {value!r}", loc)
 
+    def scale(self, value: Any, factor: float) -> Any:
+        """``SET $z * factor``: scaling, for the numeric semirings (WEIGHT, COUNT, POLYNOMIAL)."""
+        raise SelpError(f"{self.name} values cannot be scaled ($z * k is for WEIGHT, COUNT and POLYNOMIAL)")
+
     def format(self, value: Any) -> str:
         return str(value)
 
@@ -146,6 +150,10 @@ class Weight(Semiring):
                 raise SelpError(f"WEIGHT costs are non-negative, not {value}", loc)
             return value
         raise SelpError(f"WEIGHT values are non-negative numbers and inf, not {value!r}", loc)
+
+    def scale(self, value: float, factor: float) -> float:
+        # costs multiply (Example 9's f_m4(x) = 2x); the zero, inf, stays inf
+        return value if value == math.inf else value * factor
 
     def format(self, value: float) -> str:
         if value == math.inf:
@@ -302,6 +310,11 @@ class Count(Semiring):
     def diverged(self, value: float) -> float:
         return math.inf
 
+    def scale(self, value: float, factor: float) -> float:
+        if not float(factor).is_integer():
+            raise SelpError(f"COUNT scales by natural numbers, not {factor}")
+        return 0 if factor == 0 or value == 0 else value * int(factor)
+
     def format(self, value: float) -> str:
         return "∞" if value == math.inf else str(int(value))
 
@@ -372,6 +385,12 @@ class Polynomial(Semiring):
         if value == 1 and not bare:
             return self.one
         return Poly((((str(value),), 1),))
+
+    def scale(self, value: Poly, factor: float) -> Poly:
+        if not float(factor).is_integer():
+            raise SelpError(f"POLYNOMIAL scales by natural numbers, not {factor}")
+        k = int(factor)
+        return Poly.of(Counter({m: c * k for m, c in value.terms}), value.infinite and k > 0)
 
     def diverged(self, value: Poly) -> Poly:
         return Poly(value.terms, True)
