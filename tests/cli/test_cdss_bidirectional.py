@@ -47,10 +47,34 @@ def test_example_17_canonical_universal_solution(engine):
 def test_check_and_compile_show_the_pair_of_tgds():
     r = selp("cdss", "check", str(BIDIR))
     assert r.returncode == 0, r.stderr
-    assert "4 mapping(s)" in r.stdout and "weakly acyclic" in r.stdout
+    assert "2 mapping(s), 2 bidirectional (1 with update policies), 4 tgd(s)" in r.stdout and "weakly acyclic" in r.stdout
     r = selp("cdss", "compile", str(BIDIR))
     assert r.returncode == 0, r.stderr
     # each direction is a tgd of its own, with its own provenance relation
     for name in ("m1_fwd", "m1_bwd", "m2_fwd", "m2_bwd"):
         assert f"P_{name}(" in r.stdout
     assert "G_i(f_m1_bwd_i(n, c), c, n) :- P_m1_bwd(n, c)" in r.stdout.replace("m1_bwd_1_i: ", "")
+
+
+def test_explain_and_proql_see_the_two_directions(tmp_path):
+    import shutil
+
+    from click.testing import CliRunner
+
+    from selp.cli import main
+
+    d = tmp_path / "bidir"
+    shutil.copytree(BIDIR, d)
+    run = lambda *a: CliRunner().invoke(main, [*map(str, a)])  # noqa: E731
+    assert run("cdss", "init", d).exit_code == 0
+    for peer, rel in [("PGUS", "G"), ("PBioSQL", "B"), ("PBioSQL", "S"), ("PuBio", "U")]:
+        assert run("cdss", "import", d, "--peer", peer, "--relation", rel, d / "data" / peer / f"{rel}.csv").exit_code == 0
+        assert run("cdss", "publish", d, "--peer", peer).exit_code == 0
+    assert run("cdss", "exchange", d, "--peer", "PuBio", "-q").exit_code == 0
+    # U(b, a) comes from G(1, a, b) through m1's left-to-right tgd
+    out = run("cdss", "explain", d, "--peer", "PuBio", 'U("b", "a")').output
+    assert 'U(b, a)  <- m1_fwd from PGUS' in out and 'U(b, a)  <- m2_fwd from PBioSQL' in out, out
+    # the right-to-left tgd of m1 made one G tuple per U tuple, each with its own null id
+    res = run("proql", d, "FOR [G $x] <m1_bwd [U $y] RETURN $x")
+    assert res.exit_code == 0, res.output
+    assert "(4 binding(s)" in res.output and 'f_m1_bwd_i("f","g")' in res.output.replace(" ", "")
