@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from selp.cli.cdss import _DIR, _PEER, _engine, _engine_option, _open, cdss
+from selp.cli.cdss import DIR_ARG, PEER_OPT, cdss, engine_option, open_store, store_engine
 from selp.cli.root import say_printer, spark_for
 
 
@@ -32,14 +32,14 @@ def _by_peer(store, rows_by_ref) -> str:
 
 
 @cdss.command(name="delete", context_settings={"ignore_unknown_options": True})
-@_DIR
-@_PEER
+@DIR_ARG
+@PEER_OPT
 @click.argument("tuples", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.option("--avoid-side-effects", "avoid", multiple=True, metavar="PEER",
               help="Avoid side effects on PEER's relations (repeatable; default: the peers with side_effects = \"avoid\").")
 @click.option("--tolerate-side-effects", "tolerate", is_flag=True, help="Tolerate side effects everywhere (PropagatePeerDeletions).")
 @click.option("--dry-run", is_flag=True, help="Say what would happen; record nothing.")
-@_engine_option()
+@engine_option()
 @click.option("--wait", type=click.FloatRange(min=0), default=10.0, show_default=True, help="Seconds to wait for another running exchange.")
 @click.option("--master", default=None, help="Spark master URL (spark engine).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
@@ -62,14 +62,14 @@ def delete_cmd(directory: str, peer: str, tuples: tuple[str, ...], avoid: tuple[
 
     if tolerate and avoid:
         raise CdssError("--tolerate-side-effects and --avoid-side-effects exclude each other")
-    with _open(directory) as s:
+    with open_store(directory) as s:
         requested: dict = {}
         for t in tuples:
             req = parse_edit(s, peer, t, default_op="-")
             if req.op != "-":
                 raise CdssError(f"{req.where}: delete takes tuples to delete, not insertions")
             requested.setdefault(req.relation.ref, set()).add(req.values)
-        eng = _engine(engine, s, master)
+        eng = store_engine(engine, s, master)
         spark = spark_for(eng, master, quiet)
         chosen = [] if tolerate else (list(avoid) if avoid else None)
         res = delete_at_peer(s, peer, requested, eng, avoid=chosen, dry_run=dry_run, spark=spark, wait=wait, say=say_printer(quiet))
