@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,8 @@ from selp.cdss.model import (
     Condition,
     Mapping,
     MappingAtom,
+    backward_name,
+    forward_name,
     Peer,
     RankedTrust,
     Relation,
@@ -165,7 +168,8 @@ class _Loader:
         mappings = self.mappings(doc.get("mappings", []))
         self.mapping_names = {m.name for m in mappings}
         peers = [
-            Peer(p.name, p.relations, self.policy(p, peers_t[p.name]), p.description, p.loc) for p in peers
+            Peer(p.name, p.relations, self.policy(p, peers_t[p.name]), p.description, p.loc, p.side_effects)
+            for p in peers
         ]
         return CDSS(tuple(peers), tuple(mappings), name, self.file)
 
@@ -173,11 +177,16 @@ class _Loader:
         path = ("peers", name)
         self.ident(name, path, "peer")
         self.expect(table, dict, path, "a table")
-        self.known_keys(table, ("description", "relations", "trust", "trust_default", "costs"), path)
+        self.known_keys(table, ("description", "relations", "trust", "trust_default", "costs", "side_effects"), path)
         desc = self.expect(table.get("description", ""), str, path + ("description",), "a string")
+        side_effects = table.get("side_effects", "tolerate")
+        if side_effects not in ("tolerate", "avoid"):
+            raise self.fail(
+                f"side_effects must be \"tolerate\" or \"avoid\", not {side_effects!r}", path + ("side_effects",)
+            )
         rels_t = self.expect(table.get("relations", {}), dict, path + ("relations",), "a table of relations")
         relations = tuple(self.relation(name, rname, rt) for rname, rt in rels_t.items())
-        return Peer(name, relations, TrustPolicy(), desc, self.where.key(path))
+        return Peer(name, relations, TrustPolicy(), desc, self.where.key(path), side_effects)
 
     def relation(self, peer: str, name: str, table: Any) -> Relation:
         path = ("peers", peer, "relations", name)
@@ -221,13 +230,36 @@ class _Loader:
     def mappings(self, value: Any) -> list[Mapping]:
         texts = self.string_list(value, ("mappings",), "mappings like \"m1: G(i, c, n) -> B(i, n)\"")
         out: list[Mapping] = []
+        self.pairs: dict[str, tuple[str, ...]] = {}
         for i, text in enumerate(texts):
-            m = self.mapping(parse_mapping(text, self.where.string(("mappings", i))))
-            for prev in out:
-                if prev.name == m.name:
-                    raise CdssError(f"mapping name {m.name} is used twice (first at {prev.loc})", m.loc)
-            out.append(m)
+            pm = parse_mapping(text, self.where.string(("mappings", i)))
+            if pm.bidirectional:
+                tgds = self.bidirectional(pm)
+                self.pairs[pm.name] = tuple(m.name for m in tgds)
+            else:
+                tgds = [self.mapping(pm)]
+            for m in tgds:
+                for prev in out:
+                    if prev.name == m.name or prev.pair == m.name or (m.pair and prev.name == m.pair):
+                        raise CdssError(f"mapping name {m.name} is used twice (first at {prev.loc})", m.loc)
+                out.append(m)
         return out
+
+    def bidirectional(self, pm: ParsedMapping) -> list[Mapping]:
+        """The pair of tgds a ``<->`` mapping is equivalent to ([Kar09] §5.3.1)."""
+        if not _IDENT.match(pm.name):
+            raise CdssError(f"mapping name {pm.name!r} must start with a letter", pm.loc)
+        names = (forward_name(pm.name), backward_name(pm.name))
+        fwd = self.mapping(
+            replace(pm, name=names[0], bidirectional=False, body_existentials=()), pair=pm.name,
+            policy=tuple(a.starred for a in pm.head),
+        )
+        bwd = self.mapping(
+            replace(pm, name=names[1], body=pm.head, head=pm.body, existentials=pm.body_existentials,
+                    body_existentials=(), bidirectional=False),
+            pair=pm.name, policy=tuple(a.starred for a in pm.body),
+        )
+        return [fwd, bwd]
 
     def resolve(self, atom: ParsedAtom, mapping: str) -> Relation:
         if atom.peer is not None:
@@ -247,8 +279,10 @@ class _Loader:
             )
         return found[0]
 
-    def mapping(self, pm: ParsedMapping) -> Mapping:
+    def mapping(self, pm: ParsedMapping, pair: str = "", policy: tuple[bool, ...] = ()) -> Mapping:
         name = pm.name
+        # messages about one direction of a `<->` mapping name the mapping as written
+        shown = pair or name
         if not _IDENT.match(name):
             raise CdssError(f"mapping name {name!r} must start with a letter", pm.loc)
         types: dict[Var, tuple[str, str, Location]] = {}  # variable -> (type, where, loc)
@@ -256,10 +290,10 @@ class _Loader:
         def atoms(parsed: tuple[ParsedAtom, ...]) -> tuple[MappingAtom, ...]:
             out = []
             for a in parsed:
-                rel = self.resolve(a, name)
+                rel = self.resolve(a, shown)
                 if len(a.args) != rel.arity:
                     raise CdssError(
-                        f"mapping {name}: {a.written} has {len(a.args)} argument(s) but {rel.peer}.{rel.name}"
+                        f"mapping {shown}: {a.written} has {len(a.args)} argument(s) but {rel.peer}.{rel.name}"
                         f" has {rel.arity} ({', '.join(rel.attribute_names)})",
                         a.loc,
                     )
@@ -269,15 +303,15 @@ class _Loader:
                         ctype = "int" if isinstance(t.value, int) else "str"
                         if ctype != attr.type:
                             raise CdssError(
-                                f"mapping {name}: constant {t.value!r} is {'an int' if ctype == 'int' else 'a str'}"
+                                f"mapping {shown}: constant {t.value!r} is {'an int' if ctype == 'int' else 'a str'}"
                                 f" but {here} is {attr.type}",
                                 a.loc,
                             )
                     elif t.name in RESERVED:
-                        raise CdssError(f"mapping {name}: {t.name!r} is a reserved word, not a variable name", a.loc)
+                        raise CdssError(f"mapping {shown}: {t.name!r} is a reserved word, not a variable name", a.loc)
                     elif t in types and types[t][0] != attr.type:
                         raise CdssError(
-                            f"mapping {name}: variable {t.name} is {types[t][0]} at {types[t][1]} but"
+                            f"mapping {shown}: variable {t.name} is {types[t][0]} at {types[t][1]} but"
                             f" {attr.type} at {here}",
                             a.loc,
                         )
@@ -292,25 +326,34 @@ class _Loader:
         exists: list[Var] = []
         for v, loc in pm.existentials:
             if v in exists:
-                raise CdssError(f"mapping {name}: existential variable {v.name} is declared twice", loc)
+                raise CdssError(f"mapping {shown}: existential variable {v.name} is declared twice", loc)
             if v in body_vars:
                 raise CdssError(
-                    f"mapping {name}: existential variable {v.name} also occurs in the body"
-                    " (a body variable is universally quantified; rename one of them)",
+                    f"mapping {shown}: existential variable {v.name} also occurs"
+                    + (" on the other side" if pair else " in the body")
+                    + " (a body variable is universally quantified; rename one of them)",
                     loc,
                 )
             if v not in head_vars:
-                raise CdssError(f"mapping {name}: existential variable {v.name} is not used in the head", loc)
+                raise CdssError(f"mapping {shown}: existential variable {v.name} is not used in the head", loc)
             exists.append(v)
         for a in head:
             for v in a.vars():
+                if v not in body_vars and v not in exists and pair:
+                    side, where = ("left", f"{pair}: exists {v.name}. ... <->") if name == backward_name(pair) else (
+                        "right", f"<-> exists {v.name}. ...")
+                    raise CdssError(
+                        f"mapping {shown}: variable {v.name} of the {side} side does not occur on the other"
+                        f" side; declare it existential ({where})",
+                        a.loc,
+                    )
                 if v not in body_vars and v not in exists:
                     raise CdssError(
-                        f"mapping {name}: head variable {v.name} occurs neither in the body nor after"
+                        f"mapping {shown}: head variable {v.name} occurs neither in the body nor after"
                         f" exists (write: -> exists {v.name}. ...)",
                         a.loc,
                     )
-        return Mapping(name, body, head, tuple(exists), pm.text, pm.loc)
+        return Mapping(name, body, head, tuple(exists), pm.text, pm.loc, pair, policy)
 
     # -- trust -----------------------------------------------------------------------------
     def policy(self, peer: Peer, table: dict) -> TrustPolicy:
@@ -352,8 +395,10 @@ class _Loader:
                 raise self.fail(f"unknown peer {s!r} in from", path + ("from", j))
         mappings = self.string_list(table.get("mappings", []), path + ("mappings",), "mapping names")
         for j, m in enumerate(mappings):
-            if m not in self.mapping_names:
+            if m not in self.mapping_names and m not in self.pairs:
                 raise self.fail(f"unknown mapping {m!r}", path + ("mappings", j))
+        # a `<->` mapping's name stands for both of its tgds
+        mappings = [t for m in mappings for t in self.pairs.get(m, (m,))]
         when_text = table.get("when", "")
         self.expect(when_text, str, path + ("when",), "a string of comparisons")
         when: tuple[Condition, ...] = ()
@@ -391,9 +436,11 @@ class _Loader:
             t = self.expect(table.get(key, {}), dict, path + (key,), f"a table of {what} costs")
             out = []
             for name, v in t.items():
-                if name not in known:
+                if name not in known and not (what == "mapping" and name in self.pairs):
                     raise self.fail(f"unknown {what} {name!r} in costs.{key}", path + (key, name), key=True)
-                out.append((name, self.cost(v, path + (key, name))))
+                cost = self.cost(v, path + (key, name))
+                # a `<->` mapping's name stands for both of its tgds
+                out.extend((n, cost) for n in (self.pairs.get(name, (name,)) if what == "mapping" else (name,)))
             return tuple(out)
 
         peer_costs = cost_table("peers", self.peer_names, "peer")

@@ -8,8 +8,13 @@ Mapping syntax::
 A mapping is ``NAME: body -> [exists z1, ..., zk.] head``; body and head are atoms separated by
 commas. A relation is written ``R`` when only one peer has a relation named ``R``, else qualified
 as ``PEER.R``. Terms are variables (identifiers), ``_`` (any value; body only), double-quoted
-strings and integers. ``exists`` and ``and`` are keywords. ``<->`` (bidirectional mappings) is
-reserved: it parses and is refused with a one-line message.
+strings and integers. ``exists`` and ``and`` are keywords.
+
+A bidirectional mapping ``m2: exists i. B(i, n), *S(i, c) <-> *U(n, c)`` ([Kar09] §5.3) may
+declare existentials on either side (those of the left side before it) and mark atoms with ``*``
+(its update policy: deleting a tuple on one side deletes the starred tuples of the other side
+that derive it). ``*`` and a left-side ``exists`` are refused in a ``->`` mapping, ``_`` in a
+``<->`` one (both sides are heads).
 
 Trust conditions (the ``when`` of a trust rule) are comparisons joined by ``and``:
 ``nam >= 3 and id != "x"``; a bare identifier is an attribute of the relation.
@@ -51,7 +56,8 @@ _TOKEN_NAMES = {
     "COMMA": "','",
     "DOT": "'.'",
     "COLON": "':'",
-    "ARROW": "'->'",
+    "ARROW": "'->' or '<->'",
+    "STAR": "'*'",
     "EXISTS": "'exists'",
     "AND": "'and'",
     "CMP": "a comparison operator",
@@ -70,6 +76,7 @@ class ParsedAtom:
     args: tuple[MappingTerm, ...]
     anonymous: tuple[bool, ...]  # which arguments were written `_`
     loc: Location
+    starred: bool = False  # `*R(...)`: part of a bidirectional mapping's update policy
 
     @property
     def written(self) -> str:
@@ -88,6 +95,7 @@ class ParsedMapping:
     text: str
     loc: Location  # of the mapping's name
     arrow_loc: Location
+    body_existentials: tuple[tuple[Var, Location], ...] = ()  # `exists` before the left side (`<->` only)
 
 
 @lru_cache(maxsize=1)
@@ -159,7 +167,7 @@ class _Builder:
         return Const(number)
 
     def atom(self, node: Tree, side: str) -> ParsedAtom:
-        ref, *args = node.children
+        star, ref, *args = node.children
         names = [str(t) for t in ref.children]
         peer, rel = (names[0], names[1]) if len(names) == 2 else (None, names[0])
         terms: list[MappingTerm] = []
@@ -171,6 +179,12 @@ class _Builder:
                 terms.append(Var(str(a.children[0])))
                 anon.append(False)
             elif a.data == "anon":
+                if side == "both":
+                    raise CdssError(
+                        "'_' in a bidirectional mapping (each side is the head of one direction);"
+                        " name the value, or declare it with exists",
+                        self.at(a),
+                    )
                 if side == "head":
                     raise CdssError(
                         "'_' in the head of a mapping; name the value, or declare it with exists",
@@ -181,7 +195,7 @@ class _Builder:
             else:
                 terms.append(self.constant(a))
                 anon.append(False)
-        return ParsedAtom(peer, rel, tuple(terms), tuple(anon), self.at(node))
+        return ParsedAtom(peer, rel, tuple(terms), tuple(anon), self.at(node), star is not None)
 
     def rename_anonymous(self, atoms: list[ParsedAtom]) -> list[ParsedAtom]:
         """Give each `_` a fresh variable (P_m keeps every body variable, so it needs a name)."""
@@ -190,7 +204,7 @@ class _Builder:
             args = tuple(
                 Var(self.fresh()) if is_anon else t for t, is_anon in zip(a.args, a.anonymous)
             )
-            out.append(ParsedAtom(a.peer, a.relation, args, a.anonymous, a.loc))
+            out.append(ParsedAtom(a.peer, a.relation, args, a.anonymous, a.loc, a.starred))
         return out
 
     def fresh(self) -> str:
@@ -199,36 +213,44 @@ class _Builder:
         return name
 
 
-def parse_mapping(text: str, locate: Locate | None = None, allow_bidirectional: bool = False) -> ParsedMapping:
-    """Parse one mapping; raises :class:`CdssError` located through ``locate``.
-
-    A bidirectional mapping (``<->``) is refused unless ``allow_bidirectional`` (nothing
-    downstream supports it yet; the flag is for the issue that will).
-    """
+def parse_mapping(text: str, locate: Locate | None = None) -> ParsedMapping:
+    """Parse one mapping (``->`` or ``<->``); raises :class:`CdssError` located through ``locate``."""
     locate = locate or _default_locate(text)
     try:
         tree = _parser().parse(text, start="mapping")
     except UnexpectedInput as err:
         raise _syntax_error(err, text, "mapping", locate) from None
     b = _Builder(text, locate)
-    name_tok, body_t, arrow, exists_t, head_t = tree.children
+    name_tok, left_exists_t, body_t, arrow, exists_t, head_t = tree.children
     bidirectional = str(arrow) == "<->"
-    if bidirectional and not allow_bidirectional:
+    if not bidirectional and left_exists_t is not None:
         raise CdssError(
-            f"mapping {name_tok}: bidirectional mappings are not supported yet", b.at(arrow)
+            f"mapping {name_tok}: 'exists' before the body; a body variable is universally quantified"
+            " (existentials of the left side are for '<->' mappings)",
+            b.at(left_exists_t),
         )
-    body = [b.atom(a, "body") for a in body_t.children]
-    head = [b.atom(a, "head") for a in head_t.children]
-    existentials: list[tuple[Var, Location]] = []
-    if exists_t is not None:
-        for tok in exists_t.children[1:]:
-            existentials.append((Var(str(tok)), b.at(tok)))
+    # in a `<->` mapping both sides are heads of one of the two tgds
+    body = [b.atom(a, "both" if bidirectional else "body") for a in body_t.children]
+    head = [b.atom(a, "both" if bidirectional else "head") for a in head_t.children]
+    if not bidirectional:
+        for a in body + head:
+            if a.starred:
+                raise CdssError(
+                    f"mapping {name_tok}: '*' (an update policy) is only allowed in a bidirectional"
+                    " mapping ('<->')",
+                    a.loc,
+                )
+
+    def declared(t: Tree | None) -> list[tuple[Var, Location]]:
+        return [] if t is None else [(Var(str(tok)), b.at(tok)) for tok in t.children[1:]]
+
+    existentials, body_existentials = declared(exists_t), declared(left_exists_t)
     b.taken = {v.name for a in body + head for v in a.args if isinstance(v, Var)}
-    b.taken |= {v.name for v, _ in existentials}
+    b.taken |= {v.name for v, _ in existentials + body_existentials}
     body = b.rename_anonymous(body)
     return ParsedMapping(
         str(name_tok), tuple(body), tuple(head), tuple(existentials), bidirectional, text.strip(),
-        b.at(name_tok), b.at(arrow),
+        b.at(name_tok), b.at(arrow), tuple(body_existentials),
     )
 
 

@@ -100,6 +100,16 @@ def _ordered_vars(atoms: tuple[MappingAtom, ...]) -> tuple[Var, ...]:
     return tuple(seen)
 
 
+def forward_name(pair: str) -> str:
+    """The name of the left-to-right tgd of bidirectional mapping ``pair`` (m2 -> ``m2_fwd``)."""
+    return f"{pair}_fwd"
+
+
+def backward_name(pair: str) -> str:
+    """The name of the right-to-left tgd of bidirectional mapping ``pair`` (m2 -> ``m2_bwd``)."""
+    return f"{pair}_bwd"
+
+
 @dataclass(frozen=True)
 class Mapping:
     """A tgd ``name: body -> exists z1, ..., zk. head`` (both sides conjunctions of atoms)."""
@@ -110,6 +120,17 @@ class Mapping:
     existentials: tuple[Var, ...] = ()
     text: str = field(default="", compare=False)  # as written, for comments and messages
     loc: Location = field(default=NOWHERE, compare=False, repr=False)
+    # one direction of a bidirectional mapping ([Kar09] §5.3): the `<->` mapping's name, and which
+    # head atoms are starred (deleting a body tuple deletes the starred head tuples it matches)
+    pair: str = ""
+    head_policy: tuple[bool, ...] = ()
+
+    @property
+    def direction(self) -> str:
+        """``"->"`` for the left-to-right tgd of a ``<->`` mapping, ``"<-"`` for the other, else ``""``."""
+        if not self.pair:
+            return ""
+        return "->" if self.name == forward_name(self.pair) else "<-"
 
     @property
     def body_vars(self) -> tuple[Var, ...]:
@@ -223,6 +244,9 @@ class Peer:
     policy: TrustPolicy = TrustPolicy()
     description: str = ""
     loc: Location = field(default=NOWHERE, compare=False, repr=False)
+    # deleting at another peer through update policies: "tolerate" side effects on this peer's
+    # relations, or "avoid" them by keeping back the deletions that cause them ([Kar09] §5.3.3)
+    side_effects: str = "tolerate"
 
     def relation(self, name: str) -> Relation:
         for r in self.relations:
@@ -258,6 +282,15 @@ class CDSS:
             if m.name == name:
                 return m
         raise KeyError(name)
+
+    def mapping_names(self, name: str) -> tuple[str, ...]:
+        """The tgds a name in a policy stands for: both directions of a ``<->`` mapping, else itself."""
+        pair = tuple(m.name for m in self.mappings if m.pair == name)
+        return pair or (name,)
+
+    @property
+    def bidirectional(self) -> bool:
+        return any(m.pair for m in self.mappings)
 
     def display_name(self, ref: RelationRef) -> str:
         """``G`` when no other peer has a relation of that name, else ``PGUS.G``."""

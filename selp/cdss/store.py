@@ -466,6 +466,24 @@ class Store:
             conn.execute("UPDATE batches SET published = ? WHERE peer = ? AND published IS NULL", (epoch, peer))
         return epoch, n
 
+    def publish_deletions(self, deletions: dict[str, list[tuple[str, Row]]], source: str) -> list[tuple[str, int, int]]:
+        """Record and publish, in one transaction, a batch of local deletions ``(relation, values)``
+        for each peer (update policies delete other peers' local contributions): all or none.
+        Returns ``(peer, publication epoch, edits)`` per peer with deletions; other unpublished
+        batches of those peers stay unpublished."""
+        out: list[tuple[str, int, int]] = []
+        with self.write() as conn:
+            for peer, rows in deletions.items():
+                if not rows:
+                    continue
+                self.check_peer(peer)
+                batch = self.record_batch(conn, peer, source, [(rel, "l", "-", values) for rel, values in rows])
+                epoch = conn.execute("SELECT COALESCE(MAX(epoch), 0) + 1 FROM publications").fetchone()[0]
+                conn.execute("INSERT INTO publications VALUES (?, ?, ?, ?)", (epoch, peer, time.time(), len(rows)))
+                conn.execute("UPDATE batches SET published = ? WHERE id = ?", (epoch, batch))
+                out.append((peer, epoch, len(rows)))
+        return out
+
     # -- instances ---------------------------------------------------------------------------
     @property
     def instances_dir(self) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from selp.cli.bench import bench
 from selp.cli.cdss import cdss
+from selp.cli.cdss_delete import delete_cmd
 from selp.cli.check import check
 from selp.cli.eval import eval_cmd
 from selp.cli.gen import gen
@@ -19,6 +20,9 @@ from selp.cli.serve import serve
 from selp.cli.topk import explain_cmd, query_cmd, topk_cmd, trees_cmd
 
 __all__ = ["COMMANDS", "main"]
+
+# subcommands of `selp cdss` kept in modules of their own (they add themselves to the group)
+CDSS_COMMANDS = (delete_cmd,)
 
 COMMANDS = (
     check,

@@ -23,7 +23,8 @@ ENGINE_HELP = (
 )
 
 
-def _engine_option(help_text: str = ENGINE_HELP):
+def engine_option(help_text: str = ENGINE_HELP):
+    """The ``--engine`` option of a ``selp cdss`` command."""
     return click.option("--engine", type=click.Choice(engine_names()), default=None, help=help_text)
 
 
@@ -48,7 +49,7 @@ def check_cmd(directory: str) -> None:
 
     click.echo(summarize_cdss(directory))
     if (Path(directory) / STORE_DIR / DB_FILE).is_file():
-        with _open(directory) as s:
+        with open_store(directory) as s:
             click.echo(s.verify())
 
 
@@ -81,7 +82,7 @@ def compile_cmd(directory: str, viewpoint: str | None, out_file: str | None) -> 
 @cdss.command(name="eval")
 @click.argument("directory", type=click.Path())
 @click.option("--data", "data_dir", type=click.Path(file_okay=False), default=None, help="Base data: DATA/<peer>/<relation>.csv [default: DIRECTORY/data].")
-@_engine_option()
+@engine_option()
 @click.option("--relation", "relations", multiple=True, metavar="R", help="Print only R (or PEER.R); repeatable.")
 @click.option("--with-nulls", is_flag=True, help="Keep tuples holding labeled nulls (default: certain answers only).")
 @click.option("--master", default=None, help="Spark master URL (spark engine).")
@@ -124,11 +125,12 @@ def eval_cmd(directory: str, data_dir: str | None, engine: str | None, relations
 
 
 # -- the peer workflow over the durable store (selp.cdss.store) -------------------------------
-_DIR = click.argument("directory", type=click.Path(file_okay=False))
-_PEER = click.option("--peer", required=True, help="The peer (a name from cdss.toml).")
+DIR_ARG = click.argument("directory", type=click.Path(file_okay=False))
+PEER_OPT = click.option("--peer", required=True, help="The peer (a name from cdss.toml).")
 
 
-def _open(directory: str):
+def open_store(directory: str):
+    """The CDSS store of ``directory`` (a context manager)."""
     from selp.cdss.store import Store
 
     return Store.open(directory)
@@ -140,7 +142,7 @@ def _when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
-def _engine(engine: str | None, store, master: str | None = None) -> str:
+def store_engine(engine: str | None, store, master: str | None = None) -> str:
     """The registered engine name for a store command (``--engine``, ``--master``, SELP_ENGINE,
     the selp.toml beside cdss.toml, else embedded)."""
     from selp.cdss.config import CONFIG_FILE
@@ -150,7 +152,7 @@ def _engine(engine: str | None, store, master: str | None = None) -> str:
 
 
 @cdss.command(name="init")
-@_DIR
+@DIR_ARG
 def init_cmd(directory: str) -> None:
     """Create the store of the CDSS in DIRECTORY (DIRECTORY/.selp) from its cdss.toml.
 
@@ -174,8 +176,8 @@ def _report_batch(peer: str, result) -> None:
 
 
 @cdss.command(name="edit", context_settings={"ignore_unknown_options": True})
-@_DIR
-@_PEER
+@DIR_ARG
+@PEER_OPT
 @click.argument("edits", nargs=-1, required=True, type=click.UNPROCESSED)
 def edit_cmd(directory: str, peer: str, edits: tuple[str, ...]) -> None:
     """Record one batch of edits of PEER: +R(v, ...) inserts, -R(v, ...) deletes.
@@ -191,14 +193,14 @@ def edit_cmd(directory: str, peer: str, edits: tuple[str, ...]) -> None:
     """
     from selp.cdss.edits import apply_batch, parse_edit
 
-    with _open(directory) as s:
+    with open_store(directory) as s:
         requests = [parse_edit(s, peer, e) for e in edits]
         _report_batch(peer, apply_batch(s, peer, requests, "edit " + " ".join(edits)))
 
 
 @cdss.command(name="import")
-@_DIR
-@_PEER
+@DIR_ARG
+@PEER_OPT
 @click.option("--relation", required=True, help="The peer's relation the file holds.")
 @click.option("--delete", is_flag=True, help="Delete the file's tuples instead of inserting them.")
 @click.option("--again", is_flag=True, help="Record the file even if the same content was imported before.")
@@ -215,7 +217,7 @@ def import_cmd(directory: str, peer: str, relation: str, delete: bool, again: bo
     """
     from selp.cdss.edits import AlreadyImported, import_csv
 
-    with _open(directory) as s:
+    with open_store(directory) as s:
         try:
             result = import_csv(s, peer, relation, csv_file, delete, again)
         except AlreadyImported as done:
@@ -228,8 +230,8 @@ def import_cmd(directory: str, peer: str, relation: str, delete: bool, again: bo
 
 
 @cdss.command(name="reject", context_settings={"ignore_unknown_options": True})
-@_DIR
-@_PEER
+@DIR_ARG
+@PEER_OPT
 @click.option("--undo", is_flag=True, help="Lift the rejections instead.")
 @click.argument("tuples", nargs=-1, required=True, type=click.UNPROCESSED)
 def reject_cmd(directory: str, peer: str, undo: bool, tuples: tuple[str, ...]) -> None:
@@ -245,14 +247,14 @@ def reject_cmd(directory: str, peer: str, undo: bool, tuples: tuple[str, ...]) -
     """
     from selp.cdss.edits import apply_batch, rejection_requests
 
-    with _open(directory) as s:
+    with open_store(directory) as s:
         requests = rejection_requests(s, peer, tuples, undo)
         _report_batch(peer, apply_batch(s, peer, requests, f"{'reject --undo' if undo else 'reject'} " + " ".join(tuples)))
 
 
 @cdss.command(name="publish")
-@_DIR
-@_PEER
+@DIR_ARG
+@PEER_OPT
 def publish_cmd(directory: str, peer: str) -> None:
     """Publish PEER's unpublished edits: the next exchanges of every peer see them.
 
@@ -260,7 +262,7 @@ def publish_cmd(directory: str, peer: str) -> None:
     Example:
       selp cdss publish examples/cdss/bio --peer PGUS
     """
-    with _open(directory) as s:
+    with open_store(directory) as s:
         epoch, n = s.publish(peer)
         if not n:
             click.echo(f"{peer} has no unpublished edits; nothing published")
@@ -269,9 +271,9 @@ def publish_cmd(directory: str, peer: str) -> None:
 
 
 @cdss.command(name="exchange")
-@_DIR
-@_PEER
-@_engine_option()
+@DIR_ARG
+@PEER_OPT
+@engine_option()
 @click.option("--strategy", type=click.Choice(["recompute", "provenance", "dred"]), default="recompute", show_default=True, help="Full recomputation, or incremental maintenance (provenance-based deletion or DRed).")
 @click.option("--publish", "publish_first", is_flag=True, help="Publish PEER's edits first (ORCHESTRA's exchange).")
 @click.option("--wait", type=click.FloatRange(min=0), default=10.0, show_default=True, help="Seconds to wait for another running exchange.")
@@ -289,8 +291,8 @@ def exchange_cmd(directory: str, peer: str, engine: str | None, strategy: str, p
     """
     from selp.cdss.exchange import exchange
 
-    with _open(directory) as s:
-        eng = _engine(engine, s, master)
+    with open_store(directory) as s:
+        eng = store_engine(engine, s, master)
         if strategy != "recompute":  # before starting Spark: refuse fast when unavailable
             from selp.engines.registry import get_engine
 
@@ -309,21 +311,25 @@ def exchange_cmd(directory: str, peer: str, engine: str | None, strategy: str, p
 
 
 @cdss.command(name="query")
-@_DIR
-@_PEER
+@DIR_ARG
+@PEER_OPT
 @click.argument("relation")
 @click.option("--with-nulls", is_flag=True, help="Keep tuples holding labeled nulls (default: certain answers only).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-def query_cmd(directory: str, peer: str, relation: str, with_nulls: bool, fmt: str) -> None:
+@engine_option()
+@click.option("--master", default=None, help="Spark master URL (spark engine; queries only).")
+def query_cmd(directory: str, peer: str, relation: str, with_nulls: bool, fmt: str, engine: str | None, master: str | None) -> None:
     """Print RELATION in PEER's instance (as of its last exchange): certain answers by default.
 
     RELATION is a peer relation (B, or PBioSQL.B) or any relation of the compiled program
-    (B_l, B_t, P_m4, ...; see `selp cdss compile`).
+    (B_l, B_t, P_m4, ...; see `selp cdss compile`), or a query: one selp rule over them, whose
+    certain answers are printed (labeled nulls join; answers holding one are dropped).
 
     \b
     Examples:
       selp cdss query examples/cdss/bio --peer PBioSQL B
       selp cdss query examples/cdss/bio --peer PuBio U --with-nulls --format csv
+      selp cdss query examples/cdss/bio --peer PuBio 'ans(x, y) :- U(x, z), U(y, z)'
     """
     import csv as csvmod
     import io
@@ -332,8 +338,14 @@ def query_cmd(directory: str, peer: str, relation: str, with_nulls: bool, fmt: s
     from selp.cdss.instance import read_peer_relation
     from selp.values import display_value, json_value
 
-    with _open(directory) as s:
-        found = read_peer_relation(s, peer, relation, with_nulls)
+    from selp.cdss.instance import is_query, read_peer_query
+
+    with open_store(directory) as s:
+        if is_query(relation):
+            eng = store_engine(engine, s, master)
+            found = read_peer_query(s, peer, relation, eng, with_nulls, spark_for(eng, master, True))
+        else:
+            found = read_peer_relation(s, peer, relation, with_nulls)
     if found is None:
         raise SelpError(f"{peer} has no instance yet: run `selp cdss exchange {directory} --peer {peer}`")
     cols, ordered = found.columns, found.rows
@@ -360,7 +372,7 @@ def query_cmd(directory: str, peer: str, relation: str, with_nulls: bool, fmt: s
 
 
 @cdss.command(name="status")
-@_DIR
+@DIR_ARG
 def status_cmd(directory: str) -> None:
     """Peers (unpublished edits, the epoch their instance reflects), publications, epochs.
 
@@ -368,7 +380,7 @@ def status_cmd(directory: str) -> None:
     Example:
       selp cdss status examples/cdss/bio
     """
-    with _open(directory) as s:
+    with open_store(directory) as s:
         last = s.last_publication()
         unpublished = s.unpublished_counts()
         epochs = s.peer_epochs()
@@ -393,7 +405,7 @@ def status_cmd(directory: str) -> None:
 
 
 @cdss.command(name="log")
-@_DIR
+@DIR_ARG
 @click.option("--peer", default=None, help="Only this peer's edits.")
 def log_cmd(directory: str, peer: str | None) -> None:
     """The edit log, in order: batches and their resolved edits.
@@ -404,7 +416,7 @@ def log_cmd(directory: str, peer: str | None) -> None:
     """
     from selp.values import format_value
 
-    with _open(directory) as s:
+    with open_store(directory) as s:
         if peer is not None:
             s.check_peer(peer)
         batch = None
@@ -420,14 +432,14 @@ def log_cmd(directory: str, peer: str | None) -> None:
 
 
 @cdss.command(name="explain")
-@_DIR
-@_PEER
+@DIR_ARG
+@PEER_OPT
 @click.argument("fact")
 @click.option("-k", "k", type=TREES_PER_FACT, default=3, show_default=True, help="Trees (1 to 2147483647).")
 @click.option("--monoid", default="cost", show_default=True, help="cost (PEER's ranked trust), or another selp monoid (a plug-in: see --monoid-plugin).")
 @monoid_plugin_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@_engine_option("Top-k engine " + ENGINE_HELP[len("Engine "):])
+@engine_option("Top-k engine " + ENGINE_HELP[len("Engine "):])
 @click.option("--master", default=None, help="Spark master URL (spark engine).")
 def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: str, engine: str | None, master: str | None) -> None:
     """The k best derivation trees of FACT through the mappings, ranked by PEER's trust costs.
@@ -442,8 +454,8 @@ def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: 
     from selp.cdss.explain import explain, render_text, to_json
     from selp.topk.trees import iter_json
 
-    with _open(directory) as s:
-        engine = _engine(engine, s, master)
+    with open_store(directory) as s:
+        engine = store_engine(engine, s, master)
         spark = spark_for(engine, master, False)
         e = explain(s, peer, fact, k, monoid, engine, spark)
         epoch = s.peer_epoch(peer)
@@ -458,8 +470,8 @@ def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: 
 
 
 @cdss.command(name="trust")
-@_DIR
-@_PEER
+@DIR_ARG
+@PEER_OPT
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def trust_cmd(directory: str, peer: str, fmt: str) -> None:
     """List PEER's imported tuples with their top-1 trust cost and the threshold verdict.
@@ -478,7 +490,7 @@ def trust_cmd(directory: str, peer: str, fmt: str) -> None:
     from selp.cdss.ranked import trust_report
     from selp.values import display_value, json_value
 
-    with _open(directory) as s:
+    with open_store(directory) as s:
         rep = trust_report(s, peer)
     if fmt == "json":
         out = dict(rep)

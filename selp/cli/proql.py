@@ -53,13 +53,15 @@ def _probabilities(items: tuple[str, ...]) -> dict[str, float] | None:
                    " graph [default: spark with --master, --explain, --no-asr or --build-asrs, else SELP_ENGINE,"
                    " else `engine` in selp.toml beside cdss.toml, else embedded].")
 @click.option("--master", default=None, help="Spark master URL (spark engine).")
+@click.option("--full", is_flag=True, help="Print infinite POLYNOMIAL series with every term found (default: the first terms and a marker).")
 @click.option("--explain", is_flag=True, help="Print the evaluation plan (spark engine): fixpoints, rounds, ASRs used.")
 @click.option("--no-asr", is_flag=True, help="Do not use the epoch's access support relations (spark engine).")
 @click.option("--build-asrs", is_flag=True, help="Create access support relations for the latest epoch (chosen by the heuristic of selp.cdss.proql.asr); later exchanges maintain them.")
 @click.option("--asr-width", type=click.IntRange(min=2), default=8, show_default=True, help="With --build-asrs: mappings per ASR at most.")
 @click.option("--asr-kind", type=click.Choice(["inner", "outer"]), default="inner", show_default=True, help="With --build-asrs: inner join, or full outer (every subpath; replaces its mappings' own edges).")
 def proql(directory: str, query: str | None, query_file: str | None, peer: str | None, fmt: str, probs: tuple[str, ...],
-          engine: str | None, master: str | None, explain: bool, no_asr: bool, build_asrs: bool, asr_width: int, asr_kind: str) -> None:
+          engine: str | None, master: str | None, full: bool, explain: bool, no_asr: bool, build_asrs: bool, asr_width: int,
+          asr_kind: str) -> None:
     """Run a ProQL QUERY over the provenance stored in the CDSS DIRECTORY.
 
     \b
@@ -108,4 +110,4 @@ def proql(directory: str, query: str | None, query_file: str | None, peer: str |
     )
     if explain:
         click.echo(render_plan(sr))
-    click.echo(RENDERERS[fmt](r))
+    click.echo(RENDERERS[fmt](r, full))

@@ -81,13 +81,41 @@ def test_anonymous_names_avoid_user_variables():
     assert m.body[0].args[1] == Var("anon2")
 
 
-def test_bidirectional_is_reserved_and_refused():
-    with pytest.raises(CdssError) as info:
-        parse_mapping("m1: G(i, c, n) <-> U(n, c)")
-    assert str(info.value) == "<input>:1:16: mapping m1: bidirectional mappings are not supported yet"
-    assert parse_mapping("m1: G(i, c, n) <-> U(n, c)", allow_bidirectional=True).bidirectional
-    err = error(cdss_text("m1: G(i, c, n) <-> U(n, c)"))
-    assert str(err) == "cdss.toml:2:19: mapping m1: bidirectional mappings are not supported yet"
+def test_bidirectional_mapping_is_its_pair_of_tgds():
+    m = parse_mapping("m2: exists i. B(i, n), *S(i, c) <-> *U(n, c)")
+    assert m.bidirectional and [a.starred for a in m.body + m.head] == [False, True, True]
+    c = parse_cdss(cdss_text("m2: exists i. B(i, n), *G(i, c, n) <-> *U(n, c)"))
+    fwd, bwd = c.mappings
+    assert (fwd.name, fwd.direction, bwd.name, bwd.direction) == ("m2_fwd", "->", "m2_bwd", "<-")
+    assert fwd.head == bwd.body and fwd.body == bwd.head and fwd.existentials == ()
+    assert bwd.existentials == (Var("i"),) and bwd.frontier == (Var("n"), Var("c"))
+    assert fwd.head_policy == (True,) and bwd.head_policy == (False, True)
+    assert c.mapping_names("m2") == ("m2_fwd", "m2_bwd")
+
+
+def test_weak_acyclicity_is_checked_on_the_pair():
+    err = error(cdss_text("m5: exists i. B(i, n) <-> exists z. B(n, z)"))
+    assert "mapping m5 is not weakly acyclic: B.2 =*> B.2" in str(err)
+    # Theorem 5.3.1: no self-joins on either side -> the pair is weakly acyclic, existentials on both sides
+    parse_cdss(cdss_text("m6: exists i. G(i, c, n) <-> exists z. U(n, z), B(c, n)"))
+
+
+@pytest.mark.parametrize(
+    "mapping, message",
+    [
+        ("m1: G(i, c, n) <-> U(n, c)",
+         "2:8: mapping m1: variable i of the left side does not occur on the other side;"
+         " declare it existential (m1: exists i. ... <->)"),
+        ("m1: exists c. G(i, c, n) <-> U(n, c)", "2:15: mapping m1: existential variable c also occurs on the other side"),
+        ("m1: *G(i, c, n) -> U(n, c)", "2:8: mapping m1: '*' (an update policy) is only allowed in a bidirectional mapping"),
+        ("m1: exists i. G(i, c, n) -> U(n, c)", "2:8: mapping m1: 'exists' before the body"),
+        ("m1: exists i. G(i, _, n) <-> U(n, c)", "2:23: '_' in a bidirectional mapping"),
+        ("m1_fwd: G(i, c, n) -> U(n, c)\x00m1: exists i. G(i, c, n) <-> U(n, c)", "mapping name m1_fwd is used twice"),
+    ],
+)
+def test_bidirectional_mistakes_are_located(mapping, message):
+    err = error(cdss_text(*mapping.split("\x00")))
+    assert f"cdss.toml:{message}" in str(err) or message in str(err), str(err)
 
 
 @pytest.mark.parametrize(

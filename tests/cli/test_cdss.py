@@ -80,7 +80,7 @@ def test_errors_are_one_line_with_exit_1(tmp_path):
     toml.write_text(text.replace('"m4: B(i, c), U(n, c) -> B(i, n)"', '"m4: B(i, c), U(n, c) <-> B(i, n)"'))
     line = next(i for i, l in enumerate(toml.read_text().splitlines(), 1) if "<->" in l)
     for cmd in ("check", "compile", "eval"):
-        one_line_error(run("cdss", cmd, str(d)), f"{toml}:{line}:25: mapping m4: bidirectional mappings are not supported yet")
+        one_line_error(run("cdss", cmd, str(d)), f"{toml}:{line}:8: mapping m4: variable c of the left side does not occur on the other side")
     toml.write_text(text.replace('key = ["id"]', 'key = ["idd"]'))
     line = next(i for i, l in enumerate(toml.read_text().splitlines(), 1) if "idd" in l)
     one_line_error(run("cdss", "check", str(d)), f"{toml}:{line}:8: key attribute 'idd' is not an attribute of PGUS.G")

@@ -8,3 +8,5 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 TRADE = EXAMPLES / "trade"
 BIO = EXAMPLES / "cdss" / "bio"
+BIDIR = EXAMPLES / "cdss" / "bidir"
+POLICY = EXAMPLES / "cdss" / "policy"

@@ -137,7 +137,17 @@ class Call:
     loc: Location = _loc()
 
 
-Value = Union[Operand, Call]
+@dataclass(frozen=True)
+class Scale:
+    """``SET $z * 2`` (or ``2 * $z``) in a mapping assignment: the argument scaled by a number
+    ([Kar09] Example 9's ``f_m4(x) = 2x``); see :meth:`~.semirings.Semiring.scale`."""
+
+    var: str
+    factor: int | float
+    loc: Location = _loc()
+
+
+Value = Union[Operand, Call, Scale]
 
 
 @dataclass(frozen=True)

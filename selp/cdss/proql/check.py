@@ -12,6 +12,8 @@ could never hold.
 
 from __future__ import annotations
 
+from typing import Any
+
 from selp.cdss.compile import CompiledCDSS
 from selp.cdss.proql import ast
 from selp.cdss.proql.parser import ProqlError
@@ -171,6 +173,16 @@ def check_query(q: ast.Query, compiled: CompiledCDSS) -> Semiring:
 
 
 def _check_value(v: ast.Value, s: Semiring, tuple_vars: set[str], arg: str | None, ch: _Checker) -> None:
+    if isinstance(v, ast.Scale):
+        if v.var != arg:
+            raise ProqlError(f"SET ${v.var} * {v.factor}: only the mapping's argument can be scaled (SET ${arg or 'z'} * k)", v.loc)
+        if v.factor < 0 or v.factor != v.factor or v.factor == float("inf"):
+            raise ProqlError(f"a scale factor is a finite number >= 0, not {v.factor}", v.loc)
+        try:
+            s.scale(s.one, v.factor)
+        except SelpError as e:
+            raise ProqlError(e.message, v.loc) from None
+        return
     if isinstance(v, ast.Call):
         if v.function != "edit_distance" or len(v.args) != 2:
             raise ProqlError(f"unknown function {v.function}/{len(v.args)} (known: edit_distance/2)", v.loc)
@@ -210,6 +222,53 @@ def _check_mapping(a: ast.Assignment, s: Semiring, compiled: CompiledCDSS, ch: _
                 f" must map {s.name}'s 0 ({s.format(s.zero)}) to 0; guard the CASE with ${a.arg} != {s.format(s.zero)}",
                 case.loc,
             )
+        _check_additive(a, s, m.name, f)
+
+
+def _samples(a: ast.Assignment, s: Semiring) -> list[Any]:
+    """Values to test additivity on: 1, tokens (POLYNOMIAL), and the values the CASEs compare
+    the argument with, with their neighbours (a CASE on $z = 2 is tested at 1 + 1, 2, 3)."""
+    out = [s.one, s.plus(s.one, s.one)]
+    if s.name == "POLYNOMIAL":
+        out += [s.leaf_default("x"), s.leaf_default("y")]
+    found: list[Any] = []
+
+    def visit(c: ast.Condition | None) -> None:
+        if isinstance(c, (ast.And, ast.Or)):
+            for p in c.parts:
+                visit(p)
+        elif isinstance(c, ast.Not):
+            visit(c.part)
+        elif isinstance(c, ast.Comparison):
+            for x, y in ((c.left, c.right), (c.right, c.left)):
+                if isinstance(x, ast.VarRef) and x.var == a.arg and isinstance(y, ast.Literal):
+                    found.append(s.literal(y.value, y.bare, y.loc))
+
+    for case in a.cases:
+        visit(case.condition)
+    for v in found:
+        out += [v, s.plus(v, s.one)]
+    return [v for v in out if v != s.zero]
+
+
+def _check_additive(a: ast.Assignment, s: Semiring, mapping: str, f: Any) -> None:
+    """COUNT and POLYNOMIAL are not idempotent: a mapping function must be additive there,
+    m(a + b) = m(a) + m(b) ([Kar09] §4.3), or a count comes out wrong silently (a constant
+    ``SET 1`` counts two derivations as one). The idempotent semirings need no check (a
+    constant c gives c + c = c)."""
+    if s.name not in ("COUNT", "POLYNOMIAL"):
+        return
+    samples = _samples(a, s)
+    for x in samples:
+        for y in samples:
+            whole, parts = f(mapping, s.plus(x, y)), s.plus(f(mapping, x), f(mapping, y))
+            if whole != parts:
+                raise ProqlError(
+                    f"the assignment for mapping {mapping} is not additive: it gives {s.format(whole)} on"
+                    f" {s.format(s.plus(x, y))} but {s.format(parts)} on its parts {s.format(x)} and {s.format(y)};"
+                    f" {s.name} needs m(a + b) = m(a) + m(b) (SET ${a.arg}, SET ${a.arg} * k or SET 0 are additive)",
+                    a.loc,
+                )
 
 
 def _fires(case: ast.Case, mapping: str, s: Semiring, a: ast.Assignment) -> bool:

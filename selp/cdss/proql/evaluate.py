@@ -323,6 +323,8 @@ def mapping_function(a: ast.Assignment | None, s: Semiring) -> Callable[[str, An
             if case.condition is None or mapping_condition(case.condition, a, s, mapping, z):
                 if isinstance(case.value, ast.VarRef):  # SET $z: the identity
                     return z
+                if isinstance(case.value, ast.Scale):
+                    return s.scale(z, case.value.factor)
                 return _value(case.value, s, {}, None)  # type: ignore[arg-type]
         return s.apply_mapping(mapping, z)
 

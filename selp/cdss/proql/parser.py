@@ -256,6 +256,12 @@ class _Builder:
         """A semiring value; nested calls are bounded like conditions (see :meth:`cond`)."""
         if t.data == "plain":
             return self.operand(t.children[0])
+        if t.data == "scale":
+            a, b = (self.operand(x) for x in t.children)
+            var, factor = (a, b) if isinstance(a, ast.VarRef) else (b, a)
+            if not isinstance(var, ast.VarRef) or not isinstance(factor, ast.Literal) or factor.bare or isinstance(factor.value, str):
+                raise ProqlError("a scaled value is $z * NUMBER (or NUMBER * $z)", self.loc(t))
+            return ast.Scale(var.var, factor.value, self.loc(t))
         if depth > MAX_DEPTH:
             raise ProqlError(f"value too deeply nested (more than {MAX_DEPTH} levels of calls)", self.loc(t))
         name, *args = t.children

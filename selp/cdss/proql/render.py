@@ -7,7 +7,16 @@ import json
 from typing import Any, Callable
 
 
-def render_table(r: Any) -> str:
+def shown_value(r: Any, node: Any, full: bool = False) -> str:
+    """A returned node's value as printed: an infinite POLYNOMIAL series bounded to its first
+    terms with a marker, unless ``full``."""
+    s = r.semiring
+    if full or not hasattr(s, "bounded"):
+        return r.value(node)
+    return s.bounded(r.values[node])
+
+
+def render_table(r: Any, full: bool = False) -> str:
     """The bindings, their semiring values (and probabilities), then the counts."""
     head = [f"${c}" for c in r.columns]
     head += [f"{r.semiring.name.lower()}(${c})" for c in r.columns]
@@ -15,7 +24,7 @@ def render_table(r: Any) -> str:
         head += [f"P(${c})" for c in r.columns]
     lines = [head]
     for row in r.rows:
-        cells = [str(n) for n in row] + [r.value(n) for n in row]
+        cells = [str(n) for n in row] + [shown_value(r, n, full) for n in row]
         if r.probabilities is not None:
             cells += [f"{r.probabilities[n]:.6g}" for n in row]
         lines.append(cells)
@@ -26,7 +35,7 @@ def render_table(r: Any) -> str:
     return "\n".join(out)
 
 
-def render_json(r: Any) -> str:
+def render_json(r: Any, full: bool = False) -> str:
     """The epoch, the bindings with their values, and the projected graph, as JSON."""
     s = r.semiring
     doc = {
@@ -36,7 +45,10 @@ def render_json(r: Any) -> str:
         "rows": [
             {
                 **{c: str(n) for c, n in zip(r.columns, row)},
-                "values": {c: s.to_json(r.values[n]) for c, n in zip(r.columns, row)},
+                "values": {
+                    c: s.to_json(r.values[n]) if full or not hasattr(s, "bounded") else shown_value(r, n)
+                    for c, n in zip(r.columns, row)
+                },
                 **({"probabilities": {c: r.probabilities[n] for c, n in zip(r.columns, row)}} if r.probabilities else {}),
             }
             for row in r.rows
@@ -49,7 +61,7 @@ def render_json(r: Any) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False)
 
 
-def render_dot(r: Any) -> str:
+def render_dot(r: Any, full: bool = False) -> str:
     """The projected graph in Graphviz, the returned nodes bold with their values."""
     from selp.cdss.proql.graph import MappingNode
 
@@ -59,7 +71,7 @@ def render_dot(r: Any) -> str:
     for n, i in ids.items():
         label = str(n).replace('"', '\\"')
         if n in returned:
-            label += "\\n" + r.value(n).replace('"', '\\"')
+            label += "\\n" + shown_value(r, n, full).replace('"', '\\"')
         shape = "ellipse" if isinstance(n, MappingNode) else "box"
         style = ", penwidth=2" if n in returned else ""
         lines.append(f'  {i} [label="{label}", shape={shape}{style}];')
@@ -71,7 +83,7 @@ def render_dot(r: Any) -> str:
     return "\n".join(lines)
 
 
-RENDERERS: dict[str, Callable[[Any], str]] = {"table": render_table, "json": render_json, "dot": render_dot}
+RENDERERS: dict[str, Callable[..., str]] = {"table": render_table, "json": render_json, "dot": render_dot}
 
 
 def render_plan(sr: Any) -> str:

@@ -72,6 +72,10 @@ class Semiring:
         """The semiring value a SET literal or a compared literal stands for."""
         raise SelpError(f"{self.name} has no value {value!r}", loc)
 
+    def scale(self, value: Any, factor: float) -> Any:
+        """``SET $z * factor``: scaling, for the numeric semirings (WEIGHT, COUNT, POLYNOMIAL)."""
+        raise SelpError(f"{self.name} values cannot be scaled ($z * k is for WEIGHT, COUNT and POLYNOMIAL)")
+
     def format(self, value: Any) -> str:
         return str(value)
 
@@ -146,6 +150,10 @@ class Weight(Semiring):
                 raise SelpError(f"WEIGHT costs are non-negative, not {value}", loc)
             return value
         raise SelpError(f"WEIGHT values are non-negative numbers and inf, not {value!r}", loc)
+
+    def scale(self, value: float, factor: float) -> float:
+        # costs multiply (Example 9's f_m4(x) = 2x); the zero, inf, stays inf
+        return value if value == math.inf else value * factor
 
     def format(self, value: float) -> str:
         if value == math.inf:
@@ -302,6 +310,11 @@ class Count(Semiring):
     def diverged(self, value: float) -> float:
         return math.inf
 
+    def scale(self, value: float, factor: float) -> float:
+        if not float(factor).is_integer():
+            raise SelpError(f"COUNT scales by natural numbers, not {factor}")
+        return 0 if factor == 0 or value == 0 else value * int(factor)
+
     def format(self, value: float) -> str:
         return "∞" if value == math.inf else str(int(value))
 
@@ -325,6 +338,13 @@ class Poly:
 
 def _mono_text(mono: tuple[str, ...]) -> str:
     return "·".join(mono) if mono else "1"
+
+
+def _term_text(mono: tuple[str, ...], k: int) -> str:
+    return (f"{k}·" if k != 1 else "") + _mono_text(mono)
+
+
+SERIES_PREFIX = 10  # terms of an infinite POLYNOMIAL series printed unless the full form is asked for
 
 
 class Polynomial(Semiring):
@@ -366,6 +386,12 @@ class Polynomial(Semiring):
             return self.one
         return Poly((((str(value),), 1),))
 
+    def scale(self, value: Poly, factor: float) -> Poly:
+        if not float(factor).is_integer():
+            raise SelpError(f"POLYNOMIAL scales by natural numbers, not {factor}")
+        k = int(factor)
+        return Poly.of(Counter({m: c * k for m, c in value.terms}), value.infinite and k > 0)
+
     def diverged(self, value: Poly) -> Poly:
         return Poly(value.terms, True)
 
@@ -373,8 +399,19 @@ class Polynomial(Semiring):
         if not value.terms:
             text = "0"
         else:
-            text = " + ".join((f"{k}·" if k != 1 else "") + _mono_text(m) for m, k in value.terms)
+            text = " + ".join(_term_text(m, k) for m, k in value.terms)
         return text + " + … (infinite series: cyclic provenance)" if value.infinite else text
+
+    def bounded(self, value: Poly, max_terms: int = SERIES_PREFIX) -> str:
+        """An infinite series as its ``max_terms`` smallest terms found (fewest factors, then
+        shortest) and a marker saying how many were left out; anything else as :meth:`format`.
+        The terms found of a series grow exponentially with the rounds (2.1 MB for one tuple of a
+        7-tuple cycle), and its first terms are what a reader can use."""
+        if not value.infinite or len(value.terms) <= max_terms:
+            return self.format(value)
+        first = sorted(value.terms, key=lambda t: (len(t[0]), len(_mono_text(t[0])), t[0]))[:max_terms]
+        text = " + ".join(_term_text(m, k) for m, k in first)
+        return f"{text} + … (infinite series: cyclic provenance; {max_terms} of the {len(value.terms)} terms found shown, --full prints them)"
 
 
 SEMIRINGS: dict[str, Callable[[], Semiring]] = {

@@ -411,7 +411,12 @@ def _mapping_column(a: ast.Assignment | None, s: Semiring, nat: Native, name: Co
 
     out = None
     for case in reversed(a.cases):
-        value = z if isinstance(case.value, ast.VarRef) else nat.lit(s.literal(case.value.value, case.value.bare, case.value.loc))
+        if isinstance(case.value, ast.VarRef):
+            value = z
+        elif isinstance(case.value, ast.Scale):  # WEIGHT (the only native numeric one): inf * k stays inf
+            value = F.when(z == F.lit(float("inf")), z).otherwise(z * F.lit(float(case.value.factor)))
+        else:
+            value = nat.lit(s.literal(case.value.value, case.value.bare, case.value.loc))
         if case.condition is None:
             out = value
         else:
