@@ -132,6 +132,22 @@ def apply_body(body: Iterable[Literal], s: Subst) -> list[Literal] | None:
     return out
 
 
+def _string_operand(t: Term) -> bool:
+    if isinstance(t, Arith):
+        return any(isinstance(a, Const) and isinstance(a.value, str) or _string_operand(a) for a in t.args)
+    if isinstance(t, SkolemTerm):
+        return any(_string_operand(a) for a in t.args)
+    return False
+
+
+def _string_in_arithmetic(head: Atom, body: Iterable[Literal]) -> bool:
+    """Whether a string constant stands as an operand of an arithmetic expression of the rule."""
+    terms: list[Term] = list(head.args)
+    for b in body:
+        terms.extend(b.args if isinstance(b, Atom) else (b.left, b.right))
+    return any(_string_operand(t) for t in terms)
+
+
 def _merge(a: Subst, b: Subst) -> Subst | None:
     out = dict(a)
     for k, v in b.items():
@@ -170,6 +186,11 @@ class Builder:
         # is part of a new rule's identity
         key = (head, tuple(body), origin)
         if key in self.seen:
+            return
+        if _string_in_arithmetic(head, body):
+            # a pattern constant substituted into arithmetic: P type-checked, so a variable under
+            # arithmetic is never a string and this rule has no instance (evaluating it would be
+            # a type error instead)
             return
         self.seen.add(key)
         name = base

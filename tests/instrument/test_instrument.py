@@ -176,3 +176,20 @@ def test_random_programs_and_patterns_compare_real_trees() -> None:
     _random_programs_and_patterns()
     assert SEEN["cases"] >= 30, SEEN
     assert SEEN["cases with matches"] >= 1, SEEN
+
+
+def test_pattern_constant_never_lands_in_arithmetic() -> None:
+    """``NOT p0("Cuba", "com,ma")`` on a rule computing ``-y``: substituting the pattern's string
+    into ``-y`` gave a rule P_p could not evaluate (found by the random test); such a rule has no
+    instance in P (y is never a string there) and is left out, and Proposition 4.2 holds."""
+    text = (
+        '.decl e0(c1: str, c2: str)\n.decl e1(c1: str, c2: int)\n'
+        "(S): p0(x, y) :- p0(x, y), e0(x, z), 2 <= -y.\n"
+        "(1): p0(g(x, x), h()) :- e1(x, y), -y = z.\n"
+    )
+    analysis = analyze(parse_program(text))
+    edb = {"e0": {("Cuba", "a"), ("Cuba", "com,ma")}, "e1": {("Cuba", -2), ("c", 9)}}
+    for optimize in (True, False):
+        pattern = parse_pattern('NOT p0(Cuba, "com,ma")')
+        assert "-(\"com,ma\")" not in format_program(instrument(analysis, pattern, optimize=optimize).program)
+        assert check_proposition_4_2(analysis, edb, pattern, optimize=optimize) > 0
