@@ -210,3 +210,13 @@ def test_graph_examples_run_and_explain_through_the_cli(engine: str) -> None:
     assert size["fact"]["args"] == [7, 2] and len(size["trees"]) == 5
     assert {t["tree"]["rule"] for t in size["trees"]} == {"r6"}
     assert {tuple(t["tree"]["children"][0]["args"]) for t in size["trees"]} == {(7, 7), (8, 7)}  # both members
+
+
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_a_skolem_term_beside_an_aggregate_has_no_trees_and_says_so_in_one_line(tmp_path, engine: str) -> None:
+    """Its witness rule would need the Skolem term in a body: explain refuses at the head."""
+    (tmp_path / "prog.dl").write_text("e(1, 2). e(1, 3).\nc(f(x), count(y)) :- e(x, y).\n")
+    run = subprocess.run([sys.executable, "-m", "selp", "explain", "prog.dl", "c(*, *)", "--engine", engine, "-q"],
+                         capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 1 and run.stderr.startswith("error: prog.dl:2:1: rule r1: derivation trees of c are not supported")
+    assert run.stderr.count("\n") == 1
