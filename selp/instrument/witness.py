@@ -32,11 +32,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+from selp.aggregate import SELECTIVE
 from selp.errors import SelpError
-from selp.language.ast import Aggregate, Atom, Comparison, Rule, SkolemTerm, Term, Var, term_vars
+from selp.language.ast import Aggregate, Atom, Comparison, Rule, SkolemTerm, Term, Var
 from selp.language.validate import Analysis
 
-PREFIX = "agg@"  # '@' is in no relation name of P: instrumented names only
+# as with demand@, a relation of P named agg@... would be taken for a copy: '@' names are meant
+# for instrumented programs (which must parse again)
+PREFIX = "agg@"
 
 
 def is_filter_relation(relation: str) -> bool:
@@ -109,7 +112,6 @@ def _witness(rule: Rule, pos: int, agg: Aggregate) -> Rule:
     value = Var(next(n for n in (f"_a{i}" for i in itertools.count(1)) if n not in taken))
     args: list[Term] = [value if i == pos else t for i, t in enumerate(head.args)]
     body = list(rule.body) + [Atom(filter_name(head.relation), tuple(args), False, head.loc)]
-    if agg.fn in ("min", "max"):
+    if agg.fn in SELECTIVE:  # the instances reaching the group's value; count/sum: all of them
         body.append(Comparison("=", value, agg.arg, head.loc))
-    assert all(v.name != value.name for v in term_vars(agg.arg))
     return dataclasses.replace(rule, head=dataclasses.replace(head, args=tuple(args)), body=tuple(body))
