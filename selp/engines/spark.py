@@ -354,15 +354,7 @@ def run_spark(
     db = load_spark_database(analysis, db_dir, spark)
     load_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
-    ev = _Evaluator(analysis, db, spark, _broadcast_rows(spark, broadcast_rows))
-    try:
-        for comp in analysis.components:
-            ev.component(comp, progress)
-    except Exception as err:  # noqa: BLE001 - Spark's own error types
-        error = located(err)  # an arithmetic check raised inside Spark: named at its rule
-        if error is None:
-            raise
-        raise error from None
+    ev = _evaluated(analysis, db, spark, _broadcast_rows(spark, broadcast_rows), progress)
     frames = {rel: r.frame() for rel, r in ev.idb.items()}
     counts = {rel: r.size for rel, r in ev.idb.items()}
     return SparkResult(
@@ -381,6 +373,30 @@ def run_spark(
         _pieces={rel: list(r.pieces) for rel, r in ev.idb.items()},
         _held=ev.held,
     )
+
+
+def _evaluated(analysis: Analysis, db: SparkDatabase, spark: SparkSession, broadcast_rows: int,
+               progress: Progress | None) -> _Evaluator:
+    """The fixpoint of ``analysis`` over the EDB frames of ``db``, component by component."""
+    ev = _Evaluator(analysis, db, spark, broadcast_rows)
+    try:
+        for comp in analysis.components:
+            ev.component(comp, progress)
+    except Exception as err:  # noqa: BLE001 - Spark's own error types
+        error = located(err)  # an arithmetic check raised inside Spark: named at its rule
+        if error is None:
+            raise
+        raise error from None
+    return ev
+
+
+def evaluate_loaded(analysis: Analysis, db: SparkDatabase, spark: SparkSession,
+                    broadcast_rows: int) -> tuple[dict[str, DataFrame], dict[str, int], list[DataFrame]]:
+    """Evaluate ``analysis`` over EDB frames already loaded in ``db`` (its ``types`` knowing every
+    relation): ``(IDB frames, their sizes, the materialised frames to release when done)``."""
+    ev = _evaluated(analysis, db, spark, broadcast_rows, None)
+    owned = [p for r in ev.idb.values() for p in r.pieces] + ev.held
+    return {rel: r.frame() for rel, r in ev.idb.items()}, {rel: r.size for rel, r in ev.idb.items()}, owned
 
 
 @dataclass

@@ -17,6 +17,7 @@ from selp.errors import SelpError
 from selp.language.ast import NOWHERE, Arith, Atom, Comparison, Const, Literal, Program, Rule, SkolemTerm, Term, Var
 from selp.language.pattern import DESCENDANT, PatternNode
 from selp.language.validate import Analysis, analyze
+from selp.instrument.witness import is_filter_relation
 from selp.values import Value
 
 Subst = dict[Var, Value]
@@ -94,6 +95,12 @@ def local_match(atom: Atom, node: PatternNode, relation: str | None = None) -> S
             # in a head was made an assignment first: see instrument.head_expressions_assigned)
             return None
     return subst
+
+
+def is_child(lit: Literal) -> bool:
+    """Whether a body literal is a child of a derivation-tree node: a positive atom that is not a
+    filter over an ``agg@`` relation (:mod:`selp.instrument.witness`)."""
+    return isinstance(lit, Atom) and not lit.negated and not is_filter_relation(lit.relation)
 
 
 def _apply_term(t: Term, s: Subst) -> Term:
@@ -175,9 +182,6 @@ class Builder:
         self.taken = {r.name for r in self.program.rules}
         self.locs = {r.name: r.loc for r in self.program.rules}
         self.seen: set[tuple] = set()  # (head, body) of added rules, to avoid duplicates
-        # copies of aggregate rules whose instances a pattern restricts (by children or a carried
-        # transitive match): the group's aggregate over fewer instances would be no fact of P
-        self.restricted_aggregates: dict[str, str] = {}
 
     def add(self, base: str, head: Atom, body: list[Literal], weight: str | None, origin: str | None, origin_rel: str) -> None:
         """Add a rule named after ``base`` (made unique) whose origin is the rule ``origin`` of the
@@ -213,6 +217,8 @@ class Builder:
         """Lines 3-15 of Algorithm 1 for one pattern node."""
         v = info.name
         for rule in self.program.rules:
+            if is_filter_relation(rule.head.relation):
+                continue  # agg@ copies compute P's aggregated facts: no pattern node is matched there
             if rule.name in self.copy_steps:
                 (src,) = rule.positive_atoms  # plus, after a NOT, label conditions
                 self.add(
@@ -224,14 +230,6 @@ class Builder:
                     rule.head.relation,
                 )
                 continue
-            agg = rule.aggregate
-            if agg is not None and info.node.args is not None and len(info.node.args) == rule.head.arity \
-                    and info.node.args[agg[0]] is not None and info.node.matches_relation(self.origin(rule.head.relation)):
-                raise SelpError(
-                    f"pattern node {info.node.relation}: a constant at the aggregate position of"
-                    f" {self.origin(rule.head.relation)} ({agg[1].fn}) is not supported; write * there"
-                    " and pick the fact from the answers (or --fact)"
-                )
             a = local_match(rule.head, info.node, self.origin(rule.head.relation))
             if a is None:
                 continue
@@ -242,17 +240,13 @@ class Builder:
             if info.is_leaf:
                 self.add(f"{rule.name}@{v}", head, body, rule.weight, rule.name, rule.head.relation)
             else:
-                before = len(self.rules)
                 for subst, new_body in self.expansions(body, info.children):
                     full = apply_body(new_body, subst)
                     if full is None:
                         continue
                     self.add(f"{rule.name}@{v}", apply_atom(head, subst), full, rule.weight, rule.name, rule.head.relation)
-                if rule.aggregate is not None:
-                    for r in self.rules[before:]:
-                        self.restricted_aggregates[r.name] = f"a pattern node on {self.origin(rule.head.relation)} has children"
         if info.transitive:
-            for rel in sorted(self.analysis.idb):
+            for rel in sorted(r for r in self.analysis.idb if not is_filter_relation(r)):
                 xs = tuple(Var(f"x{i}") for i in range(self.analysis.arities[rel]))
                 self.add(
                     f"copy@{annotated(rel, v, True)}",
@@ -263,20 +257,18 @@ class Builder:
                     rel,
                 )
             for rule in self.program.rules:  # tr-ex: one positive atom carries the match
+                if is_filter_relation(rule.head.relation):
+                    continue
                 for i, b in enumerate(rule.body):
-                    if isinstance(b, Atom) and not b.negated:
+                    if is_child(b):
                         body = list(rule.body)
                         body[i] = Atom(annotated(b.relation, v, True), b.args, False, b.loc)
                         head = Atom(annotated(rule.head.relation, v, True), rule.head.args, False, rule.head.loc)
-                        before = len(self.rules)
                         self.add(f"{rule.name}@{v}t", head, body, rule.weight, rule.name, rule.head.relation)
-                        if rule.aggregate is not None:
-                            for r in self.rules[before:]:
-                                self.restricted_aggregates[r.name] = f"a // edge looks for its match below {self.origin(rule.head.relation)}"
 
     def expansions(self, body: list[Literal], children: tuple[NodeInfo, ...]) -> Iterable[tuple[Subst, list[Literal]]]:
         """ex(A(β), children): one-to-one maps of children onto positive body atoms."""
-        positions = [i for i, b in enumerate(body) if isinstance(b, Atom) and not b.negated]
+        positions = [i for i, b in enumerate(body) if is_child(b)]
         for chosen in itertools.permutations(positions, len(children)):
             subst: Subst | None = {}
             new_body = list(body)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
+from selp.instrument.witness import is_filter_relation
 from selp.language.ast import Atom, Literal, Rule
 
 
@@ -33,7 +34,7 @@ def copies(rules: list[Rule], relation_origin: dict[str, str], rule_origin: dict
     pairs = {
         a: relation_origin[a]
         for a in by_head
-        if relation_origin.get(a, a) != a and relation_origin[a] in by_head
+        if relation_origin.get(a, a) != a and relation_origin[a] in by_head and not is_filter_relation(a)
     }
     while True:
         dropped = [a for a, b in pairs.items()

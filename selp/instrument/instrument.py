@@ -39,6 +39,7 @@ from selp.errors import SelpError
 from selp.instrument.builder import Builder, Instrumented, NodeInfo, annotated, assemble, cleanup, number_nodes
 from selp.instrument.copies import copies, replace_copies
 from selp.instrument.negation import instrument_not
+from selp.instrument.witness import PREFIX, witness_rules
 from selp.language.ast import Arith, Comparison, Rule, Term, Var
 from selp.language.pattern import And, Not, Or, Pattern, PatternNode, TreePattern
 from selp.language.validate import Analysis, analyze
@@ -47,16 +48,23 @@ from selp.language.validate import Analysis, analyze
 def identity(analysis: Analysis) -> Instrumented:
     """P itself as an instrumentation with no pattern: every relation and rule is its own origin.
 
-    Rule names are made explicit so that they survive printing after rules are removed, and an
-    expression in a head becomes an assignment (:func:`head_expressions_assigned`)."""
+    Rule names are made explicit so that they survive printing after rules are removed, an
+    expression in a head becomes an assignment (:func:`head_expressions_assigned`), and an
+    aggregate rule a witness rule reading its relation's ``agg@`` copy, which the program
+    computes too (:mod:`selp.instrument.witness`)."""
     rules = tuple(dataclasses.replace(head_expressions_assigned(r), named=True) for r in analysis.program.rules)
-    program = dataclasses.replace(analysis.program, rules=rules)
+    rules, filters = witness_rules(analysis, rules)
+    program = dataclasses.replace(analysis.program, rules=rules + filters)
+    relation_origin = {rel: rel for rel in analysis.arities}
+    relation_origin.update({r.head.relation: r.head.relation[len(PREFIX):] for r in filters})
+    rule_origin = {r.name: r.name for r in rules}
+    rule_origin.update({r.name: r.name[len(PREFIX):] for r in filters})
     return Instrumented(
         program,
         None,
-        {rel: rel for rel in analysis.arities},
-        {r.name: r.name for r in rules},
-        {"rules_before": len(rules), "rules_generated": 0, "rules_after": len(rules), "pattern_nodes": 0},
+        relation_origin,
+        rule_origin,
+        {"rules_before": len(rules), "rules_generated": 0, "rules_after": len(rules) + len(filters), "pattern_nodes": 0},
     )
 
 
@@ -175,15 +183,6 @@ def _instrument_tree(base: Instrumented, root: PatternNode, flags: tuple[bool, b
     else:
         roots = sorted(h for h in (annotated(r, info.name) for r in base.roots) if h in heads)
     kept = cleanup(b.analysis, list(base.program.rules) + b.rules, roots)
-    for r in kept:
-        if r.name in b.restricted_aggregates:
-            origin = b.relation_origin.get(r.head.relation, r.head.relation)
-            raise SelpError(
-                f"the pattern restricts the derivations of the aggregated relation {origin}"
-                f" ({b.restricted_aggregates[r.name]}): an aggregate's fact is that of all its"
-                " instances, so selp does not match below it yet; match the aggregated fact as a"
-                " leaf, e.g. its node without children"
-            )
     rule_origin = {**base.rule_origin, **b.rule_origin}
     relation_origin = {**base.relation_origin, **b.relation_origin}
     return assemble(base, kept, roots, relation_origin, rule_origin, len(b.rules), len(nodes), base.next_node + len(nodes))

@@ -43,9 +43,11 @@ from selp.instrument.builder import (
     apply_body,
     assemble,
     cleanup,
+    is_child,
     local_match,
     number_nodes,
 )
+from selp.instrument.witness import is_filter_relation
 from selp.language.ast import Atom, Comparison, Const, Literal, Rule, SkolemTerm, Term, Var
 from selp.language.pattern import PatternNode
 from selp.values import Value
@@ -211,7 +213,7 @@ def instrument_not(base: Instrumented, root: PatternNode, flags: tuple[bool, boo
     def one_rule(rule: Rule) -> bool:
         """Add the typed copies of ``rule`` for the types known so far; whether a type is new."""
         new = False
-        positives = rule.positive_atoms
+        positives = [a for a in rule.positive_atoms if is_child(a)]  # agg@ filters are no children
         idb_atoms = [a for a in positives if a.relation not in edb]
         edb_atoms = [a for a in positives if a.relation in edb]
         is_copy = rule.name in b.copy_steps
@@ -243,7 +245,8 @@ def instrument_not(base: Instrumented, root: PatternNode, flags: tuple[bool, boo
     while changed:  # reachable types grow monotonically; each pass re-adds known rules (deduped)
         changed = False
         for rule in b.program.rules:
-            changed |= one_rule(rule)
+            if not is_filter_relation(rule.head.relation):  # agg@ copies are read as they are
+                changed |= one_rule(rule)
 
     roots: list[str] = []
     if base.roots is None:

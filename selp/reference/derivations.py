@@ -2,7 +2,9 @@
 
 A derivation tree of a fact is labelled by facts: the root by the fact, leaves by EDB facts, and
 the children of an internal node by the instantiated positive body atoms of one rule whose
-instantiated head is the node (an *occurrence* of that rule). Negated atoms and comparisons of
+instantiated head is the node (an *occurrence* of that rule). A fact of an aggregated relation is
+the head of its group's *witnesses*: the instances whose value is the group's (min/max), or every
+instance of the group (count/sum). Negated atoms and comparisons of
 the rule must hold but are not children: negation is checked against the program's fixpoint.
 
 :func:`enumerate_trees` lists **every** tree with at most ``max_rules`` rule occurrences. It is
@@ -15,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping
 
+from selp.aggregate import SELECTIVE, group_key
 from selp.engines.joins import BodyPlan
 from selp.engines.local import evaluate
+from selp.instrument.witness import is_filter_relation
 from selp.language.ast import Atom, Rule
 from selp.language.validate import Analysis
 from selp.values import Value, format_value
@@ -144,16 +148,29 @@ def instantiations(analysis: Analysis, facts: Mapping[str, set[tuple[Value, ...]
             for f in facts.get(rel, ())
         )
 
+    # an aggregated fact's trees are its witnesses' (docs/language.md): an instance of a min/max
+    # rule derives the group's fact when its value is the group's; of count/sum, always
+    groups: dict[str, dict[tuple, tuple]] = {}
+    for rel, (pos, _) in analysis.program.aggregated().items():
+        groups[rel] = {group_key(f, pos): f for f in facts.get(rel, ())}
     out: list[Instantiation] = []
     seen: set[tuple] = set()
     for rule in analysis.program.rules:
         plan = BodyPlan(rule)
         head = plan.head_builder()
-        positives = [i for i, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated]
+        agg = rule.aggregate
+        # an agg@ atom of an instrumented program filters, as a negated one does: no child
+        positives = [i for i, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and not is_filter_relation(b.relation)]
         for env in plan.bindings(lookup, negated):
+            values = head(env)
+            if agg is not None:
+                fact = groups[rule.head.relation].get(group_key(values, agg[0]))
+                if fact is None or (agg[1].fn in SELECTIVE and fact[agg[0]] != values[agg[0]]):
+                    continue  # no witness of its group's fact
+                values = fact
             inst = Instantiation(
                 rule,
-                head(env),
+                values,
                 tuple((rule.body[i].relation, plan.atom_fact(i, env)) for i in positives),  # type: ignore[union-attr]
             )
             key = (rule.name, inst.head, inst.body)

@@ -14,7 +14,8 @@ relation ``R`` with bound positions ``B``, a demand relation ``demand@R`` over `
 
 ``B_S`` is the intersection of the positions bound at every occurrence of ``S``, so one demand
 relation per relation suffices; a relation bound nowhere, any relation reached through negation
-(magic sets would break stratification) and everything a fully computed relation reads are
+(magic sets would break stratification), the ``agg@`` copies that witness rules of aggregates
+read (:mod:`selp.instrument.witness`) and everything a fully computed relation reads are
 evaluated in full. The demand atoms are filters, never children: a rule instance of the rewritten
 program is the same instance of P_p with the demand atom dropped, so trees map back exactly, and
 every fact in a derivation of a demanded fact is itself demanded (induction on the derivation),
@@ -26,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from selp.instrument.witness import is_filter_relation
 from selp.language.ast import Aggregate, Atom, Comparison, Const, Program, Rule, SkolemTerm, Var
 from selp.values import Value
 
@@ -98,7 +100,9 @@ def rewrite(
         rel: {p for r in rs for p, t in enumerate(r.head.args) if isinstance(t, (SkolemTerm, Aggregate))}
         for rel, rs in by_head.items()
     }
-    full: set[str] = set()
+    # an aggregated relation's agg@ copy is computed in full: the witness rules that read it
+    # would otherwise feed its demand, a recursion through its aggregate
+    full: set[str] = {rel for rel in needed if is_filter_relation(rel)}
     for r in program.rules:
         if r.head.relation in needed:
             full.update(b.relation for b in r.body if isinstance(b, Atom) and b.negated and b.relation in idb)

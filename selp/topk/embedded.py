@@ -31,6 +31,7 @@ from selp.errors import SelpError
 from selp.engines.embedded.physical import column_kinds
 from selp.engines.embedded.sql import columns, compile_body, ident, sql_string
 from selp.engines.embedded.store import Store, create_table, decode_rows, table, weight_table
+from selp.instrument.witness import is_filter_relation
 from selp.language.ast import Atom
 from selp.language.pattern import PatternNode
 from selp.language.validate import analyze
@@ -147,7 +148,7 @@ def _hypergraph(task: Task, store: Store) -> tuple[Hypergraph, _Meta]:
     con = store.con
     analysis = store.analysis
     meta = _Meta()
-    rels = sorted(r for r in analysis.arities if not is_demand(r))
+    rels = sorted(r for r in analysis.arities if not _is_filter(r))
     offset = 0
     for rel in rels:
         n = store.count(rel)
@@ -177,12 +178,12 @@ def _hypergraph(task: Task, store: Store) -> tuple[Hypergraph, _Meta]:
     heads, rules, childs, ptr_parts = [], [], [], []
     rule_index: dict[str, int] = {}
     for rule in analysis.program.rules:
-        if is_demand(rule.head.relation):
+        if _is_filter(rule.head.relation):
             continue
         idx = rule_index.setdefault(rule.name, len(rule_index))
         meta.rules.append(rule.name)
-        body = compile_body(rule, store.kinds, lambda i, r: ident(f"i:{r}") if not is_demand(r) else table(r))
-        kids = [j for j, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and not is_demand(b.relation)]
+        body = compile_body(rule, store.kinds, lambda i, r: ident(f"i:{r}") if not _is_filter(r) else table(r))
+        kids = [j for j, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and not _is_filter(b.relation)]
         extra = [f"{body.alias[j]}.id AS k{n}" for n, j in enumerate(kids)]
         head_cols = columns(len(store.kinds[rule.head.relation]))
         on = " AND ".join(f"h.{c} = b.{c}" for c in head_cols)
@@ -212,6 +213,12 @@ def _hypergraph(task: Task, store: Store) -> tuple[Hypergraph, _Meta]:
     graph = Hypergraph(leaf, leaf_w, leaf_origin, inst_rule, inst_head, child_ptr, child_fact,
                        rule_w, rule_size, rule_hash, rule_copy)
     return graph, meta
+
+
+def _is_filter(relation: str) -> bool:
+    """Whether ``relation`` only filters rule instances and is in no tree: a demand relation, or
+    an aggregated relation's ``agg@`` copy read by witness rules."""
+    return is_demand(relation) or is_filter_relation(relation)
 
 
 def _leaf_weights(con: Any, rel: str, cols: list[str], monoid: Any, where: str) -> tuple[np.ndarray, np.ndarray]:

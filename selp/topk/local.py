@@ -32,6 +32,7 @@ expands its successors, which may be new.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from collections import defaultdict
@@ -43,8 +44,10 @@ from selp.database import Database
 from selp.engines.joins import BodyPlan
 from selp.engines.local import FactStore
 from selp.errors import SelpError
-from selp.language.ast import Atom, Rule
-from selp.language.validate import Component
+from selp.instrument.builder import is_child
+from selp.instrument.witness import is_filter_relation
+from selp.language.ast import Rule
+from selp.language.validate import Component, analyze
 from selp.topk.dtable import DTable, Entry, FactKey, leaf_origin, node_origin
 from selp.topk.task import Task
 
@@ -60,6 +63,8 @@ def run_topk_local(task: Task, db: Database, algorithm: str = "heuristic", progr
         raise SelpError(f"unknown top-k algorithm {algorithm!r} (choose {' or '.join(ALGORITHMS)})")
     run = _Run(task, db, progress)
     for comp in task.inst_analysis.components:
+        if any(is_filter_relation(rel) for rel in comp.relations):
+            continue  # evaluated by _Run (agg@ copies: facts, never tree nodes)
         if task.k == 1:
             run.top1(comp)
         elif algorithm == "heuristic":
@@ -105,13 +110,8 @@ class _Run:
                 self.order[key] = -1  # before everything
         for rel in analysis.idb:
             self.stores[rel] = FactStore()
-        self.witnessed = _aggregated_facts(task, db)
-
-    def witness(self, head: FactKey) -> bool:
-        """Whether a rule instance deriving ``head`` is a tree's root: for an aggregated relation
-        only the instances whose value is the group's result are (the best witnesses)."""
-        allowed = self.witnessed.get(head[0])
-        return allowed is None or head[1] in allowed
+        for rel, facts in _filter_facts(task, db).items():
+            self.stores[rel] = FactStore(facts)
 
     # --- shared pieces -------------------------------------------------------------------------
 
@@ -163,9 +163,7 @@ class _Run:
         head, parts = _builders(rule, plan)
         rel = rule.head.relation
         for env in plan.bindings(lookup, self.negated):
-            h = (rel, head(env))
-            if self.witness(h):
-                yield h, tuple((r, build(env)) for r, build in parts)
+            yield (rel, head(env)), tuple((r, build(env)) for r, build in parts)
 
     def base_instances(self, comp: Component) -> Iterator[tuple[str, FactKey, tuple[FactKey, ...]]]:
         """Instantiations of the component's rules whose body has no atom of the component."""
@@ -184,7 +182,7 @@ class _Run:
         members = set(comp.relations)
         out: dict[str, list[tuple]] = defaultdict(list)
         for rule in comp.rules:
-            positives = [i for i, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated]
+            positives = [i for i, b in enumerate(rule.body) if is_child(b)]
             for n, i in enumerate(positives):
                 b = rule.body[i]
                 if b.relation in members:  # type: ignore[union-attr]
@@ -217,7 +215,7 @@ class _Run:
                         if o > mine or (o == mine and j < n):
                             ok = False
                             break
-                if ok and self.witness((rel, head(env))):
+                if ok:
                     yield name, (rel, head(env)), children
 
     # --- Algorithm 2 (Top-1) -------------------------------------------------------------------
@@ -353,23 +351,21 @@ class _Run:
                 push((rule, head, children, ranks[:j] + (ranks[j] + 1,) + ranks[j + 1:]))
 
 
-def _aggregated_facts(task: Task, db: Database) -> dict[str, set[tuple]]:
-    """The facts of every P_p relation whose origin aggregates: its origin's, evaluated in P."""
-    aggregated = task.analysis.program.aggregated()
-    if not aggregated:
+def _filter_facts(task: Task, db: Database) -> dict[str, set[tuple]]:
+    """The facts of the ``agg@`` relations of P_p (aggregated relations of P and what they read,
+    see :mod:`selp.instrument.witness`), evaluated by the reference engine."""
+    rules = tuple(r for r in task.inst.program.rules if is_filter_relation(r.head.relation))
+    if not rules:
         return {}
     from selp.engines.local import evaluate
 
-    final = evaluate(task.analysis, db.facts)
-    origin = task.inst.relation_origin
-    return {rel: final[origin.get(rel, rel)] for rel in task.inst_analysis.idb if origin.get(rel, rel) in aggregated}
+    sub = analyze(dataclasses.replace(task.inst.program, rules=rules))
+    return evaluate(sub, db.facts)
 
 
 def _builders(rule: Rule, plan: BodyPlan) -> tuple[Callable, list[tuple[str, Callable]]]:
     """The head builder and (relation, fact builder) of every positive body atom, in order."""
-    parts = [
-        (b.relation, plan.atom_builder(i)) for i, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated
-    ]
+    parts = [(b.relation, plan.atom_builder(i)) for i, b in enumerate(rule.body) if is_child(b)]
     return plan.head_builder(), parts
 
 

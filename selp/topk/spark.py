@@ -42,6 +42,7 @@ When the fixpoint is reached, ranks are attached and the DTable is complete
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from functools import reduce
@@ -67,11 +68,14 @@ from selp.engines.spark_compile import (
     rel_columns,
     union_all,
 )
+from selp.engines.spark import evaluate_loaded
 from selp.engines.spark_frames import materialize, materialize_count, release
 from selp.engines.spark_load import SparkDatabase, load_spark_database
 from selp.errors import SelpError
+from selp.instrument.builder import is_child
+from selp.instrument.witness import is_filter_relation
 from selp.language.ast import Atom, Rule, Var
-from selp.language.validate import Component
+from selp.language.validate import Component, analyze
 from selp.topk.monoid import ACCESS_LEVELS, BUILTIN, Monoid
 from selp.topk.spark_dtable import PTR, SparkDTable, materialize_observed
 from selp.topk.task import Task
@@ -210,6 +214,9 @@ class _Engine:
         self._frames: dict[tuple[str, str], DataFrame] = {}  # input frames of this round
         self._entry_cols: dict[str, list[Column]] = {}  # per rule: the columns of its entries
         self._counts: dict[tuple[str, ...], list[Column]] = {}
+        # facts of the agg@ relations (witness rules' filters), evaluated before the DTable
+        self.filters: dict[str, DataFrame] = {}
+        self.filter_sizes: dict[str, int] = {}
         self.types: dict[str, tuple[str, ...]] = {}
         for rel in self.arity:
             t = task.types[rel]
@@ -238,6 +245,8 @@ class _Engine:
         return self._frames[key]
 
     def _make_frame(self, name: str, source: str) -> DataFrame:
+        if name in self.filters:
+            return self.filters[name]
         if name.startswith(_ENTRY):
             rel = name[len(_ENTRY):]
             n = self.arity[rel]
@@ -262,6 +271,8 @@ class _Engine:
         return facts.selectExpr(*[f"args[{i}] AS c{i}" for i in range(n)]).distinct()
 
     def _size(self, name: str, source: str) -> int | None:
+        if name in self.filter_sizes:
+            return self.filter_sizes[name]
         if name.startswith(_ENTRY):
             rel = name[len(_ENTRY):]
             home = self.home.get(rel)
@@ -275,6 +286,22 @@ class _Engine:
 
     def sources(self) -> Sources:
         return Sources(self._frame, self._size, self.types, self.broadcast_rows)
+
+    # --- filters ---------------------------------------------------------------------------------
+
+    def evaluate_filters(self) -> None:
+        """Evaluate the ``agg@`` relations of P_p (aggregated relations of P and what they read,
+        :mod:`selp.instrument.witness`) with the Spark engine: witness rules read them as facts."""
+        program = self.task.inst.program
+        rules = tuple(r for r in program.rules if is_filter_relation(r.head.relation))
+        if not rules:
+            return
+        sub = analyze(dataclasses.replace(program, rules=rules))
+        self.db.types.update({rel: self.task.types[rel] for rel in sub.idb})
+        frames, sizes, owned = evaluate_loaded(sub, self.db, self.spark, self.broadcast_rows)
+        self.filters.update(frames)
+        self.filter_sizes.update(sizes)
+        self.owned.extend(owned)
 
     # --- EDB leaves ------------------------------------------------------------------------------
 
@@ -373,7 +400,7 @@ class _Engine:
         positives = []
         extra_head: list[Var] = []
         for i, b in enumerate(rule.body):
-            if isinstance(b, Atom) and not b.negated:
+            if is_child(b):  # an agg@ filter reads facts, as a negated atom does
                 extra = Var(f"@e{i}")
                 body.append(Atom(_ENTRY + b.relation, tuple(b.args) + (extra,), False, b.loc))
                 positives.append((i, b.relation))
@@ -754,8 +781,10 @@ def run_topk_spark(
     engine = _Engine(task, db, spark, progress, max_rounds, _broadcast_rows(spark, broadcast_rows), prefilter_rows)
     ok = False
     try:
+        engine.evaluate_filters()
         engine.leaves()
-        for batch in _batches(task.inst_analysis.components):
+        components = [c for c in task.inst_analysis.components if not any(is_filter_relation(r) for r in c.relations)]
+        for batch in _batches(tuple(components)):
             engine.component(batch)
         fixpoint_seconds = time.perf_counter() - t1
         pieces = [p for h in engine.homes for p in h.pieces]

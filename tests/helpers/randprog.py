@@ -253,6 +253,7 @@ class _Gen:
         self.idb = [
             _Rel(f"p{i}", self.columns(), draw(st.integers(0, 2))) for i in range(draw(st.integers(1, max_idb)))
         ]
+        self.aggregated: list[tuple[str, int]] = []  # (relation, arity) of aggregate_rules' relations
 
     def columns(self) -> tuple[str, ...]:
         n = self.draw(st.sampled_from([2, 1, 2, 3, 2]))  # mostly binary: chains and closures
@@ -477,6 +478,21 @@ class _Gen:
                     arg = self.expr(b, sig[-1]) or arg
                 head = ", ".join(keys + [f"{fn}({arg})"])
                 out.append(f"a{i}({head}) :- {', '.join(b.literals)}.")
+            if sig is not None:
+                self.aggregated.append((f"a{i}", len(sig)))
+        return out
+
+    def reader_rules(self, selective: bool) -> list[str]:
+        """Rules over the aggregated relations: a plain copy of ``a0`` (an aggregate feeding
+        further rules) and, over the min/max recursion ``s``, a count per value (the sizes of
+        connected components)."""
+        out = []
+        if self.aggregated and self.chance(2):
+            name, n = self.aggregated[0]
+            xs = ", ".join(f"x{j}" for j in range(n))
+            out.append(f"w({xs}) :- {name}({xs}).")
+        if selective and self.chance(2):
+            out.append("u(c, count(x)) :- s(x, c).")
         return out
 
     def selective_rules(self) -> list[str]:
@@ -527,8 +543,9 @@ def programs_with_databases(draw, max_idb: int = 4, aggregates: bool = False):
     survives a trip through CSV files.
     Each IDB relation has a non-recursive rule and up to two recursive ones (chains as in
     transitive closure, or free-form); the program text has one statement per line. With
-    ``aggregates``, relations ``a<i>`` aggregate over the others and ``s`` may be a min/max
-    recursion over a graph (see :meth:`_Gen.aggregate_rules`, :meth:`_Gen.selective_rules`).
+    ``aggregates``, relations ``a<i>`` aggregate over the others, ``s`` may be a min/max
+    recursion over a graph, and ``w``/``u`` may read them (see :meth:`_Gen.aggregate_rules`,
+    :meth:`_Gen.selective_rules`, :meth:`_Gen.reader_rules`).
     """
     g = _Gen(draw, max_idb)
     rules = []
@@ -537,7 +554,8 @@ def programs_with_databases(draw, max_idb: int = 4, aggregates: bool = False):
         for _ in range(draw(st.sampled_from([0, 1, 1, 2]))):
             rules.append(g.rule(head, recursive=True))
     if aggregates:
-        rules += g.aggregate_rules() + g.selective_rules()
+        selective = g.selective_rules()
+        rules += g.aggregate_rules() + selective + g.reader_rules(bool(selective))
     rules = draw(st.permutations(rules))
     decls = []
     for rel in g.edb + g.idb:

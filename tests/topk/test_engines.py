@@ -16,9 +16,23 @@ from selp.topk.spark import run_topk_spark
 from selp.topk.task import make_task
 
 
-@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@_SETTINGS
 @given(programs_with_databases(max_idb=2), st.data())
 def test_local_and_spark_rank_alike(spark, tmp_path_factory, case, data) -> None:
+    _rank_alike(spark, tmp_path_factory, case, data)
+
+
+@settings(_SETTINGS, max_examples=examples(6))
+@given(programs_with_databases(max_idb=1, aggregates=True), st.data())
+def test_local_and_spark_rank_aggregated_facts_alike(spark, tmp_path_factory, case, data) -> None:
+    """Aggregates and min/max recursions: both DTables rank the same witness trees."""
+    _rank_alike(spark, tmp_path_factory, case, data)
+
+
+def _rank_alike(spark, tmp_path_factory, case, data) -> None:
     analysis, db_dir, monoid, pattern = weighted_case(tmp_path_factory, case, data)
     db = load_database(analysis, db_dir)
     task = make_task(analysis, db.types, get_monoid(monoid), data.draw(st.integers(1, 3)), pattern)

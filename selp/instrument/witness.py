@@ -1,0 +1,117 @@
+"""Aggregate rules as *witness rules*: what a derivation tree of an aggregated fact is.
+
+A fact ``R(k, v)`` of an aggregated relation is the result of its group's rule instances (see
+:mod:`selp.aggregate`). Its derivation trees are those of its **witnesses**, a rule instance of the
+group being the tree's root step and its body facts the children:
+
+* ``min``/``max``: the instances whose value is ``v`` (each reaches the minimum/maximum);
+* ``count``/``sum``: every instance of the group (each is counted or added to ``v``).
+
+The k best trees of the fact are the k best trees over its witnesses under the query's monoid;
+the first is "the tree of its best witness".
+
+Before instrumentation, every aggregate rule ``R(k.., agg(e)) :- B.`` of P becomes the plain rule
+
+    R(k.., _a) :- B, agg@R(k.., _a), _a = e.      (min/max; count and sum have no ``_a = e``)
+
+where ``agg@R`` holds P's facts of ``R``: the rules of ``R`` and of every relation ``R`` depends
+on are copied under ``agg@`` names (:data:`PREFIX`), so the instrumented program computes them
+itself, with their aggregates. An ``agg@`` atom is a **filter**, never a child: instrumentation
+does not match pattern nodes against it, and the top-k engines evaluate ``agg@`` relations first
+and leave them out of trees (as they do with goal-directed ``demand@`` relations).
+
+Instances are thus filtered, never re-aggregated: a pattern that restricts an aggregated
+relation's derivations (children under its node, a ``//`` carried through it, a constant at the
+aggregate position) selects some of a fact's witness trees, and the fact keeps P's value -- the
+restriction is exact. A Skolem term beside an aggregate in a head cannot be repeated in a body,
+so such a rule has no witness form and top-k refuses it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+from selp.aggregate import SELECTIVE
+from selp.errors import SelpError
+from selp.language.ast import Aggregate, Atom, Comparison, Rule, SkolemTerm, Term, Var
+from selp.language.validate import Analysis
+
+# as with demand@, a relation of P named agg@... would be taken for a copy: '@' names are meant
+# for instrumented programs (which must parse again)
+PREFIX = "agg@"
+
+
+def is_filter_relation(relation: str) -> bool:
+    """Whether ``relation`` holds an aggregated relation's facts for witness rules (``agg@R`` or
+    a relation of its copied dependencies): read as a filter, never part of a derivation tree."""
+    return relation.startswith(PREFIX)
+
+
+def filter_name(relation: str) -> str:
+    """The name of the copy of ``relation`` that witness rules read: ``agg@R``."""
+    return PREFIX + relation
+
+
+def witness_rules(analysis: Analysis, rules: tuple[Rule, ...]) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
+    """``(rules with every aggregate rule in witness form, the agg@ copies they read)``.
+
+    ``rules`` are P's rules (possibly with head expressions already assigned); the copies are
+    those of every IDB relation an aggregated relation depends on (itself included), with the
+    aggregates kept, named ``agg@<rule>``."""
+    program = analysis.program
+    aggregated = program.aggregated()
+    if not aggregated:
+        return rules, ()
+    needed = _dependencies(rules, set(aggregated))
+    idb = {r.head.relation for r in rules}
+    copies = tuple(_copy(r, idb) for r in rules if r.head.relation in needed)
+    out = []
+    for r in rules:
+        agg = r.aggregate
+        out.append(r if agg is None else _witness(r, *agg))
+    return tuple(out), copies
+
+
+def _dependencies(rules: tuple[Rule, ...], roots: set[str]) -> set[str]:
+    """The IDB relations ``roots`` read, transitively (positively or negated), and ``roots``."""
+    idb = {r.head.relation for r in rules}
+    reads: dict[str, set[str]] = {}
+    for r in rules:
+        reads.setdefault(r.head.relation, set()).update(b.relation for b in r.body if isinstance(b, Atom) and b.relation in idb)
+    out, todo = set(roots), list(roots)
+    while todo:
+        for dep in reads.get(todo.pop(), ()):
+            if dep not in out:
+                out.add(dep)
+                todo.append(dep)
+    return out
+
+
+def _copy(rule: Rule, idb: set[str]) -> Rule:
+    """``rule`` over the ``agg@`` copies of the IDB relations ``idb`` (EDB relations are shared)."""
+
+    def renamed(a: Atom) -> Atom:
+        return a if a.relation not in idb else dataclasses.replace(a, relation=filter_name(a.relation))
+
+    body = tuple(renamed(b) if isinstance(b, Atom) else b for b in rule.body)
+    return dataclasses.replace(rule, name=filter_name(rule.name), head=renamed(rule.head), body=body, named=True)
+
+
+def _witness(rule: Rule, pos: int, agg: Aggregate) -> Rule:
+    """The witness form of one aggregate rule (see the module's docstring)."""
+    head = rule.head
+    for t in head.args:
+        if isinstance(t, SkolemTerm):
+            raise SelpError(
+                f"rule {rule.name}: derivation trees of {head.relation} are not supported: its head has a"
+                " Skolem term beside the aggregate (the witness rule would need it in its body)",
+                head.loc,
+            )
+    taken = {v.name for lit in (head, *rule.body) for v in lit.vars()}
+    value = Var(next(n for n in (f"_a{i}" for i in itertools.count(1)) if n not in taken))
+    args: list[Term] = [value if i == pos else t for i, t in enumerate(head.args)]
+    body = list(rule.body) + [Atom(filter_name(head.relation), tuple(args), False, head.loc)]
+    if agg.fn in SELECTIVE:  # the instances reaching the group's value; count/sum: all of them
+        body.append(Comparison("=", value, agg.arg, head.loc))
+    return dataclasses.replace(rule, head=dataclasses.replace(head, args=tuple(args)), body=tuple(body))
