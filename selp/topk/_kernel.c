@@ -138,8 +138,7 @@ typedef struct {
     int64_t *S;              /* top-1: per fact its entry: weight, size, origin, position */
     int32_t *cnt;            /* top-1: entries per fact (0 or 1) */
     int64_t *FB, fb;         /* top-k: per fact a block of fb int64 (see selp_topk) */
-    int64_t *C;              /* top-k candidates: position, head, next, then int32 ranks */
-    int64_t sc, nc;          /* candidate record length, number of candidates */
+    int64_t sc, se;          /* top-k: candidate and entry record lengths */
     int64_t n_entries, n_ranks;
     int64_t *nid;            /* input fact id -> the kernel's (grouped by component) */
     int64_t L;               /* leaves: the kernel's facts 0..L-1 */
@@ -152,7 +151,6 @@ EXPORT void selp_free(run_t *r) {
     free(r->S);
     free(r->cnt);
     free(r->FB);
-    free(r->C);
     free(r->nid);
     free(r->cptr);
     free(r);
@@ -385,13 +383,16 @@ fail:
 
 /* A fact's block (fb int64, a multiple of 8: whole cache lines): its number of entries (the
  * leaf flag in bit 32), then per rank the head of the list of candidates waiting for that
- * entry, then per rank the entry: weight, size, origin, candidate (-1 for a leaf). What a pop
- * reads and writes -- the count, the origins for duplicates, the new entry and its waiting
- * list -- is one or two cache lines. */
+ * entry, then per rank the entry (se int64): weight, size, origin, instance position (-1 for a
+ * leaf), then its child ranks as int32. What a pop reads and writes -- the count, the origins
+ * for duplicates, the new entry and its waiting list -- is one or two cache lines. An entry
+ * holds its ranks itself, so that the candidates of a component can be dropped when it is
+ * done: the candidate buffer is one component's, reused (it stays in cache). */
 #define FB_CNT(b) ((int32_t)(b)[0])
 #define FB_LEAF(b) ((b)[0] >> 32)
 #define FB_WAIT(b, r) ((b)[1 + (r)])
-#define FB_ENTRY(b, k, r) ((b) + 1 + (k) + 4 * (r))
+#define FB_ENTRY(b, k, r) ((b) + 1 + (k) + se * (r))
+#define E_RANKS 4 /* int32 ranks from int64 slot 4 of an entry on */
 
 #define C_POS 0
 #define C_HEAD 1
@@ -413,15 +414,19 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
     const int64_t *nid = run->nid, *cptr = run->cptr;
     int64_t sc = C_RANKS + (M + 1) / 2;
     run->sc = sc;
-    int64_t fb = (1 + 5 * k + 7) / 8 * 8;
+    int64_t se = E_RANKS + (M + 1) / 2;
+    run->se = se;
+    int64_t fb = (1 + k + se * k + 7) / 8 * 8;
     run->fb = fb;
+    int64_t big = 0; /* the most instances of one component */
+    for (int64_t comp = 0; IR && comp < run->ncomp; comp++)
+        if (cptr[comp + 1] - cptr[comp] > big) big = cptr[comp + 1] - cptr[comp];
     int64_t *FB = aligned_alloc(64, ((size_t)F * fb + 8) * sizeof(int64_t));
     run->FB = FB;
-    int64_t ccap = 2 * I + 16;
-    int64_t *C = malloc((size_t)ccap * sc * sizeof(int64_t));
-    int64_t *todo = malloc(((size_t)(I > M ? I : M) + 16) * sizeof(int64_t));
+    int64_t ccap = 2 * big + M + 16;
+    int64_t *C = malloc((size_t)ccap * sc * sizeof(int64_t)); /* one component's candidates */
+    int64_t *todo = malloc(((size_t)big + M + 16) * sizeof(int64_t));
     heap_t hp = {NULL, 0, 0};
-    run->C = C;
     if (!IR || !FB || !C || !todo) goto fail;
     for (int64_t f = 0; f < F; f++) {
         int64_t *b = FB + nid[f] * fb;
@@ -432,20 +437,20 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
         q[0] = as_i(leaf_w[f]); q[1] = 0; q[2] = leaf_origin[f]; q[3] = -1;
         b[0] = 1 + ((int64_t)1 << 32);
     }
-    /* candidates 0..I-1: the instances (in sorted order) with every rank 1 */
-    for (int64_t p = 0; p < I; p++) {
-        int64_t *c = C + p * sc;
+    /* one component after another (see "Components"): the heap holds one component's
+     * candidates, numbered from 0 -- its instances (in sorted order) with every rank 1, then
+     * the modifications in the order they are formed, as in the global loop */
+    for (int64_t comp = 0; comp < run->ncomp; comp++) {
+    int64_t base = cptr[comp], nc = cptr[comp + 1] - base, nt = 0, rel = -1;
+    for (int64_t p = base; p < cptr[comp + 1]; p++) {
+        int64_t *c = C + (p - base) * sc;
         c[C_POS] = p;
         c[C_HEAD] = IR[p * si + IR_HEAD];
         c[C_NEXT] = -1;
         int32_t *rk = (int32_t *)(c + C_RANKS);
         for (int64_t j = 0; j < IR[p * si + IR_M]; j++) rk[j] = 1;
     }
-    int64_t nc = I;
-    /* one component after another (see "Components"): the heap holds one component's candidates */
-    for (int64_t comp = 0; comp < run->ncomp; comp++) {
-    int64_t nt = 0, rel = -1;
-    for (int64_t p = cptr[comp + 1] - 1; p >= cptr[comp]; p--) todo[nt++] = p;
+    for (int64_t c = nc - 1; c >= 0; c--) todo[nt++] = c;
     for (;;) {
         /* try the released candidates and the worklist (the order does not matter: heap ties
          * are broken by candidate id, fixed when the candidate is formed) */
@@ -491,7 +496,6 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
             int64_t *nb = realloc(C, (size_t)cap * sc * sizeof(int64_t));
             if (!nb) goto fail;
             C = nb;
-            run->C = C;
             ccap = cap;
         }
         int64_t *top = hp.a;
@@ -509,7 +513,8 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
         if (!dup) {
             int64_t *e = FB_ENTRY(b, k, n);
             e[0] = as_i(sign * kw); /* sign is +-1: exact */
-            e[1] = s; e[2] = o; e[3] = c;
+            e[1] = s; e[2] = o; e[3] = cr[C_POS];
+            memcpy(e + E_RANKS, cr + C_RANKS, (size_t)(sc - C_RANKS) * sizeof(int64_t));
             b[0] += 1;
             rel = FB_WAIT(b, n); /* empty before: everything was tried before popping */
             FB_WAIT(b, n) = -1;
@@ -537,19 +542,18 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
         }
     }
     }
-    run->nc = nc;
     for (int64_t f = 0; f < F; f++) {
         int64_t *b = FB + f * fb;
         run->n_entries += FB_CNT(b);
         for (int32_t r = 0; r < FB_CNT(b); r++) {
-            int64_t c = FB_ENTRY(b, k, r)[3];
-            if (c >= 0) run->n_ranks += IR[C[c * sc + C_POS] * si + IR_M];
+            int64_t pos = FB_ENTRY(b, k, r)[3];
+            if (pos >= 0) run->n_ranks += IR[pos * si + IR_M];
         }
     }
-    free(todo); free(hp.a);
+    free(C); free(todo); free(hp.a);
     return run;
 fail:
-    free(todo); free(hp.a);
+    free(C); free(todo); free(hp.a);
     selp_free(run);
     return NULL;
 }
@@ -561,10 +565,11 @@ EXPORT int64_t selp_n_ranks(const run_t *r) { return r->n_ranks; }
 
 /* Entries grouped by fact, best first, into the caller's arrays (see KernelResult): fact_ptr
  * [F+1], w/size/origin/inst [n_entries], crp [n_entries+1], cr [n_ranks]. inst is the input
- * instance id. */
-EXPORT void selp_fill(const run_t *r, int64_t *fact_ptr, double *w, int64_t *size, int64_t *origin,
-                      int64_t *inst, int64_t *crp, int32_t *cr) {
-    int64_t k = r->k, si = r->si, p = 0;
+ * instance id. (Reading in the kernel's order and writing in the input's, in two passes, was
+ * measured slower for top-1.) Returns 0. */
+EXPORT int selp_fill(const run_t *r, int64_t *fact_ptr, double *w, int64_t *size, int64_t *origin,
+                     int64_t *inst, int64_t *crp, int32_t *cr) {
+    int64_t k = r->k, si = r->si, se = r->se, p = 0;
     fact_ptr[0] = 0;
     crp[0] = 0;
     for (int64_t f = 0; f < r->F; f++) {
@@ -576,15 +581,14 @@ EXPORT void selp_fill(const run_t *r, int64_t *fact_ptr, double *w, int64_t *siz
             w[p] = as_f(e[0]);
             size[p] = e[1];
             origin[p] = e[2];
-            int64_t c = e[3];
-            if (c < 0) { inst[p] = -1; crp[p + 1] = crp[p]; continue; }
-            int64_t pos = r->C ? r->C[c * r->sc + C_POS] : c;
+            int64_t pos = e[3];
+            if (pos < 0) { inst[p] = -1; crp[p + 1] = crp[p]; continue; }
             const int64_t *d = r->IR + pos * si;
             int64_t m = d[IR_M];
             inst[p] = d[IR_ID];
             crp[p + 1] = crp[p] + m;
-            if (r->C) {
-                const int32_t *rk = (const int32_t *)(r->C + c * r->sc + C_RANKS);
+            if (b) {
+                const int32_t *rk = (const int32_t *)(e + E_RANKS);
                 for (int64_t j = 0; j < m; j++) cr[crp[p] + j] = rk[j];
             } else {
                 for (int64_t j = 0; j < m; j++) cr[crp[p] + j] = 1;
@@ -592,6 +596,7 @@ EXPORT void selp_fill(const run_t *r, int64_t *fact_ptr, double *w, int64_t *siz
         }
         fact_ptr[f + 1] = p;
     }
+    return 0;
 }
 
 /* The largest number of derivation trees of any fact, each count capped at `cap`, or -1 when

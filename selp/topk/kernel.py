@@ -229,7 +229,7 @@ def _compiled() -> Any:
         lib.selp_topk.argtypes, lib.selp_topk.restype = args + [I64], P
         for name in ("selp_n_entries", "selp_n_ranks"):
             getattr(lib, name).argtypes, getattr(lib, name).restype = [P], I64
-        lib.selp_fill.argtypes, lib.selp_fill.restype = [P] * 8, None
+        lib.selp_fill.argtypes, lib.selp_fill.restype = [P] * 8, ctypes.c_int
         lib.selp_free.argtypes, lib.selp_free.restype = [P], None
         lib.selp_stop.argtypes, lib.selp_stop.restype = [], None
         lib.selp_tree_count_bound.argtypes, lib.selp_tree_count_bound.restype = [I64, I64] + [P] * 4 + [I64], I64
@@ -254,7 +254,8 @@ def _run_compiled(g: Hypergraph, combine: int, sign: float, k: int) -> tuple[np.
         n, n_ranks = lib.selp_n_entries(run), lib.selp_n_ranks(run)
         out = (np.empty(g.n_facts + 1, np.int64), np.empty(n, np.float64), np.empty(n, np.int64),
                np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n + 1, np.int64), np.empty(n_ranks, np.int32))
-        lib.selp_fill(run, *(_ptr(a) for a in out))
+        if lib.selp_fill(run, *(_ptr(a) for a in out)):
+            raise MemoryError("the top-k kernel could not allocate its result")
         return out
     finally:
         lib.selp_free(run)
