@@ -53,9 +53,17 @@ order every vector the answer needs has been formed when it is needed. (Among ca
 equal weight and size the origin tie-break is best effort, in the reference as here.) Ranks
 above k are never formed (no fact has a (k+1)-th entry), nor ranks above 1 at a leaf child.
 
-Memory is O(I + F*k + candidates): a packed copy of the instances; per fact k entry slots and k
-waiting lists; per candidate its instance, head, waiting-list link and rank vector (kept: an
-entry's child ranks are its candidate's); a heap of at most the candidates. Top-1 needs O(I + F).
+Memory is O(I + F*k + one component's candidates): a packed copy of the instances; per fact k
+entry slots (each with its child ranks) and k waiting lists; per candidate its instance, head,
+waiting-list link and rank vector; a heap of at most the candidates. Top-1 needs O(I + F).
+
+Components: facts interact only through instances and leaves are final from the start, so the
+compiled kernel splits the instances into independent components (each instance's head joined
+with its non-leaf children), renumbers facts and instances by component, and runs the loop one
+component after the other, with a heap and a candidate buffer that hold that component only
+(on transitive closure, ``path(*, z)`` for one ``z``: they stay in cache). Within a component
+every relative order that breaks ties is the global one, so the result is bit for bit that of
+the global loop, which the pure-Python twin keeps.
 
 Ties: candidates with equal (key, size, origin) are the same tree of P reached twice; the one
 with the smaller candidate id wins. Instances are first put in a fixed order -- stably by their
