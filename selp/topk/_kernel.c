@@ -659,6 +659,11 @@ done:
     return best; /* -2: out of memory */
 }
 
+/* The layout of run_t and the calling conventions, checked by selp.topk.kernel before use: an
+ * editable install whose extension was built from an older _kernel.c is then not called (the
+ * pure-Python twin runs, and says so). 2: selp_fill returns int; entries hold their ranks. */
+EXPORT int64_t selp_abi(void) { return 2; }
+
 /* The origin hash of a rule step (for the tests: the kernels inline the same loop). */
 EXPORT int64_t selp_origin_of(int64_t rule_hash, const int64_t *child_origins, int64_t n) {
     uint64_t h = (uint64_t)rule_hash;

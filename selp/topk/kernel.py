@@ -217,6 +217,7 @@ def compiled_available() -> bool:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
+_ABI = 2  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _compiled() -> Any:
@@ -226,7 +227,9 @@ def _compiled() -> Any:
             from selp.topk import _kernel  # noqa: PLC0415 (a module only so its file is found)
 
             lib = ctypes.CDLL(_kernel.__file__)
-            lib.selp_tree_count_bound  # the newest entry point: an older build lacks it
+            lib.selp_abi.restype = ctypes.c_int64
+            if lib.selp_abi() != _ABI:
+                raise AttributeError("selp_abi")
         except (ImportError, OSError, AttributeError):
             # not built, or built from an older _kernel.c (an editable install not rebuilt)
             _LIB.append(None)
