@@ -53,9 +53,17 @@ order every vector the answer needs has been formed when it is needed. (Among ca
 equal weight and size the origin tie-break is best effort, in the reference as here.) Ranks
 above k are never formed (no fact has a (k+1)-th entry), nor ranks above 1 at a leaf child.
 
-Memory is O(I + F*k + candidates): a packed copy of the instances; per fact k entry slots and k
-waiting lists; per candidate its instance, head, waiting-list link and rank vector (kept: an
-entry's child ranks are its candidate's); a heap of at most the candidates. Top-1 needs O(I + F).
+Memory is O(I + F*k + one component's candidates): a packed copy of the instances; per fact k
+entry slots (each with its child ranks) and k waiting lists; per candidate its instance, head,
+waiting-list link and rank vector; a heap of at most the candidates. Top-1 needs O(I + F).
+
+Components: facts interact only through instances and leaves are final from the start, so the
+compiled kernel splits the instances into independent components (each instance's head joined
+with its non-leaf children), renumbers facts and instances by component, and runs the loop one
+component after the other, with a heap and a candidate buffer that hold that component only
+(on transitive closure, ``path(*, z)`` for one ``z``: they stay in cache). Within a component
+every relative order that breaks ties is the global one, so the result is bit for bit that of
+the global loop, which the pure-Python twin keeps.
 
 Ties: candidates with equal (key, size, origin) are the same tree of P reached twice; the one
 with the smaller candidate id wins. Instances are first put in a fixed order -- stably by their
@@ -209,6 +217,7 @@ def compiled_available() -> bool:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
+_ABI = 2  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _compiled() -> Any:
@@ -218,7 +227,9 @@ def _compiled() -> Any:
             from selp.topk import _kernel  # noqa: PLC0415 (a module only so its file is found)
 
             lib = ctypes.CDLL(_kernel.__file__)
-            lib.selp_tree_count_bound  # the newest entry point: an older build lacks it
+            lib.selp_abi.restype = ctypes.c_int64
+            if lib.selp_abi() != _ABI:
+                raise AttributeError("selp_abi")
         except (ImportError, OSError, AttributeError):
             # not built, or built from an older _kernel.c (an editable install not rebuilt)
             _LIB.append(None)
@@ -229,7 +240,7 @@ def _compiled() -> Any:
         lib.selp_topk.argtypes, lib.selp_topk.restype = args + [I64], P
         for name in ("selp_n_entries", "selp_n_ranks"):
             getattr(lib, name).argtypes, getattr(lib, name).restype = [P], I64
-        lib.selp_fill.argtypes, lib.selp_fill.restype = [P] * 8, None
+        lib.selp_fill.argtypes, lib.selp_fill.restype = [P] * 8, ctypes.c_int
         lib.selp_free.argtypes, lib.selp_free.restype = [P], None
         lib.selp_stop.argtypes, lib.selp_stop.restype = [], None
         lib.selp_tree_count_bound.argtypes, lib.selp_tree_count_bound.restype = [I64, I64] + [P] * 4 + [I64], I64
@@ -254,7 +265,8 @@ def _run_compiled(g: Hypergraph, combine: int, sign: float, k: int) -> tuple[np.
         n, n_ranks = lib.selp_n_entries(run), lib.selp_n_ranks(run)
         out = (np.empty(g.n_facts + 1, np.int64), np.empty(n, np.float64), np.empty(n, np.int64),
                np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n + 1, np.int64), np.empty(n_ranks, np.int32))
-        lib.selp_fill(run, *(_ptr(a) for a in out))
+        if lib.selp_fill(run, *(_ptr(a) for a in out)):
+            raise MemoryError("the top-k kernel could not allocate its result")
         return out
     finally:
         lib.selp_free(run)
