@@ -34,7 +34,7 @@ def rule_sql(plan: RulePlan) -> str:
     conds = [f"{_sql(a)} = {_sql(b)}" for a, b in plan.equal] + [f"{_sql(a)} <> {_sql(b)}" for a, b in plan.unequal]
     where = (" WHERE " + " AND ".join(conds)) if conds else ""
     group = " GROUP BY " + ", ".join(str(i + 1) for i in range(len(plan.head))) if plan.head else ""
-    sign = "-" if plan.sign < 0 else ""
+    sign = "" if plan.sign == 1 else f"{plan.sign} * "
     return f"SELECT {cols}, {sign}SUM({count})::BIGINT AS _cnt FROM {tables}{where}{group}"
 
 
@@ -90,3 +90,9 @@ class DuckZ:
         if name in self.arity:
             self.con.execute(f"DROP TABLE IF EXISTS {ident(name)}")
             del self.arity[name]
+
+    def rename(self, old: str, new: str) -> None:
+        """Move relation ``old`` to the name ``new`` (replacing it)."""
+        self.drop(new)
+        self.con.execute(f"ALTER TABLE {ident(old)} RENAME TO {ident(new)}")
+        self.arity[new] = self.arity.pop(old)

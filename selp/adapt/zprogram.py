@@ -39,7 +39,7 @@ class RulePlan:
     equal: tuple[tuple[Expr, Expr], ...]  # conditions (joins, constants, '=' comparisons)
     unequal: tuple[tuple[Expr, Expr], ...]  # '!=' comparisons
     head: tuple[Expr, ...]
-    sign: int  # +1, or -1 for a negated head
+    sign: int  # multiplies the counts: +1, -1 for a negated head, k for a rule repeated k times
 
 
 @dataclass(frozen=True)
@@ -94,11 +94,14 @@ def _all_terms(r: Rule) -> list[Term]:
     return out
 
 
-def lower(r: Rule, arities: Mapping[str, int]) -> RulePlan:
-    """The :class:`RulePlan` of a checked rule."""
+def lower(r: Rule, arities: Mapping[str, int], coefficient: int | None = None) -> RulePlan:
+    """The :class:`RulePlan` of a checked rule; ``coefficient`` multiplies its counts (default
+    +1, or -1 for a negated head). Rewritten plans may hold Skolem terms in body atoms, each
+    variable of which some atom binds as a whole argument: they become equalities."""
     atoms = r.positive_atoms
     home: dict[Var, Expr] = {}
     equal: list[tuple[Expr, Expr]] = []
+    patterns: list[tuple[Expr, Term]] = []
     for i, a in enumerate(atoms):
         for c, t in enumerate(a.args):
             here: Expr = ((i, c),)
@@ -107,8 +110,12 @@ def lower(r: Rule, arities: Mapping[str, int]) -> RulePlan:
                     equal.append((home[t], here))
                 else:
                     home[t] = here
+            elif isinstance(t, SkolemTerm):
+                patterns.append((here, t))
             else:
                 equal.append((here, (format_value(t.value),)))  # type: ignore[union-attr]
+    for here, t in patterns:
+        equal.append((here, _expr(t, home)))
     assigned = {i for i, _, _ in r.assignments()}
     for i, var, e in r.assignments():
         home[var] = _expr(e, home)
@@ -123,7 +130,7 @@ def lower(r: Rule, arities: Mapping[str, int]) -> RulePlan:
         tuple(equal),
         tuple(unequal),
         tuple(_expr(t, home) for t in r.head.args),
-        -1 if r.head.negated else 1,
+        coefficient if coefficient is not None else (-1 if r.head.negated else 1),
     )
 
 
@@ -209,6 +216,9 @@ class ZEngine(Protocol):
 
     def drop(self, name: str) -> None:
         """Forget a stored relation."""
+
+    def rename(self, old: str, new: str) -> None:
+        """Move relation ``old`` to the name ``new``, replacing what ``new`` held."""
 
 
 def evaluate(engine: ZEngine, program: Program, edb: Mapping[str, Mapping[tuple[Value, ...], int]]) -> dict[str, ZRel]:

@@ -78,3 +78,7 @@ class ReferenceZ:
     def drop(self, name: str) -> None:
         self.relations.pop(name, None)
         self.arity.pop(name, None)
+
+    def rename(self, old: str, new: str) -> None:
+        self.relations[new] = self.relations.pop(old)
+        self.arity[new] = self.arity.pop(old)

@@ -90,3 +90,8 @@ class SparkZ:
         self.arity.pop(name, None)
         if df is not None:
             df.unpersist()  # type: ignore[attr-defined]
+
+    def rename(self, old: str, new: str) -> None:
+        self.drop(new)
+        self.frames[new] = self.frames.pop(old)
+        self.arity[new] = self.arity.pop(old)
