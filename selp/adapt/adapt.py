@@ -47,7 +47,7 @@ def materialise(engine: ZEngine, program: Program, provenance: bool) -> None:
     arities, views = check(program)
     for v in views:
         engine.define(v.relation, v.arity, [lower(r, arities) for r in v.rules])
-    for name in [n for n in list(getattr(engine, "arity", {})) if n.endswith(PROV)]:
+    for name in [n for n in engine.names() if n.endswith(PROV)]:
         engine.drop(name)
     if provenance:
         for r in program.rules:
@@ -141,8 +141,10 @@ def commit(engine: ZEngine, old: Program, new: Program, provenance: bool = True)
     old_arities, old_views = check(old)
     new_arities, new_views = check(new)
     idb = {v.relation for v in new_views}
-    for rel, arity in new_arities.items():
-        if rel not in idb and engine.has(rel + DELTA):
+    # every pending delta is applied, read by the new program or not
+    for rel in [n[: -len(DELTA)] for n in engine.names() if n.endswith(DELTA)]:
+        if rel not in idb and engine.has(rel):
+            arity = len(engine.stats(rel).distinct)
             xs = tuple(Var(f"x{i}") for i in range(arity))
             rules = [Rule("c", Atom(rel + NEW, xs), (Atom(rel, xs),)), Rule("d", Atom(rel + NEW, xs), (Atom(rel + DELTA, xs),))]
             engine.define(rel + NEW, arity, [lower(r, {}) for r in rules])

@@ -89,11 +89,11 @@ class CQ:
                 out.update(term_vars(t))
         return out
 
-    def rule(self, relation: str, coefficient: int = 1) -> Rule:
+    def rule(self, relation: str, coefficient: int = 1, name: str | None = None) -> Rule:
         """This CQ as a rule for ``relation`` (negated head when the coefficient is negative)."""
         body: list = [Atom(r, args) for r, args in self.body]
         body += [Comparison("!=", a, b) for a, b in self.unequal]
-        return Rule(relation, Atom(relation, self.head, coefficient < 0), tuple(body), named=False)
+        return Rule(name or relation, Atom(relation, self.head, coefficient < 0), tuple(body), named=False)
 
 
 _INTERNED: dict[str, CQ] = {}
@@ -226,5 +226,5 @@ def rules_of(relation: str, q: Mapping[CQ, int]) -> list[Rule]:
     """A query as rules for ``relation``; a coefficient k is |k| copies of the rule."""
     out = []
     for cq, k in sorted(q.items(), key=lambda x: x[0].key):
-        out += [cq.rule(relation, k)] * abs(k)
+        out += [cq.rule(relation, k, f"{relation}_{len(out) + i + 1}") for i in range(abs(k))]
     return out

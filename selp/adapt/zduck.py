@@ -96,3 +96,6 @@ class DuckZ:
         self.drop(new)
         self.con.execute(f"ALTER TABLE {ident(old)} RENAME TO {ident(new)}")
         self.arity[new] = self.arity.pop(old)
+
+    def names(self) -> list[str]:
+        return sorted(self.arity)

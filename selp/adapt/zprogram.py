@@ -217,6 +217,9 @@ class ZEngine(Protocol):
     def drop(self, name: str) -> None:
         """Forget a stored relation."""
 
+    def names(self) -> list[str]:
+        """The stored relations."""
+
     def rename(self, old: str, new: str) -> None:
         """Move relation ``old`` to the name ``new``, replacing what ``new`` held."""
 

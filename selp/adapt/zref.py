@@ -82,3 +82,6 @@ class ReferenceZ:
     def rename(self, old: str, new: str) -> None:
         self.relations[new] = self.relations.pop(old)
         self.arity[new] = self.arity.pop(old)
+
+    def names(self) -> list[str]:
+        return sorted(self.arity)

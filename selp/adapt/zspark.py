@@ -95,3 +95,6 @@ class SparkZ:
         self.drop(new)
         self.frames[new] = self.frames.pop(old)
         self.arity[new] = self.arity.pop(old)
+
+    def names(self) -> list[str]:
+        return sorted(self.arity)

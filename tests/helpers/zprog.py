@@ -15,17 +15,38 @@ from selp.values import Skolem, Value
 EDB = {"e0": 1, "e1": 2, "e2": 2}
 DOMAIN: list[Value] = [1, 2, "a"]
 VARS = [Var("x"), Var("y"), Var("z")]
+VIEW_ARITY = [1, 2, 0, 2, 1, 2]
 
 
 @st.composite
-def z_programs(draw, max_views: int = 4) -> Program:
+def program_changes(draw, old: Program) -> Program:
+    """A changed program: some of ``old``'s rules dropped, rules of another random program (same
+    view arities) added, rules reading a view left without rules dropped in turn."""
+    other = draw(z_programs(fixed=True))
+    keep = [r for r in old.rules if draw(st.integers(0, 4))]
+    rules = keep + [r for r in other.rules if draw(st.booleans())]
+    while True:
+        defined = {r.head.relation for r in rules}
+        ok = [r for r in rules if all(a.relation in EDB or a.relation in defined for a in r.body if isinstance(a, Atom))]
+        if len(ok) == len(rules):
+            break
+        rules = ok
+    if not rules:
+        rules = list(old.rules[:1])
+    rules = [Rule(f"r{i + 1}", r.head, r.body) for i, r in enumerate(rules)]
+    return Program(rules=tuple(rules))
+
+
+@st.composite
+def z_programs(draw, max_views: int = 4, fixed: bool = False) -> Program:
     """A non-recursive program: views ``v0..`` each over the EDB and earlier views, some rules
-    with negated heads, Skolem terms, constants and comparisons."""
+    with negated heads, Skolem terms, constants and comparisons. ``fixed``: view ``vk`` always
+    has arity ``VIEW_ARITY[k]``, so rules of two such programs can be mixed."""
     arities = dict(EDB)
     rules: list[Rule] = []
     for k in range(draw(st.integers(1, max_views))):
         name = f"v{k}"
-        arity = draw(st.integers(0, 2))
+        arity = VIEW_ARITY[k] if fixed else draw(st.integers(0, 2))
         sources = sorted(arities)
         for _ in range(draw(st.integers(1, 3))):
             body: list = []
@@ -74,9 +95,12 @@ def _same(a: Value, b: Value) -> bool:
 
 
 def brute_force(program: Program, edb: dict) -> dict:
-    """Every view's Z-relation, rules in source order (views only read earlier views)."""
+    """Every view's Z-relation; view ``vk`` reads only ``vj`` with ``j < k``, so views go in
+    number order (other heads after them, in source order)."""
     db: dict = {rel: {k: n for k, n in rows.items() if n} for rel, rows in edb.items()}
-    for rel in dict.fromkeys(r.head.relation for r in program.rules):
+    heads = list(dict.fromkeys(r.head.relation for r in program.rules))
+    number = {h: int(h[1:]) if h[:1] == "v" and h[1:].isdigit() else len(heads) + i for i, h in enumerate(heads)}
+    for rel in sorted(heads, key=number.__getitem__):
         total: Counter = Counter()
         for r in program.rules:
             if r.head.relation != rel:
