@@ -20,7 +20,7 @@ from typing import Mapping, Protocol, Union
 from selp.errors import ProgramError
 from selp.language.ast import Aggregate, Arith, Atom, Comparison, Const, Program, Rule, SkolemTerm, Term, Var
 from selp.language.validate import analyze
-from selp.values import Value, _parse_value, format_value
+from selp.values import Value, format_value, parse_value_text
 
 ZRel = dict  # tuple[Value, ...] -> int (never 0)
 TextRel = dict  # tuple[str, ...] -> int: the same with canonical texts
@@ -177,10 +177,7 @@ def from_text(rel: Mapping[tuple[str, ...], int]) -> ZRel:
 
 def parse_text(text: str) -> Value:
     """The value whose canonical text is ``text``."""
-    value, end = _parse_value(text, 0)
-    if end != len(text):
-        raise ValueError(f"not a canonical value text: {text!r}")
-    return value
+    return parse_value_text(text)
 
 
 def visible(rel: Mapping[tuple, int]) -> ZRel:
