@@ -56,14 +56,11 @@ def check(program: Program) -> tuple[dict[str, int], list[View]]:
     :class:`ProgramError` at the offending rule for recursion, body negation, aggregates,
     arithmetic and ordering comparisons."""
     analysis = analyze(program, counting=True)
-    for comp in analysis.components:
-        if comp.recursive:
-            r = next(r for r in comp.rules if any(a.relation in comp.relations for a in r.positive_atoms))
-            raise ProgramError(
-                f"rule {r.name} makes {r.head.relation} recursive; counting (Z) evaluation is only for"
-                " non-recursive programs (counts through a cycle are unbounded)",
-                r.loc,
-            )
+    cyclic = [r for c in analysis.components if c.recursive for r in c.rules if any(a.relation in c.relations for a in r.positive_atoms)]
+    if cyclic:
+        r = cyclic[0]
+        why = "counting (Z) evaluation is only for non-recursive programs (counts through a cycle are unbounded)"
+        raise ProgramError(f"rule {r.name} makes {r.head.relation} recursive; {why}", r.loc)
     for r in program.rules:
         for b in r.body:
             if isinstance(b, Atom) and b.negated:
