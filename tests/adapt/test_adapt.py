@@ -3,6 +3,7 @@ instances (with counts) equal recomputation from scratch, on DuckDB and on Spark
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,7 +51,8 @@ def test_adapted_instances_equal_recomputation(data) -> None:
     _run_sequence(DuckZ(), (program, edb), steps, provenance=data.draw(st.booleans()))
 
 
-@settings(max_examples=3, deadline=None)
+@pytest.mark.slow  # about 3 minutes per example: every defined relation is a Spark job
+@settings(max_examples=2, deadline=None)
 @given(st.data())
 def test_adapted_instances_equal_recomputation_on_spark(spark, data) -> None:
     from selp.adapt.zspark import SparkZ

@@ -43,6 +43,7 @@ def test_engines_match_brute_force(program, edb) -> None:
     assert evaluate(DuckZ(), program, edb) == expected
 
 
+@pytest.mark.slow  # a minute or two: each view is a Spark job
 @settings(max_examples=5, deadline=None)
 @given(z_programs(max_views=3), z_databases())
 def test_spark_matches_brute_force(spark, program, edb) -> None:
