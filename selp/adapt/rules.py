@@ -16,6 +16,7 @@ deterministic texts), and a Skolem value never equals a constant.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -166,7 +167,13 @@ def make_cq(head: Iterable[Term], body: Iterable[tuple[str, tuple[Term, ...]]], 
     for atom in body:
         groups.setdefault((atom[0], _shape(atom[1])), []).append(atom)
     keys = sorted(groups)
-    choices = [list(itertools.permutations(groups[k])) if len(groups[k]) > 1 else [tuple(groups[k])] for k in keys]
+    choices = []
+    for k in keys:
+        g = groups[k]
+        if math.factorial(len(g)) > MAX_TIE_ORDERS:  # too many to try: one order by argument text
+            choices.append([tuple(sorted(g, key=lambda a: _text((), [a], ())))])
+        else:
+            choices.append(list(itertools.permutations(g)))
     best: tuple | None = None
     for n, combo in enumerate(itertools.product(*choices)):
         if n >= MAX_TIE_ORDERS:
