@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from selp.adapt.cost import query_cost
 from selp.adapt.rewrite import unfold
 from selp.adapt.rules import Query, make_cq, query_of_rules
 from selp.adapt.search import Plan, search
@@ -121,8 +122,6 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
         original = unfold(query_of_rules(primed), edb_defs)
         base = unfold(original, new_defs)
         if strategy == "recompute":
-            from selp.adapt.cost import query_cost
-
             cost = query_cost(original, stats)
             plan = Plan(original, cost, cost, 0, 0.0)
         else:

@@ -105,20 +105,24 @@ def folds(q: Query, view: str, defn: Query, limit: int = 64) -> Iterator[Query]:
             seen: set[str] = set()
             for theta, used in _match(list(d.body), list(cq.body), {}, set()):
                 context = [atom for j, atom in enumerate(cq.body) if j not in used]
-                if not _existentials_private(theta, existential, cq, context):
+                # the view's '!=' constraints must be the CQ's too (else the CQ would not cancel);
+                # they move into the view, the others stay in the context
+                mapped = [(_sub(x, theta), _sub(y, theta)) for x, y in d.unequal]
+                if not all((x, y) in cq.unequal or (y, x) in cq.unequal for x, y in mapped):
                     continue
-                if not all(tuple(walk(_sub(x, theta), {}) for x in pair) in set(cq.unequal) or
-                           tuple(reversed([_sub(x, theta) for x in pair])) in set(cq.unequal) for pair in d.unequal):
+                inside = set(mapped) | {(y, x) for x, y in mapped}
+                neq = [pair for pair in cq.unequal if pair not in inside]
+                if not _existentials_private(theta, existential, cq.head, context, neq):
                     continue
                 folded_atom = (view, tuple(_sub(t, theta) for t in d.head))
                 parts_body = [folded_atom] + context
-                x = make_cq(cq.head, parts_body, (), cq.unequal)
+                x = make_cq(cq.head, parts_body, (), neq)
                 if x is None or x.key in seen:
                     continue
                 seen.add(x.key)
                 k = a // b
                 new = add(q, x, k)
-                for u, m in unfold_parts(cq.head, parts_body, list(cq.unequal), 0, defn).items():
+                for u, m in unfold_parts(cq.head, parts_body, neq, 0, defn).items():
                     new = add(new, u, -k * m)
                 if cq in new and new[cq] == a:
                     continue  # the CQ did not cancel: this would be augmentation alone
@@ -136,19 +140,19 @@ def _sub(t: Term, theta: Mapping[Var, Term]) -> Term:
     return t
 
 
-def _existentials_private(theta: Mapping[Var, Term], existential: set[Var], cq: CQ, context: list) -> bool:
+def _existentials_private(theta: Mapping[Var, Term], existential: set[Var], head: tuple[Term, ...], context: list, neq: list) -> bool:
     """The view's projected-away variables must map to distinct variables of ``cq`` that occur
     nowhere outside the matched atoms (else folding would lose a join)."""
     images = [theta[v] for v in existential]
     if any(not isinstance(t, Var) for t in images) or len(set(images)) != len(images):
         return False
     outside: set[Var] = set()
-    for t in cq.head:
+    for t in head:
         outside.update(term_vars(t))
     for _, args in context:
         for t in args:
             outside.update(term_vars(t))
-    for a, b in cq.unequal:
+    for a, b in neq:
         outside.update(term_vars(a))
         outside.update(term_vars(b))
     kept = {v for w, t in theta.items() if w not in existential for v in term_vars(t)}

@@ -95,3 +95,10 @@ def test_every_rewriting_is_z_equivalent(r, s, t) -> None:
         p = Program(rules=tuple(rules_of("q", q)))
         got = evaluate(ReferenceZ(), p, {**edb, **v}).get("q", {})
         assert got == expected.get("q", {}), _texts("q", q)
+
+
+def test_fold_needs_the_views_inequalities() -> None:
+    view = _query("v(x) :- r(x, y), y != 1.", "v")
+    got = [_texts("q", f) for f in folds(_query("q(x) :- r(x, y), t(x), y != 1.", "q"), "v", view)]
+    assert got == [{"q(V0) :- t(V0), v(V0)."}]
+    assert list(folds(_query("q(x) :- r(x, y), t(x).", "q"), "v", view)) == []
