@@ -76,3 +76,21 @@ def test_adding_a_source_folds_into_the_old_view() -> None:
     assert plan.plan.cost < plan.plan.recompute_cost
     assert any(rel == "gene" for cq in plan.plan.query for rel, _ in cq.body)
     assert from_text(eng.get("gene@new"))[(5000,)] == 1 and len(from_text(eng.get("gene@new"))) == 1001
+
+
+def test_added_view_column_is_read_from_the_provenance_table() -> None:
+    """[GI12]: gene gains the column t that its rule projected away; the provenance table of
+    the rule still has it, so the new gene is a projection of that table, not a join; without
+    provenance tables the join is recomputed."""
+    old = parse_program("gene(e, n) :- bioentry(e, t), term(t, n).")
+    new = parse_program("gene(e, t, n) :- bioentry(e, t), term(t, n).")
+    reads = {}
+    for provenance in (True, False):
+        eng = DuckZ()
+        eng.put("bioentry", 2, to_text({(i, i % 10): 1 for i in range(2000)}))
+        eng.put("term", 2, to_text({(i, f"n{i}"): 1 for i in range(10)}))
+        materialise(eng, old, provenance)
+        plan = adapt(eng, old, new, provenance)[0]
+        reads[provenance] = {rel for cq in plan.plan.query for rel, _ in cq.body}
+        assert len(from_text(eng.get("gene@new"))) == 2000
+    assert reads == {True: {"r1@prov"}, False: {"bioentry", "term"}}
