@@ -33,6 +33,7 @@ def adapt_cmd(old_program: str, new_program: str, db_dir: str, delta_dir: str | 
     """
     from selp.adapt.adapt import DELTA, adapt, commit, materialise
     from selp.adapt.files import read_zrel
+    from selp.adapt.registry import z_engine
     from selp.adapt.zprogram import check, from_text, to_text
     from selp.language.parser import parse_program_file
     from selp.language.printer import format_rule
@@ -44,7 +45,7 @@ def adapt_cmd(old_program: str, new_program: str, db_dir: str, delta_dir: str | 
     new_arities, new_views = check(new)
     idb = {v.relation for v in old_views} | {v.relation for v in new_views}
     edb = {r: a for r, a in {**old_arities, **new_arities}.items() if r not in idb}
-    eng = _engine(engine)
+    eng = z_engine(engine)
     for rel, arity in sorted(edb.items()):
         f = Path(db_dir) / f"{rel}.csv"
         eng.put(rel, arity, to_text(read_zrel(f, arity)) if f.exists() else {})
@@ -73,18 +74,3 @@ def adapt_cmd(old_program: str, new_program: str, db_dir: str, delta_dir: str | 
         click.echo(f"{rel}  {sum(1 for n in rows.values() if n > 0)} visible tuple(s)")
         for row, n in sorted(rows.items(), key=lambda x: [display_value(v) for v in x[0]]):
             click.echo("  " + "  ".join(display_value(v) for v in row) + f"  : {n}")
-
-
-def _engine(name: str):
-    if name == "embedded":
-        from selp.adapt.zduck import DuckZ
-
-        return DuckZ()
-    if name == "reference":
-        from selp.adapt.zref import ReferenceZ
-
-        return ReferenceZ()
-    from selp.adapt.zspark import SparkZ
-    from selp.engines.spark_session import get_spark
-
-    return SparkZ(get_spark())
