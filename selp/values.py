@@ -108,6 +108,14 @@ def parse_skolem_text(text: str) -> Skolem:
     return value
 
 
+def parse_value_text(text: str) -> Value:
+    """The value whose canonical text (:func:`format_value`) is ``text``."""
+    value, end = _parse_value(text, 0)
+    if end != len(text):
+        raise ValueError(f"not a canonical value text: {text!r}")
+    return value
+
+
 def _parse_value(text: str, i: int) -> tuple[Value, int]:
     if text[i] == '"':
         out = []

@@ -7,6 +7,7 @@ never imports this package. Adding a command is its module plus one line in :dat
 
 from __future__ import annotations
 
+from selp.cli.adapt import adapt_cmd
 from selp.cli.bench import bench
 from selp.cli.cdss import cdss
 from selp.cli.cdss_delete import delete_cmd
@@ -37,6 +38,7 @@ COMMANDS = (
     cdss,
     proql,
     serve,
+    adapt_cmd,
 )
 for _command in COMMANDS:
     main.add_command(_command)

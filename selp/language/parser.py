@@ -99,9 +99,15 @@ class _Builder:
             if st.data == "decl":
                 decls.append(self.decl(st))
                 continue
-            label, head_t, _if, body_t = st.children
+            label, sign, head_t, _if, body_t = st.children
             name, weight = self.label(label) if label is not None else (None, None)
             head = self.head(head_t)
+            if sign is not None:
+                if str(sign) != "-":
+                    raise self.error("a head takes no '+' (a leading '-' negates it)", sign)
+                if body_t is None:
+                    raise self.error(f"a fact cannot be negated (-{head.relation}(...)); only rules subtract", sign)
+                head = Atom(head.relation, head.args, True, head.loc)
             if body_t is None:
                 if name is not None:
                     raise self.error(

@@ -81,7 +81,9 @@ def _label(name: str | None, weight: str | None) -> str:
 def format_rule(r: Rule) -> str:
     """One rule on one line, with its label when it was named or weighted."""
     body = ", ".join(format_literal(b) for b in r.body)
-    return f"{_label(r.name if r.named else None, r.weight)}{format_atom(r.head)} :- {body}."
+    head = format_atom(Atom(r.head.relation, r.head.args)) if r.head.negated else format_atom(r.head)
+    sign = "-" if r.head.negated else ""
+    return f"{_label(r.name if r.named else None, r.weight)}{sign}{head} :- {body}."
 
 
 def format_fact(f: Fact) -> str:

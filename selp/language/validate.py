@@ -49,8 +49,12 @@ class Analysis:
         return [sorted(out[s]) for s in sorted(out)]
 
 
-def analyze(program: Program) -> Analysis:
-    """Validate ``program`` and compute its components; raises :class:`ProgramError`."""
+def analyze(program: Program, counting: bool = False) -> Analysis:
+    """Validate ``program`` and compute its components; raises :class:`ProgramError`.
+
+    ``counting`` is for evaluation over Z-relations (:mod:`selp.adapt`), where a negated head
+    ``-q(x) :- s(x).`` subtracts counts; set-semantics engines refuse such rules. A negated head
+    is never allowed in a recursion (counts through a cycle are unbounded)."""
     arities = _check_arities(program)
     _check_names(program)
     idb = frozenset(program.idb)
@@ -66,8 +70,28 @@ def analyze(program: Program) -> Analysis:
         _check_rule(r)
     _check_aggregates(program)
     components = _components(program, idb)
+    _check_negated_heads(program, components, counting)
     edb = frozenset(arities) - idb
     return Analysis(program, arities, edb, idb, components)
+
+
+def _check_negated_heads(program: Program, components: tuple[Component, ...], counting: bool) -> None:
+    recursive = {rel for c in components if c.recursive for rel in c.relations}
+    for r in program.rules:
+        if not r.head.negated:
+            continue
+        if r.head.relation in recursive:
+            raise ProgramError(
+                f"negated head -{r.head.relation}(...) in rule {r.name}: {r.head.relation} is recursive;"
+                " subtracting rules are allowed only outside recursion (counts through a cycle are unbounded)",
+                r.head.loc,
+            )
+        if not counting:
+            raise ProgramError(
+                f"negated head -{r.head.relation}(...) in rule {r.name} subtracts counts; only counting"
+                " (Z-relation) evaluation supports it, not set-semantics engines",
+                r.head.loc,
+            )
 
 
 def _copy_rule(rel: str, arity: int) -> str:

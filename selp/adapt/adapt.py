@@ -1,0 +1,162 @@
+"""Recompute a program's instances after the program changes, reusing the old ones ([GI12]).
+
+The engine holds the old instance: every EDB relation ``S`` (old data), pending data changes
+``S@delta`` (Z-relations), every IDB relation of the old program, and optionally one provenance
+table ``m@prov`` per old rule ``m`` (all its body variables, no projection). The new program
+reads primed relations: ``S@new = S + S@delta`` and ``q@new`` for its views. Views are planned
+in dependency order; each chosen plan is run and materialised as ``q@new`` before the next view
+is planned, and joins the available views (with its definition over base relations, which is
+what folding matches). :func:`commit` then makes ``@new`` the current instance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from selp.adapt.cost import query_cost
+from selp.adapt.rewrite import unfold
+from selp.adapt.rules import Query, make_cq, query_of_rules
+from selp.adapt.search import Plan, search
+from selp.adapt.zprogram import Stats, View, ZEngine, check, lower
+from selp.language.ast import Atom, Program, Rule, Var
+
+NEW, DELTA, PROV = "@new", "@delta", "@prov"
+
+
+@dataclass(frozen=True)
+class ViewPlan:
+    """One adapted relation: its name in the new program and the plan that computed it."""
+
+    relation: str
+    arity: int
+    plan: Plan
+
+
+def provenance_rule(r: Rule) -> Rule:
+    """``m@prov(X1..Xk) :- body`` for rule ``m``: every body variable kept, in first-occurrence order."""
+    seen: dict[Var, None] = {}
+    for a in r.positive_atoms:
+        for v in a.vars():
+            seen.setdefault(v, None)
+    return Rule(r.name + PROV, Atom(r.name + PROV, tuple(seen)), r.body, named=False)
+
+
+def materialise(engine: ZEngine, program: Program, provenance: bool) -> None:
+    """Evaluate ``program`` over the EDB relations already stored (its views replace what was
+    stored under their names), with its provenance tables when ``provenance``."""
+    arities, views = check(program)
+    for v in views:
+        engine.define(v.relation, v.arity, [lower(r, arities) for r in v.rules])
+    for name in [n for n in engine.names() if n.endswith(PROV)]:
+        engine.drop(name)
+    if provenance:
+        for r in program.rules:
+            p = provenance_rule(r)
+            engine.define(p.head.relation, p.head.arity, [lower(p, arities, 1)])
+
+
+class _Stats:
+    """Engine statistics, each relation asked once per adaptation (refreshed when redefined)."""
+
+    def __init__(self, engine: ZEngine) -> None:
+        self.engine = engine
+        self.cache: dict[str, Stats] = {}
+
+    def __call__(self, name: str) -> Stats:
+        if name not in self.cache:
+            self.cache[name] = self.engine.stats(name) if self.engine.has(name) else Stats(0, ())
+        return self.cache[name]
+
+
+def _base_defs(program: Program, views: list[View]) -> dict[str, Query]:
+    defs: dict[str, Query] = {}
+    for v in views:
+        defs[v.relation] = unfold(query_of_rules(v.rules), defs)
+    return defs
+
+
+def _primed(r: Rule, idb: set[str], edb_new: Callable[[str], str]) -> Rule:
+    def rename(rel: str) -> str:
+        return rel + NEW if rel in idb else edb_new(rel)
+
+    body = tuple(Atom(rename(b.relation), b.args, b.negated, b.loc) if isinstance(b, Atom) else b for b in r.body)
+    return Rule(r.name, Atom(rename(r.head.relation), r.head.args, r.head.negated, r.head.loc), body, r.weight, r.named, r.loc)
+
+
+def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, budget: float | None = None, strategy: str = "adapt") -> list[ViewPlan]:
+    """Compute ``q@new`` for every view of ``new`` (and ``m@prov@new`` for its rules when
+    ``provenance``), planning each against the old instance; ``strategy="recompute"`` runs the
+    input plans. Returns the plans in execution order."""
+    old_arities, old_views = check(old)
+    new_arities, new_views = check(new)
+    stats = _Stats(engine)
+    old_defs = _base_defs(old, old_views)
+    available: dict[str, Query] = {v: d for v, d in old_defs.items() if engine.has(v)}
+    if provenance:
+        for r in old.rules:
+            p = provenance_rule(r)
+            if engine.has(p.head.relation):
+                available[p.head.relation] = unfold(query_of_rules([p]), old_defs)
+    idb = {v.relation for v in new_views}
+    edb_defs: dict[str, Query] = {}
+    for rel, arity in new_arities.items():
+        if rel in idb:
+            continue
+        xs = tuple(Var(f"x{i}") for i in range(arity))
+        q: Query = {make_cq(xs, [(rel, xs)]): 1}
+        if engine.has(rel + DELTA):
+            q[make_cq(xs, [(rel + DELTA, xs)])] = 1
+        edb_defs[rel + NEW] = q
+        if not engine.has(rel):
+            engine.put(rel, arity, {})
+    new_defs: dict[str, Query] = {}
+    arities = {**old_arities, **{k + NEW: a for k, a in new_arities.items()}}
+    out: list[ViewPlan] = []
+    jobs = [(v.relation + NEW, v.arity, list(v.rules)) for v in new_views]
+    if provenance:
+        jobs += [(provenance_rule(r).head.relation + NEW, provenance_rule(r).head.arity, [provenance_rule(r)]) for r in new.rules]
+    for name, arity, rules in jobs:
+        primed = [_primed(r, idb, lambda s: s + NEW) for r in rules]
+        primed = [Rule(name, Atom(name, r.head.args, r.head.negated), r.body, named=False) for r in primed]
+        original = unfold(query_of_rules(primed), edb_defs)
+        base = unfold(original, new_defs)
+        if strategy == "recompute":
+            cost = query_cost(original, stats)
+            plan = Plan(original, cost, cost, 0, 0.0)
+        else:
+            plan = search(original, base, available, stats, budget)
+        engine.define(name, arity, [lower(cq.rule(name, k), arities, k) for cq, k in plan.query.items()])
+        stats.cache.pop(name, None)
+        new_defs[name] = base
+        available[name] = base
+        out.append(ViewPlan(name, arity, plan))
+    return out
+
+
+def commit(engine: ZEngine, old: Program, new: Program, provenance: bool = True) -> None:
+    """Make the adapted instance current: ``S := S + S@delta`` for the EDB, ``q := q@new`` for
+    the views (old views that the new program drops are forgotten), provenance tables likewise."""
+    old_arities, old_views = check(old)
+    new_arities, new_views = check(new)
+    idb = {v.relation for v in new_views}
+    # every pending delta is applied, read by the new program or not
+    for rel in [n[: -len(DELTA)] for n in engine.names() if n.endswith(DELTA)]:
+        if rel not in idb and engine.has(rel):
+            arity = len(engine.stats(rel).distinct)
+            xs = tuple(Var(f"x{i}") for i in range(arity))
+            rules = [Rule("c", Atom(rel + NEW, xs), (Atom(rel, xs),)), Rule("d", Atom(rel + NEW, xs), (Atom(rel + DELTA, xs),))]
+            engine.define(rel + NEW, arity, [lower(r, {}) for r in rules])
+            engine.rename(rel + NEW, rel)
+            engine.drop(rel + DELTA)
+    for v in old_views:
+        if v.relation not in idb:
+            engine.drop(v.relation)
+    for r in old.rules:
+        engine.drop(r.name + PROV)
+    for v in new_views:
+        engine.rename(v.relation + NEW, v.relation)
+    if provenance:
+        for r in new.rules:
+            name = provenance_rule(r).head.relation
+            engine.rename(name + NEW, name)

@@ -1,0 +1,159 @@
+"""The rewrite rules of [GI12] over queries (Z-linear combinations of interned CQs).
+
+* **unfold** replaces an atom of a defined relation by each rule of its definition;
+* **cancel** is addition of coefficients (:func:`selp.adapt.rules.add`);
+* **fold with remainder** replaces CQs that embed one rule of a view ``v`` by
+  ``q :- v(θ·head), C`` and subtracts the unfolding of what was added, so the other rules of
+  ``v`` remain as negative rules: ``p + k·X − k·unfold(X)``. Plain folding is the case where
+  every rule of ``v`` is matched (the remainder cancels away). Each step is Z-equivalent by
+  construction: ``X`` and ``unfold(X)`` denote the same Z-relation while ``v`` holds its
+  definition. Augmentation alone (adding ``X − X``) is never produced: a fold is kept only when
+  the CQ it was built from cancels.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Iterator, Mapping
+
+from selp.adapt.rules import CQ, Query, add, make_cq, term_vars, walk
+from selp.language.ast import SkolemTerm, Term, Var
+
+Defs = Mapping[str, Query]
+_fresh = itertools.count()
+
+
+def _apart(cq: CQ) -> tuple[tuple[Term, ...], list, list]:
+    """The parts of ``cq`` with its variables renamed to fresh ones."""
+    n = next(_fresh)
+    s = {v: Var(f"U{n}_{v.name}") for v in cq.vars()}
+    head = tuple(walk(t, s) for t in cq.head)
+    body = [(r, tuple(walk(t, s) for t in args)) for r, args in cq.body]
+    neq = [(walk(a, s), walk(b, s)) for a, b in cq.unequal]
+    return head, body, neq
+
+
+def unfold_parts(head, body: list, neq: list, i: int, defn: Query) -> Query:
+    """The query of CQ parts ``(head, body, neq)`` with body atom ``i`` unfolded by ``defn``."""
+    out: Query = {}
+    rel, args = body[i]
+    rest = body[:i] + body[i + 1 :]
+    for d, k in defn.items():
+        dh, db, dn = _apart(d)
+        out = add(out, make_cq(head, rest + db, list(zip(args, dh)), neq + dn), k)
+    return out
+
+
+def unfold(q: Query, defs: Defs) -> Query:
+    """``q`` with every atom of a relation in ``defs`` unfolded, repeatedly (defs are
+    non-recursive), then cancelled."""
+    out: Query = {}
+    work = list(q.items())
+    while work:
+        cq, k = work.pop()
+        i = next((n for n, (r, _) in enumerate(cq.body) if r in defs), None)
+        if i is None:
+            out = add(out, cq, k)
+            continue
+        for d, m in unfold_parts(cq.head, list(cq.body), list(cq.unequal), i, defs[cq.body[i][0]]).items():
+            work.append((d, k * m))
+    return out
+
+
+def _match(pattern: list, target: list, s: dict, used: set[int]) -> Iterator[tuple[dict, frozenset[int]]]:
+    """Embeddings of pattern atoms into distinct target atoms: substitutions of the pattern's
+    variables (one-way matching: target terms are fixed)."""
+    if not pattern:
+        yield s, frozenset(used)
+        return
+    (rel, args), rest = pattern[0], pattern[1:]
+    for j, (trel, targs) in enumerate(target):
+        if j in used or trel != rel or len(targs) != len(args):
+            continue
+        s2 = dict(s)
+        if all(_bind(a, t, s2) for a, t in zip(args, targs)):
+            yield from _match(rest, target, s2, used | {j})
+
+
+def _bind(p: Term, t: Term, s: dict) -> bool:
+    if isinstance(p, Var):
+        if p in s:
+            return s[p] == t
+        s[p] = t
+        return True
+    if isinstance(p, SkolemTerm):
+        return isinstance(t, SkolemTerm) and t.fn == p.fn and len(t.args) == len(p.args) and all(_bind(a, b, s) for a, b in zip(p.args, t.args))
+    return p == t
+
+
+def executable(cq: CQ) -> bool:
+    """Whether an engine can run ``cq``: every variable occurs as a whole argument of a body
+    atom (a variable only inside a Skolem argument would need the value taken apart)."""
+    plain = {t for _, args in cq.body for t in args if isinstance(t, Var)}
+    return cq.vars() <= plain
+
+
+def folds(q: Query, view: str, defn: Query, limit: int = 64) -> Iterator[Query]:
+    """Fold-with-remainder rewritings of ``q`` with the view ``view`` defined by ``defn`` (over
+    the same relations as ``q``'s atoms), at most ``limit``."""
+    n = 0
+    for cq, a in sorted(q.items(), key=lambda x: x[0].key):
+        for d, b in sorted(defn.items(), key=lambda x: x[0].key):
+            if a % b or not d.body or len(d.body) > len(cq.body):
+                continue
+            existential = d.vars() - {v for t in d.head for v in term_vars(t)}
+            seen: set[str] = set()
+            for theta, used in _match(list(d.body), list(cq.body), {}, set()):
+                context = [atom for j, atom in enumerate(cq.body) if j not in used]
+                # the view's '!=' constraints must be the CQ's too (else the CQ would not cancel);
+                # they move into the view, the others stay in the context
+                mapped = [(_sub(x, theta), _sub(y, theta)) for x, y in d.unequal]
+                if not all((x, y) in cq.unequal or (y, x) in cq.unequal for x, y in mapped):
+                    continue
+                inside = set(mapped) | {(y, x) for x, y in mapped}
+                neq = [pair for pair in cq.unequal if pair not in inside]
+                if not _existentials_private(theta, existential, cq.head, context, neq):
+                    continue
+                folded_atom = (view, tuple(_sub(t, theta) for t in d.head))
+                parts_body = [folded_atom] + context
+                x = make_cq(cq.head, parts_body, (), neq)
+                if x is None or x.key in seen:
+                    continue
+                seen.add(x.key)
+                k = a // b
+                new = add(q, x, k)
+                for u, m in unfold_parts(cq.head, parts_body, neq, 0, defn).items():
+                    new = add(new, u, -k * m)
+                if cq in new and new[cq] == a:
+                    continue  # the CQ did not cancel: this would be augmentation alone
+                yield new
+                n += 1
+                if n >= limit:
+                    return
+
+
+def _sub(t: Term, theta: Mapping[Var, Term]) -> Term:
+    if isinstance(t, Var):
+        return theta.get(t, t)
+    if isinstance(t, SkolemTerm):
+        return SkolemTerm(t.fn, tuple(_sub(a, theta) for a in t.args))
+    return t
+
+
+def _existentials_private(theta: Mapping[Var, Term], existential: set[Var], head: tuple[Term, ...], context: list, neq: list) -> bool:
+    """The view's projected-away variables must map to distinct variables of ``cq`` that occur
+    nowhere outside the matched atoms (else folding would lose a join)."""
+    images = [theta[v] for v in existential]
+    if any(not isinstance(t, Var) for t in images) or len(set(images)) != len(images):
+        return False
+    outside: set[Var] = set()
+    for t in head:
+        outside.update(term_vars(t))
+    for _, args in context:
+        for t in args:
+            outside.update(term_vars(t))
+    for a, b in neq:
+        outside.update(term_vars(a))
+        outside.update(term_vars(b))
+    kept = {v for w, t in theta.items() if w not in existential for v in term_vars(t)}
+    return not (set(images) & (outside | kept))  # type: ignore[arg-type]

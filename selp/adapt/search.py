@@ -1,0 +1,79 @@
+"""Best-first search over rewritings of one view ([GI12], ``optimizeUsingViews``).
+
+The queue starts with the input plan (recomputation: always a candidate) and its unfolding to
+base relations. Each step polls the cheapest pending plan, asks every materialised view for its
+``C_V`` cheapest fold-with-remainder rewritings, and queues the ``C_S`` cheapest new ones while
+fewer than ``C_Q`` plans are done (the paper's code bounds the done set, not the queue). The
+search stops when the queue is empty or the time budget, a fraction of the input plan's
+estimated running time, is spent; the cheapest executable plan seen wins. The first plan is always expanded,
+so that a tight budget still tries folding into the old views.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from selp.adapt.cost import SECONDS_PER_ROW, query_cost
+from selp.adapt.rewrite import executable, folds
+from selp.adapt.rules import Query, query_key
+from selp.adapt.zprogram import Stats
+
+C_S, C_V, C_Q = 8, 4, 128
+BUDGET_FRACTION = 0.1  # of the recomputation's estimated time
+MIN_BUDGET, MAX_BUDGET = 0.05, 5.0  # seconds: a floor for tiny views, a cap for the estimate's errors
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The chosen plan of one view and what the search saw."""
+
+    query: Query
+    cost: float
+    recompute_cost: float
+    explored: int
+    seconds: float
+
+
+def search(original: Query, base: Query, views: Mapping[str, Query], stats: Callable[[str], Stats], budget: float | None = None) -> Plan:
+    """The cheapest plan for a view whose input plan is ``original`` and whose unfolding over
+    base relations is ``base``; ``views`` are the materialised views with their base definitions."""
+    start = time.perf_counter()
+    recompute = query_cost(original, stats)
+    if budget is None:
+        budget = min(MAX_BUDGET, max(MIN_BUDGET, BUDGET_FRACTION * recompute * SECONDS_PER_ROW))
+    tie = itertools.count()
+    pending: list = []
+    seen: set = set()
+    done: list[tuple[float, Query]] = []
+
+    def push(q: Query, cost: float | None = None) -> None:
+        key = query_key(q)
+        if key in seen:
+            return
+        seen.add(key)
+        heapq.heappush(pending, (query_cost(q, stats) if cost is None else cost, next(tie), q))
+
+    push(original, recompute)
+    push(base)
+    start = time.perf_counter()  # the budget is for the search: statistics were fetched above
+    while pending and (not done or time.perf_counter() - start < budget):  # expand one plan at least
+        cost, _, p = heapq.heappop(pending)
+        done.append((cost, p))
+        found: list[tuple[float, int, Query]] = []
+        for name, defn in views.items():
+            cands = [(query_cost(c, stats), next(tie), c) for c in folds(p, name, defn) if query_key(c) not in seen]
+            found += sorted(cands, key=lambda x: x[:2])[:C_V]
+        for c_cost, _, c in sorted(found, key=lambda x: x[:2])[:C_S]:
+            if len(done) >= C_Q:
+                break
+            push(c, c_cost)
+    candidates = done + [(c, q) for c, _, q in pending]
+    runnable = [(c, q) for c, q in candidates if all(executable(cq) for cq in q)]
+    best_cost, best = min(runnable, key=lambda x: x[0]) if runnable else (recompute, original)
+    if best_cost > recompute:
+        best_cost, best = recompute, original
+    return Plan(best, best_cost, recompute, len(done), time.perf_counter() - start)

@@ -1,0 +1,101 @@
+"""Z-relations on DuckDB: one table per relation, text columns ``c0..`` and a signed ``_cnt``.
+
+A rule is one ``SELECT ... SUM(product of _cnt) ... GROUP BY`` over its body tables; the rules of
+a relation are unioned (``UNION ALL``) and summed again, keeping non-zero counts. No
+``DISTINCT`` anywhere: differential plans need exact counts ([GI12]).
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from selp.adapt.zprogram import Expr, RulePlan, Stats, TextRel
+
+
+def ident(name: str) -> str:
+    """A quoted SQL identifier (relation names may hold '@')."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _sql(e: Expr) -> str:
+    parts = [_lit(p) if isinstance(p, str) else f"t{p[0]}.c{p[1]}" for p in e]
+    return parts[0] if len(parts) == 1 else "(" + " || ".join(parts) + ")"
+
+
+def rule_sql(plan: RulePlan) -> str:
+    """The SELECT of one rule: head columns and the signed count of each head tuple."""
+    cols = ", ".join(f"{_sql(e)} AS c{i}" for i, e in enumerate(plan.head)) or "1 AS _unit"
+    count = " * ".join(f"t{i}._cnt" for i in range(len(plan.relations))) or "1"
+    tables = ", ".join(f"{ident(r)} AS t{i}" for i, r in enumerate(plan.relations))
+    conds = [f"{_sql(a)} = {_sql(b)}" for a, b in plan.equal] + [f"{_sql(a)} <> {_sql(b)}" for a, b in plan.unequal]
+    where = (" WHERE " + " AND ".join(conds)) if conds else ""
+    group = " GROUP BY " + ", ".join(str(i + 1) for i in range(len(plan.head))) if plan.head else ""
+    sign = "" if plan.sign == 1 else f"{plan.sign} * "
+    return f"SELECT {cols}, {sign}SUM({count})::BIGINT AS _cnt FROM {tables}{where}{group}"
+
+
+class DuckZ:
+    """Z-relations as DuckDB tables in one connection (in memory unless a path is given)."""
+
+    def __init__(self, path: str = ":memory:") -> None:
+        self.con = duckdb.connect(path)
+        self.arity: dict[str, int] = {}
+
+    def _create(self, name: str, arity: int, select: str | None) -> None:
+        cols = ", ".join([f"c{i} VARCHAR" for i in range(arity)] + ["_cnt BIGINT"])
+        self.con.execute(f"CREATE OR REPLACE TABLE {ident(name)} ({cols})")
+        if select is not None:
+            self.con.execute(f"INSERT INTO {ident(name)} {select}")
+        self.arity[name] = arity
+
+    def put(self, name: str, arity: int, rows: TextRel) -> None:
+        self._create(name, arity, None)
+        data = [list(k) + [n] for k, n in rows.items() if n]
+        if data:
+            marks = ", ".join(["?"] * (arity + 1))
+            self.con.executemany(f"INSERT INTO {ident(name)} VALUES ({marks})", data)
+
+    def define(self, name: str, arity: int, plans: list[RulePlan]) -> None:
+        if not plans:
+            self._create(name, arity, None)
+            return
+        cols = ", ".join(f"c{i}" for i in range(arity))
+        union = " UNION ALL ".join(f"({rule_sql(p)})" for p in plans)
+        key = ", ".join(f"c{i}" for i in range(arity))
+        if arity:
+            select = f"SELECT {cols}, SUM(_cnt)::BIGINT FROM ({union}) GROUP BY {key} HAVING SUM(_cnt) <> 0"
+        else:
+            select = f"SELECT SUM(_cnt)::BIGINT FROM ({union}) HAVING SUM(_cnt) <> 0"
+        self._create(name, arity, select)
+
+    def get(self, name: str) -> TextRel:
+        rows = self.con.execute(f"SELECT * FROM {ident(name)}").fetchall()
+        return {tuple(r[:-1]): int(r[-1]) for r in rows}
+
+    def has(self, name: str) -> bool:
+        return name in self.arity
+
+    def stats(self, name: str) -> Stats:
+        arity = self.arity[name]
+        parts = ["COUNT(*)"] + [f"COUNT(DISTINCT c{i})" for i in range(arity)]
+        row = self.con.execute(f"SELECT {', '.join(parts)} FROM {ident(name)}").fetchone()
+        assert row is not None
+        return Stats(int(row[0]), tuple(int(x) for x in row[1:]))
+
+    def drop(self, name: str) -> None:
+        if name in self.arity:
+            self.con.execute(f"DROP TABLE IF EXISTS {ident(name)}")
+            del self.arity[name]
+
+    def rename(self, old: str, new: str) -> None:
+        """Move relation ``old`` to the name ``new`` (replacing it)."""
+        self.drop(new)
+        self.con.execute(f"ALTER TABLE {ident(old)} RENAME TO {ident(new)}")
+        self.arity[new] = self.arity.pop(old)
+
+    def names(self) -> list[str]:
+        return sorted(self.arity)
