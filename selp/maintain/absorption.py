@@ -235,9 +235,15 @@ class Absorption(Maintainer):
         stores = {**self.stores, **self.internal_stores}
         forms: dict[str, Mapping[Fact, pb.Formula]] = {**self.formulas, **self.internal}
         start: dict[str, dict[Fact, Fact | None]] = {rel: {} for rel in members}  # group -> fact at batch start
-        current: Delta = {rel: d for rel, d in delta.items() if d and rel not in members}
+        # the restricted groups first, so no stale formula meets the new tuples below
+        current: Delta = {}
+        for rel in members:
+            for key in touched[rel]:
+                self._reselect(rel, key, start[rel], current)
+            touched[rel] = set()
+        current.update({rel: d for rel, d in delta.items() if d and rel not in members})
         rounds = 0
-        while True:
+        while current:
             for rule, _, head, ms in self._derive(comp.rules, current, stores, forms):
                 rel = rule.head.relation
                 pos = self.aggregated[rel][0]
@@ -254,11 +260,11 @@ class Absorption(Maintainer):
                 for key in touched[rel]:
                     self._reselect(rel, key, start[rel], current)
                 touched[rel] = set()
-            if not current:
-                break
             rounds += 1
             groups = sum(len(self.internal[r]) for r in members)
-            if aggregate.diverges(rounds, groups + 1):
+            # a batch's improvements and new monomials each travel at most once through every
+            # group when the recursion converges; twice that bound leaves room for both
+            if current and aggregate.diverges(rounds, 2 * groups + 2):
                 rel = next(iter(current))
                 name, loc, _ = aggregate.site(comp.rules, rel)
                 raise aggregate.no_convergence(rel, self.aggregated[rel][1], rounds, groups, name, loc)
