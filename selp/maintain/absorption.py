@@ -44,10 +44,13 @@ from selp.engines.local import FactStore
 from selp.language.ast import Rule
 from selp.language.validate import Analysis, Component
 from selp.maintain import formula as pb
+from selp.maintain.algebra import ALGEBRAS, Bdds
 from selp.maintain.base import Maintainer, present_changes
+from selp.maintain.order import dfs_order
 from selp.maintain.program import INIT, Fact, ViewChanges, evaluate_component, inputs, kind, positive_positions
 
-Delta = dict[str, dict[Fact, pb.Formula]]  # relation -> tuple -> its new monomials in this batch
+Formula = Any  # of the maintainer's algebra (selp.maintain.algebra)
+Delta = dict[str, dict[Fact, Formula]]  # relation -> tuple -> what its formula gained in this batch
 _EMPTY = FactStore()
 
 
@@ -56,21 +59,24 @@ class Absorption(Maintainer):
 
     strategy = "absorption"
 
-    def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = pb.DEFAULT_CAP) -> None:
+    def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = pb.DEFAULT_CAP, formulas: str = "monomials",
+                 order: str = "dfs") -> None:
         super().__init__(analysis)
         self.cap = cap
+        self.alg = ALGEBRAS[formulas](cap)
+        self.order = order  # of the first batch's variables: depth-first over the base, or as given
         self.aggregated = analysis.program.aggregated()
         self.kinds = [kind(c, self.aggregated) for c in analysis.components]
         # the formula of every tuple readable by the components above its own
-        self.formulas: dict[str, dict[Fact, pb.Formula]] = {rel: {} for rel in analysis.arities}
+        self.formulas: dict[str, dict[Fact, Formula]] = {rel: {} for rel in analysis.arities}
         self.var_of: dict[tuple[str, Fact], int] = {}  # base tuples and non-monotone facts
         self.next_var = 0
         self.stores_filled = False  # the first batch also fires the rules without body atoms
         self.arrival: list[tuple[str, Fact]] = []  # base variables in arrival order (for orders)
         # per selective/aggregate component: its candidates (or instances) with their formulas
-        self.candidates: dict[str, dict[Any, tuple[Fact, pb.Formula]]] = {}
+        self.candidates: dict[str, dict[Any, tuple[Fact, Formula]]] = {}
         self.groups: dict[str, dict[Fact, set[Any]]] = {}
-        self.internal: dict[str, dict[Fact, pb.Formula]] = {}  # selective: formulas inside the component
+        self.internal: dict[str, dict[Fact, Formula]] = {}  # selective: formulas inside the component
         self.internal_stores: dict[str, FactStore] = {}
         for comp, k in zip(analysis.components, self.kinds):
             if k in ("selective", "aggregate"):
@@ -92,48 +98,55 @@ class Absorption(Maintainer):
 
     def _add_fact(self, rel: str, fact: Fact, delta: Delta, changes: ViewChanges) -> None:
         """A tuple with a variable of its own enters ``rel`` (a base tuple, or a non-monotone fact)."""
-        m = 1 << self._new_var(rel, fact)
-        self.formulas[rel][fact] = [m]
+        form = self.alg.var(self._new_var(rel, fact))
+        self.formulas[rel][fact] = form
         self.stores[rel].add_all((fact,))
-        delta.setdefault(rel, {})[fact] = [m]
+        delta.setdefault(rel, {})[fact] = form
         if rel in self.analysis.idb:
             changes.add(rel, fact)
 
     def _drop_fact(self, rel: str, fact: Fact, changes: ViewChanges) -> int:
-        """A tuple with a variable of its own leaves ``rel``; returns the variable's bit."""
+        """A tuple with a variable of its own leaves ``rel``; returns the variable."""
         v = self.var_of.pop((rel, fact))
         del self.formulas[rel][fact]
         self.stores[rel].discard_all((fact,))
         if rel in self.analysis.idb:
             changes.remove(rel, fact)
-        return 1 << v
+        return v
 
     # -- one batch ---------------------------------------------------------------------------
     def apply(self, inserts: Mapping[str, Iterable[Fact]], deletes: Mapping[str, Iterable[Fact]]) -> ViewChanges:
         ins, dels = present_changes(self.stores, inserts, deletes)
         changes = ViewChanges()
-        delta: Delta = {} if self.stores_filled else {INIT: {(): pb.TRUE}}
+        delta: Delta = {} if self.stores_filled else {INIT: {(): self.alg.true()}}
+        first = not self.stores_filled
         self.stores_filled = True
-        killed = 0
+        killed: set[int] = set()
         changed: set[str] = set()
         for rel, fs in dels.items():
             for f in fs:
-                killed |= self._drop_fact(rel, f, changes)
+                killed.add(self._drop_fact(rel, f, changes))
             changed.add(rel)
-        for rel, fs in ins.items():
-            for f in sorted(fs, key=repr):  # variables numbered deterministically
-                self._add_fact(rel, f, delta, changes)
+        for rel, f in self._arrange(ins, first):
+            self._add_fact(rel, f, delta, changes)
             changed.add(rel)
         for comp, k in zip(self.analysis.components, self.kinds):
             if k == "positive":
                 self._positive(comp, killed, delta, changed, changes)
             elif k == "selective":
-                killed = self._selective(comp, killed, delta, changed, changes)
+                self._selective(comp, killed, delta, changed, changes)
             elif k == "aggregate":
-                killed = self._aggregate(comp, killed, delta, changed, changes)
+                self._aggregate(comp, killed, delta, changed, changes)
             elif inputs(comp) & changed:
-                killed = self._recompute(comp, killed, delta, changed, changes)
+                self._recompute(comp, killed, delta, changed, changes)
         return changes
+
+    def _arrange(self, ins: Mapping[str, set[Fact]], first: bool) -> list[tuple[str, Fact]]:
+        """The inserted tuples in the order their variables are numbered: the first batch in
+        depth-first order of the graph its binary base relations form (the order that keeps
+        BDDs small [LTZIL10]), or as sorted; later ones as sorted (appended to the order)."""
+        listed = [(rel, f) for rel in sorted(ins) for f in sorted(ins[rel], key=repr)]
+        return dfs_order(listed) if first and self.order == "dfs" else listed
 
     # -- shared pieces -----------------------------------------------------------------------
     def _plan(self, rule: Rule, driver: int | None) -> tuple[BodyPlan, Callable, list]:
@@ -145,33 +158,33 @@ class Absorption(Maintainer):
             got = self._cache_plans[key] = (plan, plan.head_builder(), atoms)
         return got
 
-    def _restrict(self, table: dict[Fact, pb.Formula], killed: int) -> list[Fact]:
-        """Restrict every formula of ``table`` by the bit set ``killed``; returns the tuples whose
-        formula became false (removed from ``table``)."""
+    def _restrict(self, table: dict[Fact, Formula], killed: set[int]) -> list[Fact]:
+        """Set the ``killed`` variables false in every formula of ``table``; returns the tuples
+        whose formula became false (removed from ``table``)."""
         gone = []
+        alg = self.alg
+        kill = alg.killer(killed)
         for f, form in table.items():
-            for m in form:
-                if m & killed:
-                    rest = pb.restrict(form, killed)
-                    if rest:
-                        table[f] = rest
-                    else:
-                        gone.append(f)
-                    break
+            if alg.mentions(form, kill):
+                rest = alg.restrict(form, kill)
+                if rest is None:
+                    gone.append(f)
+                else:
+                    table[f] = rest
         for f in gone:
             del table[f]
         return gone
 
-    def _derive(self, rules: Iterable[Rule], current: Delta, stores: Mapping[str, FactStore], forms: Mapping[str, Mapping[Fact, pb.Formula]]) -> list[tuple[Rule, list, Fact, pb.Formula]]:
+    def _derive(self, rules: Iterable[Rule], current: Delta, stores: Mapping[str, FactStore], forms: Mapping[str, Mapping[Fact, Formula]]) -> list[tuple[Rule, list, Fact, Formula]]:
         """Every derivation that uses a new monomial of ``current`` at one positive atom (the
-        semi-naive variants): ``(rule, binding, head, its monomials)``, collected before any is
+        semi-naive variants): ``(rule, binding, head, its formula)``, collected before any is
         applied so no store changes while it is being scanned."""
         out = []
         negated = lambda rel, pattern, eqs=(): stores[rel].matches(pattern, eqs)  # noqa: E731
         for rule in rules:
             if INIT in current and not positive_positions(rule):  # a rule of constants: true once
                 plan, head, _ = self._plan(rule, None)
-                out.extend((rule, list(env), head(env), pb.TRUE) for env in plan.bindings(lambda *a: (), negated))
+                out.extend((rule, list(env), head(env), self.alg.true()) for env in plan.bindings(lambda *a: (), negated))
             for i in positive_positions(rule):
                 d = current.get(rule.body[i].relation)  # type: ignore[union-attr]
                 if not d:
@@ -187,11 +200,11 @@ class Absorption(Maintainer):
                     for j, rel, build in atoms:
                         fact = build(env)
                         parts.append(d[fact] if j == i else forms[rel][fact])
-                    out.append((rule, list(env), head(env), pb.conjoin(parts, self.cap)))
+                    out.append((rule, list(env), head(env), self.alg.conj(parts)))
         return out
 
     # -- positive components ---------------------------------------------------------------
-    def _positive(self, comp: Component, killed: int, delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+    def _positive(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
         members = comp.relations
         if killed:
             for rel in members:
@@ -204,26 +217,28 @@ class Absorption(Maintainer):
         current = {rel: d for rel, d in delta.items() if d}
         while current:
             fresh: Delta = {}
-            for rule, _, head, ms in self._derive(comp.rules, current, self.stores, self.formulas):
+            for rule, _, head, new in self._derive(comp.rules, current, self.stores, self.formulas):
                 rel = rule.head.relation
                 table = self.formulas[rel]
-                form = table.get(head)
-                if form is None:
-                    form = table[head] = []
+                old = table.get(head)
+                form, gained = self.alg.disj(old, new)
+                if gained is None:
+                    continue
+                table[head] = form
+                if old is None:
                     self.stores[rel].add_all((head,))
                     changes.add(rel, head)
                     changed.add(rel)
-                for m in ms:
-                    if pb.absorb(form, m, self.cap):
-                        fresh.setdefault(rel, {}).setdefault(head, []).append(m)
+                d = fresh.setdefault(rel, {})
+                d[head] = self.alg.disj(d.get(head), gained)[0]
             for rel, d in fresh.items():
                 acc = delta.setdefault(rel, {})
-                for f, ms in d.items():
-                    acc.setdefault(f, []).extend(ms)
+                for f, g in d.items():
+                    acc[f] = self.alg.disj(acc.get(f), g)[0]
             current = fresh  # only the component's own relations change now
 
     # -- min/max through recursion: aggregate selection with a reserve -----------------------
-    def _selective(self, comp: Component, killed: int, delta: Delta, changed: set[str], changes: ViewChanges) -> int:
+    def _selective(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
         members = set(comp.relations)
         touched: dict[str, set[Fact]] = {rel: set() for rel in members}
         if killed:
@@ -233,7 +248,7 @@ class Absorption(Maintainer):
                 for c in gone:
                     self._ungroup(rel, c, c)
         stores = {**self.stores, **self.internal_stores}
-        forms: dict[str, Mapping[Fact, pb.Formula]] = {**self.formulas, **self.internal}
+        forms: dict[str, Mapping[Fact, Formula]] = {**self.formulas, **self.internal}
         start: dict[str, dict[Fact, Fact | None]] = {rel: {} for rel in members}  # group -> fact at batch start
         # the restricted groups first, so no stale formula meets the new tuples below
         current: Delta = {}
@@ -244,16 +259,10 @@ class Absorption(Maintainer):
         current.update({rel: d for rel, d in delta.items() if d and rel not in members})
         rounds = 0
         while current:
-            for rule, _, head, ms in self._derive(comp.rules, current, stores, forms):
+            for rule, _, head, new in self._derive(comp.rules, current, stores, forms):
                 rel = rule.head.relation
                 pos = self.aggregated[rel][0]
-                if not aggregate.has_value(head[pos]):
-                    continue
-                got = self.candidates[rel].get(head)
-                if got is None:
-                    got = self.candidates[rel][head] = (head, [])
-                    self.groups[rel].setdefault(aggregate.group_key(head, pos), set()).add(head)
-                if any([pb.absorb(got[1], m, self.cap) for m in ms]):
+                if aggregate.has_value(head[pos]) and self._candidate(rel, head, head, new):
                     touched[rel].add(aggregate.group_key(head, pos))
             current = {}
             for rel in members:
@@ -268,18 +277,32 @@ class Absorption(Maintainer):
                 rel = next(iter(current))
                 name, loc, _ = aggregate.site(comp.rules, rel)
                 raise aggregate.no_convergence(rel, self.aggregated[rel][1], rounds, groups, name, loc)
-        return self._export(members, start, killed, delta, changed, changes, lambda rel, key: self._best_fact(rel, key))
+        self._export(members, start, killed, delta, changed, changes, lambda rel, key: self._best_fact(rel, key))
 
-    def _restrict_candidates(self, cands: dict[Any, tuple[Fact, pb.Formula]], killed: int, touched: set[Fact], rel: str) -> list[Any]:
+    def _candidate(self, rel: str, cid: Any, head: Fact, new: Formula) -> bool:
+        """OR ``new`` into candidate (or rule instance) ``cid`` of ``rel``; True when it gained."""
+        got = self.candidates[rel].get(cid)
+        form, gained = self.alg.disj(None if got is None else got[1], new)
+        if gained is None:
+            return False
+        if got is None:
+            self.groups[rel].setdefault(aggregate.group_key(head, self.aggregated[rel][0]), set()).add(cid)
+        self.candidates[rel][cid] = (head, form)
+        return True
+
+    def _restrict_candidates(self, cands: dict[Any, tuple[Fact, Formula]], killed: set[int], touched: set[Fact], rel: str) -> list[Any]:
         pos = self.aggregated[rel][0]
+        alg = self.alg
+        kill = alg.killer(killed)
         gone = []
         for cid, (fact, form) in cands.items():
-            if any(m & killed for m in form):
-                rest = pb.restrict(form, killed)
-                cands[cid] = (fact, rest)
+            if alg.mentions(form, kill):
+                rest = alg.restrict(form, kill)
                 touched.add(aggregate.group_key(fact, pos))
-                if not rest:
+                if rest is None:
                     gone.append(cid)
+                else:
+                    cands[cid] = (fact, rest)
         for cid in gone:
             del cands[cid]
         return gone
@@ -317,7 +340,7 @@ class Absorption(Maintainer):
                 store.discard_all((old,))
             return
         v = new[pos]
-        form = pb.minimize(m for cid in self.groups[rel][key] for c, f in [self.candidates[rel][cid]] if c[pos] == v for m in f)
+        form = self.alg.union(f for cid in self.groups[rel][key] for c, f in [self.candidates[rel][cid]] if c[pos] == v)
         if old != new:
             if old is not None:
                 del table[old]
@@ -326,18 +349,17 @@ class Absorption(Maintainer):
             store.add_all((new,))
             current.setdefault(rel, {})[new] = form
             return
-        before = table[new]
-        added = [m for m in form if m not in before]
+        added = self.alg.gained(form, table[new])
         table[new] = form
-        if added:
+        if added is not None:
             current.setdefault(rel, {})[new] = added
 
     def _key_positions(self, rel: str) -> tuple[int, ...]:
         pos = self.aggregated[rel][0]
         return tuple(p for p in range(self.analysis.arities[rel]) if p != pos)
 
-    def _export(self, members: Iterable[str], start: Mapping[str, Mapping[Fact, Fact | None]], killed: int, delta: Delta,
-                changed: set[str], changes: ViewChanges, final: Callable[[str, Fact], Fact | None]) -> int:
+    def _export(self, members: Iterable[str], start: Mapping[str, Mapping[Fact, Fact | None]], killed: set[int], delta: Delta,
+                changed: set[str], changes: ViewChanges, final: Callable[[str, Fact], Fact | None]) -> None:
         """Publish the groups whose fact changed over the batch: the old fact's variable is
         restricted above, the new fact gets a fresh one."""
         for rel in members:
@@ -346,14 +368,13 @@ class Absorption(Maintainer):
                 if new == old:
                     continue
                 if old is not None:
-                    killed |= self._drop_fact(rel, old, changes)
+                    killed.add(self._drop_fact(rel, old, changes))
                 if new is not None:
                     self._add_fact(rel, new, delta, changes)
                 changed.add(rel)
-        return killed
 
     # -- non-recursive aggregates -------------------------------------------------------------
-    def _aggregate(self, comp: Component, killed: int, delta: Delta, changed: set[str], changes: ViewChanges) -> int:
+    def _aggregate(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
         (rel,) = comp.relations
         pos, fn = self.aggregated[rel]
         touched: set[Fact] = set()
@@ -362,13 +383,9 @@ class Absorption(Maintainer):
                 self._ungroup(rel, cid, cid[2])
         current = {r: d for r, d in delta.items() if d}
         index = {rule: n for n, rule in enumerate(comp.rules)}
-        for rule, env, head, ms in self._derive(comp.rules, current, self.stores, self.formulas):
+        for rule, env, head, new in self._derive(comp.rules, current, self.stores, self.formulas):
             cid = (index[rule], tuple(env), head)  # one rule instance: a rule and a binding
-            got = self.candidates[rel].get(cid)
-            if got is None:
-                got = self.candidates[rel][cid] = (head, [])
-                self.groups[rel].setdefault(aggregate.group_key(head, pos), set()).add(cid)
-            if any([pb.absorb(got[1], m, self.cap) for m in ms]):
+            if self._candidate(rel, cid, head, new):
                 touched.add(aggregate.group_key(head, pos))
         start = {rel: {key: self._current_fact(rel, key) for key in touched}}
         site = aggregate.site(comp.rules, rel)
@@ -380,38 +397,64 @@ class Absorption(Maintainer):
             v = aggregate.fold(fn, values, *site)
             return None if v is None else aggregate.with_value(key, pos, v)
 
-        return self._export([rel], start, killed, delta, changed, changes, final)
+        self._export([rel], start, killed, delta, changed, changes, final)
 
     def _current_fact(self, rel: str, key: Fact) -> Fact | None:
         return next(iter(self.stores[rel].lookup(self._key_positions(rel), key)), None)
 
     # -- negation: recomputed ---------------------------------------------------------------
-    def _recompute(self, comp: Component, killed: int, delta: Delta, changed: set[str], changes: ViewChanges) -> int:
+    def _recompute(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
         new = evaluate_component(self.analysis, comp, self.stores)
         for rel in comp.relations:
             target = new.get(rel, set())
             old = self.stores[rel].facts
             for f in old - target:
-                killed |= self._drop_fact(rel, f, changes)
+                killed.add(self._drop_fact(rel, f, changes))
                 changed.add(rel)
             for f in target - old:
                 self._add_fact(rel, f, delta, changes)
                 changed.add(rel)
-        return killed
+
+    # -- durable state: BDDs are written as JSON roots, the tables refer to them by index ----
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        if not isinstance(self.alg, Bdds):
+            return state
+        roots: list[Any] = []
+
+        def ref(form: Any) -> int:
+            roots.append(form)
+            return len(roots) - 1
+
+        state["formulas"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.formulas.items()}
+        state["internal"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.internal.items()}
+        state["candidates"] = {rel: {c: (h, ref(x)) for c, (h, x) in t.items()} for rel, t in self.candidates.items()}
+        state["alg"] = ("bdd", self.cap, self.alg.dump(roots))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if isinstance(state["alg"], tuple):
+            _, cap, text = state["alg"]
+            alg = Bdds(cap)
+            roots = alg.load(text)
+            state["alg"] = alg
+            state["formulas"] = {rel: {f: roots[i] for f, i in t.items()} for rel, t in state["formulas"].items()}
+            state["internal"] = {rel: {f: roots[i] for f, i in t.items()} for rel, t in state["internal"].items()}
+            state["candidates"] = {rel: {c: (h, roots[i]) for c, (h, i) in t.items()} for rel, t in state["candidates"].items()}
+        self.__dict__.update(state)
 
     # -- measurements -------------------------------------------------------------------------
     def provenance_stats(self) -> dict[str, float]:
         """Bytes of the formulas of the derived tuples (and of the reserve), and per tuple."""
         tables = [self.formulas[r] for r in self.analysis.idb] + list(self.internal.values())
         tuples = sum(len(t) for t in tables)
-        nbytes = sum(pb.stored_bytes(f) for t in tables for f in t.values())
-        reserve = sum(pb.stored_bytes(f) for c in self.candidates.values() for _, f in c.values())
-        monomials = sum(len(f) for t in tables for f in t.values())
+        nbytes = sum(self.alg.nbytes(f) for t in tables for f in t.values())
+        reserve = sum(self.alg.nbytes(f) for c in self.candidates.values() for _, f in c.values())
         return {
+            "formulas": self.alg.name,
             "provenance_bytes": nbytes,
             "provenance_bytes_per_tuple": nbytes / tuples if tuples else 0.0,
             "reserve_bytes": reserve,
-            "monomials_per_tuple": monomials / tuples if tuples else 0.0,
         }
 
     def names(self) -> dict[int, str]:
