@@ -21,13 +21,14 @@ from selp.cli.root import load_program
 @click.option("--state", "state_file", type=click.Path(dir_okay=False), default=None, help="The state file [default: DB/.selp-maintain/PROGRAM.state].")
 @click.option("--reset", is_flag=True, help="Rebuild the state from --db (forgetting the changes applied so far).")
 @click.option("--batch", is_flag=True, help="Apply all the changes as one batch (one set of view changes).")
+@click.option("--formulas", type=click.Choice(["bdd", "monomials"]), default="bdd", show_default=True, help="Absorption formulas as BDDs (CUDD, depth-first variable order) or as minimal monomial sets.")
 @click.option("--cap", type=click.IntRange(min=1), default=None, help="Monomials per formula before absorption falls back to DRed [default: 4096].")
 @click.option("--engine", type=click.Choice(["embedded", "reference"]), default="reference", show_default=True, help="The engine --strategy recompute evaluates with.")
 @click.option("--show", multiple=True, metavar="REL", help="Print only the changes of REL; repeatable.")
 @click.option("--stats", is_flag=True, help="Print the view's size, provenance bytes and timing as JSON on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
 def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: str, state_file: str | None, reset: bool, batch: bool,
-                 cap: int | None, engine: str, show: tuple[str, ...], stats: bool, quiet: bool) -> None:
+                 formulas: str, cap: int | None, engine: str, show: tuple[str, ...], stats: bool, quiet: bool) -> None:
     """Maintain PROGRAM's derived relations under insertions and deletions of base tuples.
 
     The first run builds the view from --db; every run applies --changes to it and saves it
@@ -52,7 +53,7 @@ def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: 
     warn = lambda m: click.echo(f"warning: {m}" if not m.startswith("absorption") else m, err=True)  # noqa: E731
     path = Path(state_file) if state_file else default_state_path(program, db_dir)
     t0 = time.perf_counter()
-    state, built = open_state(analysis, db_dir, path, strategy, cap or DEFAULT_CAP, engine, reset, warn)
+    state, built = open_state(analysis, db_dir, path, strategy, cap or DEFAULT_CAP, engine, reset, warn, formulas)
     t_open = time.perf_counter() - t0
     applied = view_changes = 0
     t1 = time.perf_counter()

@@ -32,12 +32,12 @@ Warn = Callable[[str], None]
 
 
 def build(strategy: str, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = DEFAULT_CAP, engine: str = "reference",
-          warn: Warn | None = None) -> Maintainer:
+          warn: Warn | None = None, formulas: str = "bdd", order: str = "dfs") -> Maintainer:
     """A new maintainer of ``strategy`` over ``base`` (absorption falls back to DRed when its
     initial formulas already pass ``cap``)."""
     if strategy == "absorption":
         try:
-            return Absorption(analysis, base, cap)
+            return Absorption(analysis, base, cap, formulas, order)
         except Blowup as err:
             if warn:
                 warn(fallback_message(err, cap))
@@ -99,7 +99,7 @@ def default_state_path(program: str | Path, db_dir: str | Path) -> Path:
 
 
 def open_state(analysis: Analysis, db_dir: str | Path, path: Path, strategy: str, cap: int = DEFAULT_CAP, engine: str = "reference",
-               reset: bool = False, warn: Warn | None = None) -> tuple[State, bool]:
+               reset: bool = False, warn: Warn | None = None, formulas: str = "bdd") -> tuple[State, bool]:
     """The state at ``path`` (built from ``db_dir`` when absent or ``reset``); True when built."""
     digest = program_hash(analysis)
     if path.exists() and not reset:
@@ -120,7 +120,7 @@ def open_state(analysis: Analysis, db_dir: str | Path, path: Path, strategy: str
         if warn:
             warn(w)
     base = {rel: db.facts.get(rel, set()) for rel in analysis.edb}
-    maintainer = build(strategy, analysis, base, cap, engine, warn)
+    maintainer = build(strategy, analysis, base, cap, engine, warn, formulas)
     return State(STATE_VERSION, digest, strategy, dict(db.types), maintainer), True
 
 
