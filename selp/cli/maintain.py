@@ -66,7 +66,11 @@ def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: 
         for group in groups:
             ins: dict = {}
             dels: dict = {}
+            present = state.maintainer.stores
             for c in group:
+                there = c.fact in present[c.relation].facts
+                if not batch and there == (c.op == "+"):
+                    warn(f"{c.loc}: {c.text()} {'is already in' if there else 'is not in'} the base; nothing to do")
                 (ins if c.op == "+" else dels).setdefault(c.relation, set()).add(c.fact)
                 if c.op == "+":
                     dels.get(c.relation, set()).discard(c.fact)

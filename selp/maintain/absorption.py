@@ -36,6 +36,7 @@ DRed (:mod:`selp.maintain.session`).
 
 from __future__ import annotations
 
+import random
 from typing import Any, Callable, Iterable, Mapping
 
 from selp import aggregate
@@ -144,8 +145,11 @@ class Absorption(Maintainer):
     def _arrange(self, ins: Mapping[str, set[Fact]], first: bool) -> list[tuple[str, Fact]]:
         """The inserted tuples in the order their variables are numbered: the first batch in
         depth-first order of the graph its binary base relations form (the order that keeps
-        BDDs small [LTZIL10]), or as sorted; later ones as sorted (appended to the order)."""
+        BDDs small [LTZIL10]), shuffled (``random``, an arrival order) or sorted; later ones as
+        sorted (appended to the order)."""
         listed = [(rel, f) for rel in sorted(ins) for f in sorted(ins[rel], key=repr)]
+        if first and self.order == "random":  # a random arrival order, to compare with DFS
+            random.Random(0).shuffle(listed)
         return dfs_order(listed) if first and self.order == "dfs" else listed
 
     # -- shared pieces -----------------------------------------------------------------------
