@@ -17,8 +17,7 @@ only ever OR-ed into formulas that already hold the old part -- the digest's pit
 
 from __future__ import annotations
 
-import os
-import tempfile
+import json
 from typing import Any, Iterable
 
 from selp.maintain import formula as pb
@@ -150,29 +149,42 @@ class Bdds:
     def show(self, form: Any, names: dict[int, str]) -> str:
         return self.bdd.to_expr(form)
 
-    # -- durable state: BDDs leave the process as JSON under the same order ------------------
+    # -- durable state: BDDs leave the process as node lists under the same order -----------
     def dump(self, roots: list[Any]) -> str:
-        from dd import _copy
-
-        fd, path = tempfile.mkstemp(suffix=".json")
-        os.close(fd)
-        try:
-            _copy.dump_json(roots, path)
-            with open(path, encoding="utf-8") as fh:
-                return fh.read()
-        finally:
-            os.unlink(path)
+        """``roots`` as JSON: the variable order, the nodes (``[level, low, high]`` by id, ids 0
+        and 1 the constants) and each root's id. Written by hand: dd's own JSON dump goes
+        through a shelve directory in the current directory, which concurrent runs share."""
+        bdd = self.bdd
+        ids: dict[int, int] = {int(bdd.false): 0, int(bdd.true): 1}
+        nodes: list[list[int]] = []
+        out_roots = []
+        for root in roots:
+            stack = [root]
+            while stack:
+                u = stack[-1]
+                if int(u) in ids:
+                    stack.pop()
+                    continue
+                level, low, high = bdd.succ(u)
+                todo = [c for c in (low, high) if int(c) not in ids]
+                if todo:
+                    stack.extend(todo)
+                    continue
+                stack.pop()
+                ids[int(u)] = len(nodes) + 2
+                nodes.append([level, ids[int(low)], ids[int(high)]])
+            out_roots.append(ids[int(root)])
+        return json.dumps({"order": self.order(), "nodes": nodes, "roots": out_roots})
 
     def load(self, text: str) -> list[Any]:
-        from dd import _copy
-
-        fd, path = tempfile.mkstemp(suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        try:
-            return list(_copy.load_json(path, self.bdd, load_order=True))
-        finally:
-            os.unlink(path)
+        """The roots of :meth:`dump`'s ``text``, rebuilt in this (fresh) manager."""
+        data = json.loads(text)
+        bdd = self.bdd
+        bdd.declare(*data["order"])
+        made = [bdd.false, bdd.true]
+        for level, low, high in data["nodes"]:
+            made.append(bdd.ite(bdd.var(bdd.var_at_level(level)), made[high], made[low]))
+        return [made[r] for r in data["roots"]]
 
     def order(self) -> list[str]:
         """The variables from the top of the BDDs down."""
