@@ -173,7 +173,7 @@ class Absorption(Maintainer):
                 rest = alg.restrict(form, kill)
                 if rest is None:
                     gone.append(f)
-                else:
+                elif rest != form:
                     table[f] = rest
         for f in gone:
             del table[f]
@@ -302,6 +302,8 @@ class Absorption(Maintainer):
         for cid, (fact, form) in cands.items():
             if alg.mentions(form, kill):
                 rest = alg.restrict(form, kill)
+                if rest == form:
+                    continue
                 touched.add(aggregate.group_key(fact, pos))
                 if rest is None:
                     gone.append(cid)

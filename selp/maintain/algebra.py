@@ -137,7 +137,9 @@ class Bdds:
         return {n: False for n in names if n in self.bdd.vars}
 
     def mentions(self, form: Any, kill: Any) -> bool:
-        return bool(kill) and not kill.keys().isdisjoint(self.bdd.support(form))
+        # restricting is as cheap as finding the support (both one pass in C), so always say
+        # yes and let the caller's restriction tell whether the formula changed
+        return bool(kill)
 
     def restrict(self, form: Any, kill: Any) -> Any | None:
         rest = self.bdd.let(kill, form)
