@@ -92,12 +92,14 @@ def run(workloads: list[str], strategies: list[str], deletions: int, seed: int, 
                          "deletions": len(victims), "work_per_deletion": (getattr(m, "work", 0) - work0[s]) / n,
                          "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_data(stats)})
             say(f"{w} {s}: {times[s] / n * 1000:.1f} ms per deletion")
+        _write(out, rows)  # as it goes: the order comparison below can take long on dense graphs
         if "absorption-bdd" in strategies and w != "shortest":
             for order in ("dfs", "random"):
                 t0 = time.perf_counter()
                 m = Absorption(analysis, base, cap=10**9, formulas="bdd", order=order)
                 rows.append({"workload": w, "strategy": f"absorption-bdd-{order}-order", "phase": "insert-all",
                              "seconds": round(time.perf_counter() - t0, 4), "tuples": sum(map(len, m.view().values())), **_prov(m), **_data(stats)})
+                _write(out, rows)
     _write(out, rows)
     return rows
 
@@ -108,7 +110,9 @@ def _prov(m: Maintainer) -> dict[str, Any]:
 
 
 def _data(stats: dict[str, Any]) -> dict[str, Any]:
-    return {"data": json.dumps(stats, sort_keys=True)}
+    import os
+
+    return {"data": json.dumps(stats, sort_keys=True), "loadavg_1m": round(os.getloadavg()[0], 2)}
 
 
 def _write(out: Path, rows: list[dict[str, Any]]) -> None:
