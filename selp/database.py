@@ -337,6 +337,20 @@ def write_text(path: Path, text: str) -> None:
         raise
 
 
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write a binary file atomically (temp file, fsync, rename)."""
+    fd, tmp = _atomic_target(path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def write_csv(path: Path, columns: tuple[str, ...], rows: Iterable[tuple[Value, ...]]) -> None:
     """Write a relation as CSV atomically (temp file + rename): a crash never leaves half a file."""
     fd, tmp = _atomic_target(path)

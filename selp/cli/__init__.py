@@ -15,6 +15,7 @@ from selp.cli.check import check
 from selp.cli.eval import eval_cmd
 from selp.cli.gen import gen
 from selp.cli.instrument import instrument_cmd
+from selp.cli.maintain import maintain_cmd
 from selp.cli.proql import proql
 from selp.cli.root import main
 from selp.cli.serve import serve
@@ -33,6 +34,7 @@ COMMANDS = (
     explain_cmd,
     query_cmd,
     trees_cmd,
+    maintain_cmd,
     gen,
     bench,
     cdss,

@@ -144,3 +144,36 @@ def gen_cdss(out_dir: str, peers: int, base_size: int, fanout: str, topology: st
     except ValueError as err:
         raise SelpError(str(err)) from None
     click.echo(json.dumps(stats, indent=2))
+
+
+@gen.command(name="transit-stub")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Database directory to write link.csv into.")
+@click.option("--stub-extra", type=click.IntRange(min=0), default=8, show_default=True, help="Links per stub domain beyond a spanning tree (8 gives about 400 directed links).")
+@click.option("--seed", type=int, default=0, show_default=True)
+def gen_transit_stub(out_dir: str, stub_extra: int, seed: int) -> None:
+    """The 100-node transit-stub network of [LTZIL10] (link(src, dst, latency), both directions);
+    prints its statistics as JSON.
+
+    \b
+    Example:
+      selp gen transit-stub --out /tmp/net && selp maintain datasets/reachable.dl --db /tmp/net
+    """
+    from selp.gen.network import transit_stub
+
+    click.echo(json.dumps(transit_stub(out_dir, seed, stub_extra=stub_extra), indent=2))
+
+
+@gen.command(name="sensor-grid")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Database directory to write near.csv, seed.csv, triggered.csv into.")
+@click.option("--side", type=click.IntRange(min=2), default=10, show_default=True, help="Sensors per side of the square grid (10 m apart).")
+@click.option("--seed", type=int, default=0, show_default=True)
+def gen_sensor_grid(out_dir: str, side: int, seed: int) -> None:
+    """The sensor grid of [LTZIL10] for datasets/regions.dl; prints its statistics as JSON.
+
+    \b
+    Example:
+      selp gen sensor-grid --out /tmp/grid && selp maintain datasets/regions.dl --db /tmp/grid
+    """
+    from selp.gen.network import sensor_grid
+
+    click.echo(json.dumps(sensor_grid(out_dir, seed, side=side), indent=2))

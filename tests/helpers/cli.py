@@ -10,8 +10,9 @@ from pathlib import Path
 from helpers.paths import ROOT
 
 
-def selp(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``python -m selp ARGS`` in a new process (from the repository root unless ``cwd``)."""
+def selp(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+    """``python -m selp ARGS`` in a new process (from the repository root unless ``cwd``; ``input``
+    is its stdin)."""
     # a developer's own SELP_ENGINE must not change what the tests see
     full_env = {k: v for k, v in os.environ.items() if k != "SELP_ENGINE"}
     full_env.update(env or {})
@@ -19,6 +20,7 @@ def selp(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None)
         [sys.executable, "-m", "selp", *args],
         capture_output=True,
         text=True,
+        input=input,
         env=full_env,
         cwd=cwd or ROOT,
         timeout=300,

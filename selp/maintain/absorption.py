@@ -1,0 +1,472 @@
+"""The ``absorption`` strategy: recursive views maintained with absorption provenance [LTZIL10].
+
+Every base tuple is a Boolean variable; every derived tuple carries the minimal positive formula
+(:mod:`selp.maintain.formula`) of its derivations. Insertion propagates only derivations the
+formula does not absorb -- which is what makes the fixpoint end on cycles, where a tuple has
+infinitely many derivations but finitely many minimal ones. Deletion restricts the deleted
+tuples' variables to false in every formula: a tuple whose formula becomes false is gone, every
+other one is still derivable. Nothing is over-deleted and nothing re-derived, and tuples on a
+cycle cannot keep each other alive because formulas mention base variables only.
+
+The components of the program (:func:`selp.maintain.program.kind`) are maintained in evaluation
+order, each batch at once:
+
+* ``positive`` -- formulas as above.
+* ``selective`` (min/max through recursion) -- the paper's AggSel with a *reserve*: every
+  candidate of a group is kept with its formula, the group's fact is the best candidate whose
+  formula is not false, and only a group's new best (or new monomials of it) propagates. When the
+  best is deleted, the next candidate of the reserve takes over and propagates. Inside the
+  component a fact's formula is the disjunction of its best candidates' formulas, over base
+  variables, so a deletion restricts candidates exactly as it restricts any tuple. This is
+  exact when the aggregated value is monotone along the recursion (a path's cost only grows
+  when it is extended, as in shortest paths): the best value of a group is then the best over
+  its derivations, and a candidate kept in reserve is a derivation that still exists.
+* ``aggregate`` (count/sum/min/max, not recursive) -- every rule instance is kept with its
+  formula; a group's value is folded over the instances whose formula is not false.
+* ``recompute`` (negation) -- recomputed from its inputs when one changed.
+
+The facts of the last three kinds are not monotone in the base (a count changes, a best is
+improved upon), so each such fact gets a variable of its own, like a base tuple: the
+components above read it through that variable, and when the fact is replaced or goes away its
+variable is restricted to false in the components above -- exactly, as for a base deletion.
+
+A formula past the cap raises :class:`~selp.maintain.formula.Blowup`; the session falls back to
+DRed (:mod:`selp.maintain.session`).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable, Iterable, Mapping
+
+from selp import aggregate
+from selp.engines.joins import BodyPlan
+from selp.engines.local import FactStore
+from selp.language.ast import Rule
+from selp.language.validate import Analysis, Component
+from selp.maintain import formula as pb
+from selp.maintain.algebra import ALGEBRAS, Bdds
+from selp.maintain.base import Maintainer, present_changes
+from selp.maintain.order import dfs_order
+from selp.maintain.program import INIT, Fact, ViewChanges, evaluate_component, inputs, kind, positive_positions
+
+Formula = Any  # of the maintainer's algebra (selp.maintain.algebra)
+Delta = dict[str, dict[Fact, Formula]]  # relation -> tuple -> what its formula gained in this batch
+_EMPTY = FactStore()
+
+
+class Absorption(Maintainer):
+    """A view maintained with absorption provenance (see the module docstring)."""
+
+    strategy = "absorption"
+
+    def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = pb.DEFAULT_CAP, formulas: str = "monomials",
+                 order: str = "dfs") -> None:
+        super().__init__(analysis)
+        self.cap = cap
+        self.alg = ALGEBRAS[formulas](cap)
+        self.order = order  # of the first batch's variables: depth-first over the base, or as given
+        self.aggregated = analysis.program.aggregated()
+        self.kinds = [kind(c, self.aggregated) for c in analysis.components]
+        # the formula of every tuple readable by the components above its own
+        self.formulas: dict[str, dict[Fact, Formula]] = {rel: {} for rel in analysis.arities}
+        self.var_of: dict[tuple[str, Fact], int] = {}  # base tuples and non-monotone facts
+        self.next_var = 0
+        self.stores_filled = False  # the first batch also fires the rules without body atoms
+        self.arrival: list[tuple[str, Fact]] = []  # base variables in arrival order (for orders)
+        # per selective/aggregate component: its candidates (or instances) with their formulas
+        self.candidates: dict[str, dict[Any, tuple[Fact, Formula]]] = {}
+        self.groups: dict[str, dict[Fact, set[Any]]] = {}
+        self.internal: dict[str, dict[Fact, Formula]] = {}  # selective: formulas inside the component
+        self.internal_stores: dict[str, FactStore] = {}
+        for comp, k in zip(analysis.components, self.kinds):
+            if k in ("selective", "aggregate"):
+                for rel in comp.relations:
+                    self.candidates[rel], self.groups[rel] = {}, {}
+                    if k == "selective":
+                        self.internal[rel], self.internal_stores[rel] = {}, FactStore()
+        self._cache_plans: dict[tuple[Rule, int | None], tuple[BodyPlan, Callable, list]] = {}
+        self.apply({rel: base.get(rel, ()) for rel in analysis.edb}, {})
+
+    # -- variables ---------------------------------------------------------------------------
+    def _new_var(self, rel: str, fact: Fact) -> int:
+        v = self.next_var
+        self.next_var += 1
+        self.var_of[(rel, fact)] = v
+        if rel in self.analysis.edb:
+            self.arrival.append((rel, fact))
+        return v
+
+    def _add_fact(self, rel: str, fact: Fact, delta: Delta, changes: ViewChanges) -> None:
+        """A tuple with a variable of its own enters ``rel`` (a base tuple, or a non-monotone fact)."""
+        form = self.alg.var(self._new_var(rel, fact))
+        self.formulas[rel][fact] = form
+        self.stores[rel].add_all((fact,))
+        delta.setdefault(rel, {})[fact] = form
+        if rel in self.analysis.idb:
+            changes.add(rel, fact)
+
+    def _drop_fact(self, rel: str, fact: Fact, changes: ViewChanges) -> int:
+        """A tuple with a variable of its own leaves ``rel``; returns the variable."""
+        v = self.var_of.pop((rel, fact))
+        del self.formulas[rel][fact]
+        self.stores[rel].discard_all((fact,))
+        if rel in self.analysis.idb:
+            changes.remove(rel, fact)
+        return v
+
+    # -- one batch ---------------------------------------------------------------------------
+    def apply(self, inserts: Mapping[str, Iterable[Fact]], deletes: Mapping[str, Iterable[Fact]]) -> ViewChanges:
+        ins, dels = present_changes(self.stores, inserts, deletes)
+        changes = ViewChanges()
+        delta: Delta = {} if self.stores_filled else {INIT: {(): self.alg.true()}}
+        first = not self.stores_filled
+        self.stores_filled = True
+        killed: set[int] = set()
+        changed: set[str] = set()
+        for rel, fs in dels.items():
+            for f in fs:
+                killed.add(self._drop_fact(rel, f, changes))
+            changed.add(rel)
+        for rel, f in self._arrange(ins, first):
+            self._add_fact(rel, f, delta, changes)
+            changed.add(rel)
+        for comp, k in zip(self.analysis.components, self.kinds):
+            if k == "positive":
+                self._positive(comp, killed, delta, changed, changes)
+            elif k == "selective":
+                self._selective(comp, killed, delta, changed, changes)
+            elif k == "aggregate":
+                self._aggregate(comp, killed, delta, changed, changes)
+            elif inputs(comp) & changed:
+                self._recompute(comp, killed, delta, changed, changes)
+        return changes
+
+    def _arrange(self, ins: Mapping[str, set[Fact]], first: bool) -> list[tuple[str, Fact]]:
+        """The inserted tuples in the order their variables are numbered: the first batch in
+        depth-first order of the graph its binary base relations form (the order that keeps
+        BDDs small [LTZIL10]), shuffled (``random``, an arrival order) or sorted; later ones as
+        sorted (appended to the order)."""
+        listed = [(rel, f) for rel in sorted(ins) for f in sorted(ins[rel], key=repr)]
+        if first and self.order == "random":  # a random arrival order, to compare with DFS
+            random.Random(0).shuffle(listed)
+        return dfs_order(listed) if first and self.order == "dfs" else listed
+
+    # -- shared pieces -----------------------------------------------------------------------
+    def _plan(self, rule: Rule, driver: int | None) -> tuple[BodyPlan, Callable, list]:
+        key = (rule, driver)
+        got = self._cache_plans.get(key)
+        if got is None:
+            plan = BodyPlan(rule, driver)
+            atoms = [(i, rule.body[i].relation, plan.atom_builder(i)) for i in positive_positions(rule)]  # type: ignore[union-attr]
+            got = self._cache_plans[key] = (plan, plan.head_builder(), atoms)
+        return got
+
+    def _restrict(self, table: dict[Fact, Formula], killed: set[int]) -> list[Fact]:
+        """Set the ``killed`` variables false in every formula of ``table``; returns the tuples
+        whose formula became false (removed from ``table``)."""
+        gone = []
+        alg = self.alg
+        kill = alg.killer(killed)
+        for f, form in table.items():
+            if alg.mentions(form, kill):
+                rest = alg.restrict(form, kill)
+                if rest is None:
+                    gone.append(f)
+                elif rest != form:
+                    table[f] = rest
+        for f in gone:
+            del table[f]
+        return gone
+
+    def _derive(self, rules: Iterable[Rule], current: Delta, stores: Mapping[str, FactStore], forms: Mapping[str, Mapping[Fact, Formula]]) -> list[tuple[Rule, list, Fact, Formula]]:
+        """Every derivation that uses a new monomial of ``current`` at one positive atom (the
+        semi-naive variants): ``(rule, binding, head, its formula)``, collected before any is
+        applied so no store changes while it is being scanned."""
+        out = []
+        negated = lambda rel, pattern, eqs=(): stores[rel].matches(pattern, eqs)  # noqa: E731
+        for rule in rules:
+            if INIT in current and not positive_positions(rule):  # a rule of constants: true once
+                plan, head, _ = self._plan(rule, None)
+                out.extend((rule, list(env), head(env), self.alg.true()) for env in plan.bindings(lambda *a: (), negated))
+            for i in positive_positions(rule):
+                d = current.get(rule.body[i].relation)  # type: ignore[union-attr]
+                if not d:
+                    continue
+                plan, head, atoms = self._plan(rule, i)
+                dstore = FactStore(d)
+
+                def lookup(src: str, r: str, p: tuple[int, ...], k: tuple, dstore: FactStore = dstore) -> Iterable[Fact]:
+                    return dstore.lookup(p, k) if src == "delta" else stores[r].lookup(p, k)
+
+                for env in plan.bindings(lookup, negated):
+                    parts = []
+                    for j, rel, build in atoms:
+                        fact = build(env)
+                        parts.append(d[fact] if j == i else forms[rel][fact])
+                    out.append((rule, list(env), head(env), self.alg.conj(parts)))
+        return out
+
+    # -- positive components ---------------------------------------------------------------
+    def _positive(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        members = comp.relations
+        if killed:
+            for rel in members:
+                gone = self._restrict(self.formulas[rel], killed)
+                if gone:
+                    self.stores[rel].discard_all(gone)
+                    for f in gone:
+                        changes.remove(rel, f)
+                    changed.add(rel)
+        current = {rel: d for rel, d in delta.items() if d}
+        while current:
+            fresh: Delta = {}
+            for rule, _, head, new in self._derive(comp.rules, current, self.stores, self.formulas):
+                rel = rule.head.relation
+                table = self.formulas[rel]
+                old = table.get(head)
+                form, gained = self.alg.disj(old, new)
+                if gained is None:
+                    continue
+                table[head] = form
+                if old is None:
+                    self.stores[rel].add_all((head,))
+                    changes.add(rel, head)
+                    changed.add(rel)
+                d = fresh.setdefault(rel, {})
+                d[head] = self.alg.disj(d.get(head), gained)[0]
+            for rel, d in fresh.items():
+                acc = delta.setdefault(rel, {})
+                for f, g in d.items():
+                    acc[f] = self.alg.disj(acc.get(f), g)[0]
+            current = fresh  # only the component's own relations change now
+
+    # -- min/max through recursion: aggregate selection with a reserve -----------------------
+    def _selective(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        members = set(comp.relations)
+        touched: dict[str, set[Fact]] = {rel: set() for rel in members}
+        if killed:
+            for rel in members:
+                cands = self.candidates[rel]
+                gone = self._restrict_candidates(cands, killed, touched[rel], rel)
+                for c in gone:
+                    self._ungroup(rel, c, c)
+        stores = {**self.stores, **self.internal_stores}
+        forms: dict[str, Mapping[Fact, Formula]] = {**self.formulas, **self.internal}
+        start: dict[str, dict[Fact, Fact | None]] = {rel: {} for rel in members}  # group -> fact at batch start
+        # the restricted groups first, so no stale formula meets the new tuples below
+        current: Delta = {}
+        for rel in members:
+            for key in touched[rel]:
+                self._reselect(rel, key, start[rel], current)
+            touched[rel] = set()
+        current.update({rel: d for rel, d in delta.items() if d and rel not in members})
+        rounds = 0
+        while current:
+            for rule, _, head, new in self._derive(comp.rules, current, stores, forms):
+                rel = rule.head.relation
+                pos = self.aggregated[rel][0]
+                if aggregate.has_value(head[pos]) and self._candidate(rel, head, head, new):
+                    touched[rel].add(aggregate.group_key(head, pos))
+            current = {}
+            for rel in members:
+                for key in touched[rel]:
+                    self._reselect(rel, key, start[rel], current)
+                touched[rel] = set()
+            rounds += 1
+            groups = sum(len(self.internal[r]) for r in members)
+            # a batch's improvements and new monomials each travel at most once through every
+            # group when the recursion converges; twice that bound leaves room for both
+            if current and aggregate.diverges(rounds, 2 * groups + 2):
+                rel = next(iter(current))
+                name, loc, _ = aggregate.site(comp.rules, rel)
+                raise aggregate.no_convergence(rel, self.aggregated[rel][1], rounds, groups, name, loc)
+        self._export(members, start, killed, delta, changed, changes, lambda rel, key: self._best_fact(rel, key))
+
+    def _candidate(self, rel: str, cid: Any, head: Fact, new: Formula) -> bool:
+        """OR ``new`` into candidate (or rule instance) ``cid`` of ``rel``; True when it gained."""
+        got = self.candidates[rel].get(cid)
+        form, gained = self.alg.disj(None if got is None else got[1], new)
+        if gained is None:
+            return False
+        if got is None:
+            self.groups[rel].setdefault(aggregate.group_key(head, self.aggregated[rel][0]), set()).add(cid)
+        self.candidates[rel][cid] = (head, form)
+        return True
+
+    def _restrict_candidates(self, cands: dict[Any, tuple[Fact, Formula]], killed: set[int], touched: set[Fact], rel: str) -> list[Any]:
+        pos = self.aggregated[rel][0]
+        alg = self.alg
+        kill = alg.killer(killed)
+        gone = []
+        for cid, (fact, form) in cands.items():
+            if alg.mentions(form, kill):
+                rest = alg.restrict(form, kill)
+                if rest == form:
+                    continue
+                touched.add(aggregate.group_key(fact, pos))
+                if rest is None:
+                    gone.append(cid)
+                else:
+                    cands[cid] = (fact, rest)
+        for cid in gone:
+            del cands[cid]
+        return gone
+
+    def _ungroup(self, rel: str, cid: Any, fact: Fact) -> None:
+        key = aggregate.group_key(fact, self.aggregated[rel][0])
+        members = self.groups[rel].get(key)
+        if members is not None:
+            members.discard(cid)
+            if not members:
+                del self.groups[rel][key]
+
+    def _best_fact(self, rel: str, key: Fact) -> Fact | None:
+        pos, fn = self.aggregated[rel]
+        best = None
+        for cid in self.groups[rel].get(key, ()):
+            v = self.candidates[rel][cid][0][pos]
+            if best is None or aggregate.better(fn, v, best):
+                best = v
+        return None if best is None else aggregate.with_value(key, pos, best)
+
+    def _reselect(self, rel: str, key: Fact, start: dict[Fact, Fact | None], current: Delta) -> None:
+        """Bring group ``key``'s fact inside the component up to date with its candidates: the
+        best one not false (the reserve replaces a deleted best); new monomials of the group's
+        fact, or all of a new best's, go into ``current``."""
+        pos = self.aggregated[rel][0]
+        table, store = self.internal[rel], self.internal_stores[rel]
+        old = next((f for f in store.lookup(self._key_positions(rel), key)), None)
+        if key not in start:
+            start[key] = old
+        new = self._best_fact(rel, key)
+        if new is None:
+            if old is not None:
+                del table[old]
+                store.discard_all((old,))
+            return
+        v = new[pos]
+        form = self.alg.union(f for cid in self.groups[rel][key] for c, f in [self.candidates[rel][cid]] if c[pos] == v)
+        if old != new:
+            if old is not None:
+                del table[old]
+                store.discard_all((old,))
+            table[new] = form
+            store.add_all((new,))
+            current.setdefault(rel, {})[new] = form
+            return
+        added = self.alg.gained(form, table[new])
+        table[new] = form
+        if added is not None:
+            current.setdefault(rel, {})[new] = added
+
+    def _key_positions(self, rel: str) -> tuple[int, ...]:
+        pos = self.aggregated[rel][0]
+        return tuple(p for p in range(self.analysis.arities[rel]) if p != pos)
+
+    def _export(self, members: Iterable[str], start: Mapping[str, Mapping[Fact, Fact | None]], killed: set[int], delta: Delta,
+                changed: set[str], changes: ViewChanges, final: Callable[[str, Fact], Fact | None]) -> None:
+        """Publish the groups whose fact changed over the batch: the old fact's variable is
+        restricted above, the new fact gets a fresh one."""
+        for rel in members:
+            for key, old in start[rel].items():
+                new = final(rel, key)
+                if new == old:
+                    continue
+                if old is not None:
+                    killed.add(self._drop_fact(rel, old, changes))
+                if new is not None:
+                    self._add_fact(rel, new, delta, changes)
+                changed.add(rel)
+
+    # -- non-recursive aggregates -------------------------------------------------------------
+    def _aggregate(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        (rel,) = comp.relations
+        pos, fn = self.aggregated[rel]
+        touched: set[Fact] = set()
+        if killed:
+            for cid in self._restrict_candidates(self.candidates[rel], killed, touched, rel):
+                self._ungroup(rel, cid, cid[2])
+        current = {r: d for r, d in delta.items() if d}
+        index = {rule: n for n, rule in enumerate(comp.rules)}
+        for rule, env, head, new in self._derive(comp.rules, current, self.stores, self.formulas):
+            cid = (index[rule], tuple(env), head)  # one rule instance: a rule and a binding
+            if self._candidate(rel, cid, head, new):
+                touched.add(aggregate.group_key(head, pos))
+        start = {rel: {key: self._current_fact(rel, key) for key in touched}}
+        site = aggregate.site(comp.rules, rel)
+
+        def final(r: str, key: Fact) -> Fact | None:
+            values = [self.candidates[r][cid][0][pos] for cid in self.groups[r].get(key, ())]
+            if not values:
+                return None
+            v = aggregate.fold(fn, values, *site)
+            return None if v is None else aggregate.with_value(key, pos, v)
+
+        self._export([rel], start, killed, delta, changed, changes, final)
+
+    def _current_fact(self, rel: str, key: Fact) -> Fact | None:
+        return next(iter(self.stores[rel].lookup(self._key_positions(rel), key)), None)
+
+    # -- negation: recomputed ---------------------------------------------------------------
+    def _recompute(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        new = evaluate_component(self.analysis, comp, self.stores)
+        for rel in comp.relations:
+            target = new.get(rel, set())
+            old = self.stores[rel].facts
+            for f in old - target:
+                killed.add(self._drop_fact(rel, f, changes))
+                changed.add(rel)
+            for f in target - old:
+                self._add_fact(rel, f, delta, changes)
+                changed.add(rel)
+
+    # -- durable state: BDDs are written as JSON roots, the tables refer to them by index ----
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        if not isinstance(self.alg, Bdds):
+            return state
+        roots: list[Any] = []
+
+        def ref(form: Any) -> int:
+            roots.append(form)
+            return len(roots) - 1
+
+        state["formulas"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.formulas.items()}
+        state["internal"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.internal.items()}
+        state["candidates"] = {rel: {c: (h, ref(x)) for c, (h, x) in t.items()} for rel, t in self.candidates.items()}
+        state["alg"] = ("bdd", self.cap, self.alg.dump(roots))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if isinstance(state["alg"], tuple):
+            _, cap, text = state["alg"]
+            alg = Bdds(cap)
+            roots = alg.load(text)
+            state["alg"] = alg
+            state["formulas"] = {rel: {f: roots[i] for f, i in t.items()} for rel, t in state["formulas"].items()}
+            state["internal"] = {rel: {f: roots[i] for f, i in t.items()} for rel, t in state["internal"].items()}
+            state["candidates"] = {rel: {c: (h, roots[i]) for c, (h, i) in t.items()} for rel, t in state["candidates"].items()}
+        self.__dict__.update(state)
+
+    # -- measurements -------------------------------------------------------------------------
+    def provenance_stats(self) -> dict[str, float]:
+        """Bytes of the formulas of the derived tuples (and of the reserve), and per tuple."""
+        tables = [self.formulas[r] for r in self.analysis.idb] + list(self.internal.values())
+        tuples = sum(len(t) for t in tables)
+        nbytes = sum(self.alg.nbytes(f) for t in tables for f in t.values())
+        reserve = sum(self.alg.nbytes(f) for c in self.candidates.values() for _, f in c.values())
+        return {
+            "formulas": self.alg.name,
+            "provenance_bytes": nbytes,
+            "provenance_bytes_per_tuple": nbytes / tuples if tuples else 0.0,
+            "reserve_bytes": reserve,
+        }
+
+    def names(self) -> dict[int, str]:
+        """Variable -> the tuple it stands for (``link(a, b)``), for showing formulas."""
+        from selp.values import format_value
+
+        return {v: f"{rel}({', '.join(format_value(x) for x in f)})" for (rel, f), v in self.var_of.items()}
+
+
