@@ -23,6 +23,8 @@ The file (the bundled ``examples/cdss/bio/cdss.toml`` is a commented example)::
     mappings = ["m4"]                             # optional: mapping names
     when = "nam >= 3"                             # optional: comparisons joined by `and`
 
+    # or, instead of [costs]: trust_only_from = ["PGUS"] under [peers.PBioSQL] (ancestry:
+    # some derivation's every leaf from these peers or PBioSQL itself)
     [peers.PBioSQL.costs]                         # optional ranked trust (tropical semiring)
     peers = { PBioSQL = 0, PuBio = 1, PGUS = 5 }  # cost of each peer's local data
     mappings = { m4 = 2 }                         # cost added by a step through a mapping,
@@ -178,7 +180,7 @@ class _Loader:
         path = ("peers", name)
         self.ident(name, path, "peer")
         self.expect(table, dict, path, "a table")
-        self.known_keys(table, ("description", "relations", "trust", "trust_default", "costs", "side_effects"), path)
+        self.known_keys(table, ("description", "relations", "trust", "trust_default", "trust_only_from", "costs", "side_effects"), path)
         desc = self.expect(table.get("description", ""), str, path + ("description",), "a string")
         side_effects = table.get("side_effects", "tolerate")
         if side_effects not in ("tolerate", "avoid"):
@@ -367,7 +369,32 @@ class _Loader:
         rules_v = self.expect(table.get("trust", []), list, path + ("trust",), "an array of tables ([[peers.P.trust]])")
         rules = tuple(self.trust_rule(peer, i, r) for i, r in enumerate(rules_v))
         ranked = self.costs(peer, table["costs"]) if "costs" in table else None
+        if "trust_only_from" in table:
+            if ranked is not None:
+                raise self.fail(
+                    f"peer {peer.name} has both trust_only_from and [costs]: the ancestry reading is "
+                    "enforced as ranked trust, so choose one", path + ("trust_only_from",), key=True
+                )
+            ranked = self.only_from(peer, table["trust_only_from"], path + ("trust_only_from",))
         return TrustPolicy(default, rules, ranked)
+
+    def only_from(self, peer: Peer, value: Any, path: tuple) -> RankedTrust:
+        """``trust_only_from``, the token (ancestry) reading of a trust condition ([Kar09] §4.8:
+        "trust a tuple only if it came from P_GUS"): an import is accepted only when some
+        Boolean-trusted derivation of it has every leaf (local data) from the listed peers or
+        the peer itself. It is ranked trust in the tropical semiring's Boolean image -- listed
+        peers' data cost 0, other peers' 1, mappings 0, threshold 0 -- so exchange enforces it
+        by the same capped fixpoint as thresholds (a tuple accepted on other grounds upstream
+        still counts as a leaf of its own peer only through its derivations)."""
+        items = self.expect(value, list, path, "an array of peer names")
+        allowed = {peer.name}
+        for i, q in enumerate(items):
+            self.expect(q, str, path + (i,), "a peer name")
+            if q not in self.peer_names:
+                raise self.fail(f"unknown peer {q!r} in trust_only_from", path + (i,))
+            allowed.add(q)
+        others = tuple((q, 1) for q in sorted(self.peer_names) if q not in allowed)
+        return RankedTrust(others, (), 0)
 
     def trust_rule(self, peer: Peer, i: int, table: Any) -> TrustRule:
         path = ("peers", peer.name, "trust", i)
