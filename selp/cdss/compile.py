@@ -60,8 +60,10 @@ go ``R_o <- R_t <- P_m <- S_o ...``.
 **Ranked trust.** With a *viewpoint* peer, its costs become rule weights for selp's ``cost``
 monoid (tropical semiring: costs add along a derivation, a tuple's rank is its cheapest tree):
 ``l_R`` weighs the cost of ``R``'s peer's local data and ``m`` the cost of the mapping. The
-dissertation's example lets a mapping *scale* its input's cost (``f_m4(x) = 2x``); rule weights
-in selp add, so a mapping cost here is an additive penalty.
+dissertation's example lets a mapping *scale* its input's cost (``f_m4(x) = 2x``, written
+``m4 = "2x"``); rule weights in selp only add, so the weight of ``m`` is the additive part ``c``
+of ``f_m(x) = K x + c``. Exchange's threshold check (:mod:`selp.cdss.ranked`) and
+``selp cdss explain`` (which re-costs and re-ranks the engine's trees) apply the whole function.
 
 A peer's *threshold* is enforced at exchange: every relation ``R`` of a peer with a threshold
 gets an EDB relation ``R_x`` (the trusted imports above the threshold) and ``t_R`` reads

@@ -23,9 +23,12 @@ The file (the bundled ``examples/cdss/bio/cdss.toml`` is a commented example)::
     mappings = ["m4"]                             # optional: mapping names
     when = "nam >= 3"                             # optional: comparisons joined by `and`
 
+    # or, instead of [costs]: trust_only_from = ["PGUS"] under [peers.PBioSQL] (ancestry:
+    # some derivation's every leaf from these peers or PBioSQL itself)
     [peers.PBioSQL.costs]                         # optional ranked trust (tropical semiring)
     peers = { PBioSQL = 0, PuBio = 1, PGUS = 5 }  # cost of each peer's local data
-    mappings = { m4 = 2 }                         # cost of a step through a mapping
+    mappings = { m4 = 2 }                         # cost added by a step through a mapping,
+                                                  # or its function: m4 = "2x" (or "2x + 1")
     threshold = 10                                # accept tuples costing at most this
 
 Every mistake is a :class:`~selp.cdss.errors.CdssError` located in ``cdss.toml``: TOML syntax
@@ -177,7 +180,7 @@ class _Loader:
         path = ("peers", name)
         self.ident(name, path, "peer")
         self.expect(table, dict, path, "a table")
-        self.known_keys(table, ("description", "relations", "trust", "trust_default", "costs", "side_effects"), path)
+        self.known_keys(table, ("description", "relations", "trust", "trust_default", "trust_only_from", "costs", "side_effects"), path)
         desc = self.expect(table.get("description", ""), str, path + ("description",), "a string")
         side_effects = table.get("side_effects", "tolerate")
         if side_effects not in ("tolerate", "avoid"):
@@ -366,7 +369,32 @@ class _Loader:
         rules_v = self.expect(table.get("trust", []), list, path + ("trust",), "an array of tables ([[peers.P.trust]])")
         rules = tuple(self.trust_rule(peer, i, r) for i, r in enumerate(rules_v))
         ranked = self.costs(peer, table["costs"]) if "costs" in table else None
+        if "trust_only_from" in table:
+            if ranked is not None:
+                raise self.fail(
+                    f"peer {peer.name} has both trust_only_from and [costs]: the ancestry reading is "
+                    "enforced as ranked trust, so choose one", path + ("trust_only_from",), key=True
+                )
+            ranked = self.only_from(peer, table["trust_only_from"], path + ("trust_only_from",))
         return TrustPolicy(default, rules, ranked)
+
+    def only_from(self, peer: Peer, value: Any, path: tuple) -> RankedTrust:
+        """``trust_only_from``, the token (ancestry) reading of a trust condition ([Kar09] §4.8:
+        "trust a tuple only if it came from P_GUS"): an import is accepted only when some
+        Boolean-trusted derivation of it has every leaf (local data) from the listed peers or
+        the peer itself. It is ranked trust in the tropical semiring's Boolean image -- listed
+        peers' data cost 0, other peers' 1, mappings 0, threshold 0 -- so exchange enforces it
+        by the same capped fixpoint as thresholds (a tuple accepted on other grounds upstream
+        still counts as a leaf of its own peer only through its derivations)."""
+        items = self.expect(value, list, path, "an array of peer names")
+        allowed = {peer.name}
+        for i, q in enumerate(items):
+            self.expect(q, str, path + (i,), "a peer name")
+            if q not in self.peer_names:
+                raise self.fail(f"unknown peer {q!r} in trust_only_from", path + (i,))
+            allowed.add(q)
+        others = tuple((q, 1) for q in sorted(self.peer_names) if q not in allowed)
+        return RankedTrust(others, (), 0)
 
     def trust_rule(self, peer: Peer, i: int, table: Any) -> TrustRule:
         path = ("peers", peer.name, "trust", i)
@@ -432,27 +460,57 @@ class _Loader:
         self.expect(table, dict, path, "a table")
         self.known_keys(table, ("peers", "mappings", "threshold"), path)
 
+        scales: list[tuple[str, float]] = []
+
         def cost_table(key: str, known: set[str], what: str) -> tuple[tuple[str, float], ...]:
             t = self.expect(table.get(key, {}), dict, path + (key,), f"a table of {what} costs")
             out = []
             for name, v in t.items():
                 if name not in known and not (what == "mapping" and name in self.pairs):
                     raise self.fail(f"unknown {what} {name!r} in costs.{key}", path + (key, name), key=True)
-                cost = self.cost(v, path + (key, name))
+                if what == "mapping" and isinstance(v, str):
+                    scale, cost = self.mapping_function(v, path + (key, name))
+                else:
+                    scale, cost = 1, self.cost(v, path + (key, name))
                 # a `<->` mapping's name stands for both of its tgds
-                out.extend((n, cost) for n in (self.pairs.get(name, (name,)) if what == "mapping" else (name,)))
+                names = self.pairs.get(name, (name,)) if what == "mapping" else (name,)
+                out.extend((n, cost) for n in names)
+                scales.extend((n, scale) for n in names if scale != 1)
             return tuple(out)
 
         peer_costs = cost_table("peers", self.peer_names, "peer")
         mapping_costs = cost_table("mappings", self.mapping_names, "mapping")
         threshold = self.cost(table["threshold"], path + ("threshold",)) if "threshold" in table else None
-        return RankedTrust(peer_costs, mapping_costs, threshold)
+        return RankedTrust(peer_costs, mapping_costs, threshold, tuple(scales))
+
+    def mapping_function(self, text: str, path: tuple) -> tuple[float, float]:
+        """``"Kx"`` / ``"Kx + c"`` / ``"x + c"`` -> (K, c). The laws the tropical semiring needs
+        of a mapping function: it maps the semiring's zero (cost infinity: no derivation) to
+        itself and distributes over min (f(min(a, b)) = min(f(a), f(b))). ``K x + c`` has both
+        when K > 0 and c >= 0 (K = 0 would make an impossible input cost nothing). selp also
+        needs K >= 1: then f(x) >= x, so a cycle through the mappings never lowers a cost (with
+        K < 1 it would, round after round, like a negative cycle, and exchange would not end)."""
+        m = _MAPPING_FUNCTION.fullmatch(text)
+        if m is None:
+            raise self.fail(f'a mapping function must be "Kx" or "Kx + c" (e.g. "2x"), not {text!r}', path)
+        scale = float(m["k"]) if m["k"] is not None else 1.0
+        cost = float(m["c"]) if m["c"] is not None else 0.0
+        if not (1 <= scale < float("inf")) or not (0 <= cost < float("inf")):
+            raise self.fail(
+                f"mapping function {text!r} must have a factor >= 1 and a constant >= 0 "
+                "(a step through a mapping must never make a derivation cheaper)", path
+            )
+        return (int(scale) if scale.is_integer() else scale), (int(cost) if cost.is_integer() else cost)
 
     def cost(self, v: Any, path: tuple) -> float:
         self.expect(v, (int, float), path, "a number")
         if v < 0 or v != v or v == float("inf"):
             raise self.fail(f"a cost must be a finite number >= 0, not {v}", path)
         return v
+
+
+_NUM = r"-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?"
+_MAPPING_FUNCTION = re.compile(rf"\s*(?:(?P<k>{_NUM})\s*\*?\s*)?x\s*(?:\+\s*(?P<c>{_NUM})\s*)?")
 
 
 def _dotted(path: tuple) -> str:

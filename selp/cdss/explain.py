@@ -13,12 +13,12 @@ tree is the cheapest), compared with the peer's threshold when it has one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from selp.cdss.compile import CompiledCDSS, compile_cdss, step_rejections
 from selp.cdss.errors import CdssError
-from selp.cdss.model import RelationRef
+from selp.cdss.model import RankedTrust, RelationRef
 from selp.cdss.store import Store
 from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.engines.registry import canonical
@@ -195,6 +195,14 @@ def explain(
 
     store.check_peer(peer)
     engine = canonical(engine)  # an unknown name fails before reading the store
+    ranked = store.cdss.peer(peer).policy.ranked
+    scaled = monoid == "cost" and ranked is not None and bool(ranked.mapping_scales)
+    want = k
+    if scaled:
+        # rule weights only add, so the engine ranks by the additive parts of the mapping
+        # functions; the trees are re-costed with the functions and re-ranked, from a wider
+        # pool (exact whenever the fact has at most this many derivation trees)
+        k = max(SCALED_POOL * k, SCALED_POOL)
     compiled = compile_cdss(store.cdss, viewpoint=peer)
     ref, args = parse_fact(compiled, fact)
     publication = store.last_publication()
@@ -240,9 +248,51 @@ def explain(
             (answer,) = found
             trees = tuple((w, to_step(open_, t, judge)) for w, t in answer.trees)
             why_not = True
-    ranked = store.cdss.peer(peer).policy.ranked
+    if scaled:
+        trees = recost(trees, ranked)[:want]  # type: ignore[arg-type]
+        k = want
     threshold = ranked.threshold if ranked is not None and monoid == "cost" else None
     return Explanation(peer, ref, args, monoid, k, publication, trees, threshold, why_not)
+
+
+SCALED_POOL = 10  # trees fetched per tree wanted when a mapping function scales
+
+
+def function_label(scale: float, cost: float) -> str:
+    """A mapping function as written in ``cdss.toml`` (``2x``, ``2x + 1``)."""
+    k = "" if scale == 1 else _num(scale)
+    return f"{k}x + {_num(cost)}" if cost else f"{k}x"
+
+
+def recost(trees: tuple[tuple[Any, Step], ...], ranked: RankedTrust) -> tuple[tuple[Any, Step], ...]:
+    """The trees with their costs under ``ranked``'s mapping functions ([Kar09] Example 9: a
+    step through ``m`` costs ``f_m`` of its children's summed costs), cheapest first; a scaled
+    mapping step shows its function instead of a weight. Bottom-up without recursion."""
+    out = []
+    for _, tree in trees:
+        done: dict[int, tuple[float, Step]] = {}
+        stack: list[tuple[Step, bool]] = [(tree, False)]
+        while stack:
+            st, expanded = stack.pop()
+            if id(st) in done:
+                continue
+            if st.how == "local":
+                done[id(st)] = (float(st.weight or 0), st)
+                continue
+            if not expanded:
+                stack.append((st, True))
+                stack.extend((c, False) for c in st.children if id(c) not in done)
+                continue
+            kids = [done[id(c)] for c in st.children]
+            scale = ranked.mapping_scale(st.mapping or "")
+            add = ranked.mapping_cost(st.mapping or "") or 0
+            weight = function_label(scale, add) if scale != 1 else st.weight
+            step = replace(st, weight=weight, children=tuple(c for _, c in kids))
+            done[id(st)] = (scale * sum(c for c, _ in kids) + add, step)
+        cost, step = done[id(tree)]
+        out.append((int(cost) if float(cost).is_integer() else cost, step))
+    out.sort(key=lambda wt: wt[0])
+    return tuple(out)
 
 
 def fact_text(compiled_or_store: Any, ref: RelationRef, args: tuple[Value, ...]) -> str:

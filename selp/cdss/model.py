@@ -205,18 +205,26 @@ class TrustRule:
 @dataclass(frozen=True)
 class RankedTrust:
     """Ranked trust in the tropical semiring (min, +): a cost per source peer's local data and
-    per mapping; a derivation costs the sum of its costs, a tuple its cheapest derivation, and a
-    peer accepts tuples costing at most ``threshold``."""
+    a *mapping function* per mapping, ``f_m(x) = scale * x + cost`` applied to the sum of the
+    costs of a step's body tuples ([Kar09] §4.8, Example 9's ``f_m4(x) = 2x``); a tuple costs
+    its cheapest derivation, and a peer accepts tuples costing at most ``threshold``."""
 
     peer_costs: tuple[tuple[str, float], ...] = ()
-    mapping_costs: tuple[tuple[str, float], ...] = ()
+    mapping_costs: tuple[tuple[str, float], ...] = ()  # the additive part ``cost``
     threshold: float | None = None
+    mapping_scales: tuple[tuple[str, float], ...] = ()  # the factor ``scale`` (unlisted: 1)
 
     def peer_cost(self, peer: str) -> float | None:
+        """The cost of ``peer``'s local data (None: unlisted)."""
         return dict(self.peer_costs).get(peer)
 
     def mapping_cost(self, mapping: str) -> float | None:
+        """The additive part of ``mapping``'s function (None: unlisted)."""
         return dict(self.mapping_costs).get(mapping)
+
+    def mapping_scale(self, mapping: str) -> float:
+        """The factor of ``mapping``'s function (1 unless written ``"Kx"``)."""
+        return dict(self.mapping_scales).get(mapping, 1)
 
 
 TRUST_DEFAULTS = ("trust", "distrust")

@@ -5,8 +5,12 @@
 ``R_t`` (an import) only when the cheapest *Boolean-trusted* derivation of that import, over the
 tuples the peers have *accepted*, costs at most ``P``'s threshold. Costs are ``P``'s own view
 (tropical semiring: a leaf ``R_l`` tuple of peer ``Q`` costs ``P``'s cost of ``Q``, a step
-through mapping ``m`` adds ``P``'s cost of ``m``, a derivation costs the sum, a tuple its
-cheapest derivation; unlisted peers and mappings cost 0; costs are non-negative).
+through mapping ``m`` costs ``P``'s mapping function of ``m`` applied to the sum of its body
+tuples' costs -- ``f_m(x) = K x + c``: a plain number ``c`` is ``x + c``, ``"2x"`` is
+Example 9's ``f_m4`` -- a tuple its cheapest derivation; unlisted peers cost 0 and unlisted
+mappings are the identity; costs are non-negative). Every ``f_m`` is monotone, so it
+distributes over min and the cheapest derivation of a step's body gives its cheapest cost:
+the fixpoint below stays a shortest-path computation.
 
 * Rejected tuples do not propagate: a tuple its owner did not accept is not in the owner's
   instance, so no derivation of anyone downstream may use it -- its cost is infinity for every
@@ -98,8 +102,13 @@ class MappingPlan:
     arity: int
     rule: Rule  # P_m(y) :- body over R_o (as compiled)
     body: tuple[BodyAtom, ...]
-    weights: Vec  # per viewpoint
+    weights: Vec  # per viewpoint: the additive part c of f_m(x) = K x + c
     edges: tuple[tuple[Rule, str], ...]  # (edge rule, target relation): head = y ++ import head
+    scales: Vec = ()  # per viewpoint: the factor K of f_m (1: a plain additive cost)
+
+    def cost(self, body: list[Vec]) -> Vec:
+        """The step's cost vector: f_m(sum of the body tuples' costs), per viewpoint."""
+        return tuple(k * sum(b[v] for b in body) + w for v, (k, w) in enumerate(zip(self.scales, self.weights)))
 
 
 class RankedProgram:
@@ -151,7 +160,10 @@ class RankedProgram:
                         owner, idx, self.thresholds.get(owner),
                     )
             weights = tuple(self._mapping_cost(v, m.name) for v in self.viewpoints)
-            self.mappings.append(MappingPlan(m.name, names.provenance(m.name), len(m.body_vars), rule, body, weights, tuple(edges)))
+            scales = tuple(self._mapping_scale(v, m.name) for v in self.viewpoints)
+            self.mappings.append(
+                MappingPlan(m.name, names.provenance(m.name), len(m.body_vars), rule, body, weights, tuple(edges), scales)
+            )
 
     def _peer_cost(self, viewpoint: str, peer: str) -> float:
         ranked = self.compiled.cdss.peer(viewpoint).policy.ranked
@@ -162,6 +174,10 @@ class RankedProgram:
         ranked = self.compiled.cdss.peer(viewpoint).policy.ranked
         c = ranked.mapping_cost(mapping) if ranked is not None else None
         return float(c) if c is not None else 0.0
+
+    def _mapping_scale(self, viewpoint: str, mapping: str) -> float:
+        ranked = self.compiled.cdss.peer(viewpoint).policy.ranked
+        return float(ranked.mapping_scale(mapping)) if ranked is not None else 1.0
 
     def accepts(self, t: Target, vec: Vec) -> bool:
         """Whether the owner of an import accepts it at this cost vector (Boolean trust is
@@ -233,9 +249,7 @@ def ranked_local(rp: RankedProgram, base: Mapping[str, set[Row]]) -> RankedResul
                 for t in changed[a.relation]:
                     affected.update(idx.get(t, ()))
             for row in affected:
-                vec = m.weights
-                for a in m.body:
-                    vec = tuple(x + y for x, y in zip(vec, out[a.relation][project(row, a)]))
+                vec = m.cost([out[a.relation][project(row, a)] for a in m.body])
                 for target, head in edges[m.provenance].get(row, ()):
                     old = imports[target].get(head)
                     nv = _vmin(old, vec)
@@ -392,10 +406,10 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
                 acc = acc.join(right, on=keys, how="inner") if keys else acc.crossJoin(right)
             costs = []
             for v, k in enumerate(K):
-                total = F.lit(m.weights[v])
+                inputs = F.lit(0.0)
                 for i in range(len(m.body)):
-                    total = total + F.col(f"a{i}{k}")
-                costs.append(total.alias(k))
+                    inputs = inputs + F.col(f"a{i}{k}")
+                costs.append((F.lit(m.scales[v]) * inputs + F.lit(m.weights[v])).alias(k))
             acc = acc.select(*cols(m.arity), *costs)
             for rule, target in m.edges:
                 if rp.targets[target].kind != "t":

@@ -245,7 +245,10 @@ def test_trust_condition_error_points_inside_the_string():
     [
         ("peers = { PZ = 1 }", "unknown peer 'PZ' in costs.peers"),
         ("mappings = { m1 = -1 }", "a cost must be a finite number >= 0, not -1"),
-        ('mappings = { m1 = "high" }', "must be a number, not a string"),
+        ('mappings = { m1 = "high" }', 'a mapping function must be "Kx" or "Kx + c" (e.g. "2x"), not \'high\''),
+        ('mappings = { m1 = "0.5x" }', "mapping function '0.5x' must have a factor >= 1 and a constant >= 0"),
+        ('mappings = { m1 = "2x + -1" }', "must have a factor >= 1 and a constant >= 0"),
+        ('peers = { PGUS = "2x" }', "must be a number, not a string"),
         ("threshold = true", "must be a number, not a boolean"),
     ],
 )
@@ -253,6 +256,14 @@ def test_bad_costs(costs, message):
     err = error(TRUST_BASE + "\n[peers.PBioSQL.costs]\n" + costs + "\n")
     assert message in str(err), str(err)
     assert str(err).startswith(f"cdss.toml:{TRUST_BASE.count(chr(10)) + 3}:"), str(err)
+
+
+@pytest.mark.parametrize("text, scale, cost", [('"2x"', 2, 0), ('"2 * x + 1.5"', 2, 1.5), ('"x + 3"', 1, 3), ("4", 1, 4)])
+def test_mapping_functions(text, scale, cost):
+    ranked = parse_cdss(TRUST_BASE + f"\n[peers.PBioSQL.costs]\nmappings = {{ m1 = {text} }}\n").peer("PBioSQL").policy.ranked
+    assert ranked is not None
+    assert (ranked.mapping_scale("m1"), ranked.mapping_cost("m1")) == (scale, cost)
+    assert ranked.mapping_scale("m4") == 1
 
 
 def test_missing_directory_and_file(tmp_path):

@@ -219,3 +219,120 @@ def test_selp_cdss_eval_enforces_the_threshold_too(tmp_path, engine):
         res.close()
     out = ok(cdss_cli("eval", d, "--engine", engine, "--relation", "T"))
     assert "2 tuple(s)" in out and "T(1)" in out and "T(3)" in out and "T(2)" not in out, out
+
+
+def example9(tmp_path: Path) -> Path:
+    """The bio example ([Kar09] §4.8, Example 9) with m4's mapping function ``f_m4(x) = 2x`` and
+    threshold 2, its local data published through real ``selp cdss`` processes. PBioSQL costs
+    its own data 0, PuBio's 1, PGUS's 5; B(3, 2) = min(f_id(5), f_m4(0 + 1), f_m4(0 + f_id(5)))
+    = min(5, 2, 10) = 2: within the threshold. With m4 an additive cost 2 it would cost 3 and be
+    rejected, so the threshold check sees the function too."""
+    import shutil
+
+    from helpers.paths import BIO
+
+    d = tmp_path / "bio"
+    shutil.copytree(BIO, d)
+    toml = (d / "cdss.toml").read_text()
+    assert "mappings = { m4 = 2 }\nthreshold = 10" in toml
+    (d / "cdss.toml").write_text(toml.replace("mappings = { m4 = 2 }\nthreshold = 10", 'mappings = { m4 = "2x" }\nthreshold = 2'))
+    publish_bio(d)
+    return d
+
+
+def publish_bio(d: Path) -> None:
+    """The bio example's local data (and PuBio's U(2, 5)) recorded and published by every peer."""
+    for args in (
+        ("init",),
+        ("import", "--peer", "PGUS", "--relation", "G", str(d / "data" / "PGUS" / "G.csv")),
+        ("import", "--peer", "PBioSQL", "--relation", "B", str(d / "data" / "PBioSQL" / "B.csv")),
+        ("edit", "--peer", "PuBio", "+U(2, 5)"),
+        ("publish", "--peer", "PGUS"),
+        ("publish", "--peer", "PuBio"),
+        ("publish", "--peer", "PBioSQL"),
+    ):
+        selp_process(d, *args)
+
+
+def selp_process(d: Path, command: str, *args: str) -> str:
+    """``selp cdss COMMAND d ARGS`` as a real process; its standard output."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "selp", "cdss", command, str(d), *args], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return res.stdout
+
+
+def test_example9_mapping_function_2x_through_the_cli(tmp_path):
+    d = example9(tmp_path)
+    selp_process(d, "exchange", "--peer", "PBioSQL", "-q")
+    assert (3, 2) in instance(d, "PBioSQL", "B_o")
+    assert instance(d, "PBioSQL", "B_x") == set()
+    report = selp_process(d, "trust", "--peer", "PBioSQL")
+    line = next(x for x in report.splitlines() if "B(3, 2)" in x)
+    assert line.split() == ["B(3,", "2)", "cost", "2", "trusted", "cost", "2", "within", "threshold"], report
+    explained = selp_process(d, "explain", "--peer", "PBioSQL", "B(3, 2)", "-k", "3")
+    costs = [x.split()[2] for x in explained.splitlines() if x.strip().startswith("#")]
+    assert costs == ["2", "5", "10"], explained  # min(5, 2 * 1, 2 * 5) = 2, as in the dissertation
+
+
+@pytest.mark.spark
+def test_example9_mapping_function_on_spark(tmp_path, spark):
+    d = example9(tmp_path)
+    with Store.open(d) as s:
+        exchange(s, "PBioSQL", "spark", "recompute", spark=spark)
+    assert (3, 2) in instance(d, "PBioSQL", "B_o")
+    assert instance(d, "PBioSQL", "B_x") == set()
+
+
+def ancestry_bio(tmp_path: Path, only_from: str) -> Path:
+    """The bio example without its costs and last-step trust rules, PBioSQL trusting tuples by
+    their ancestry only (``trust_only_from``), published through real processes."""
+    import re
+    import shutil
+
+    from helpers.paths import BIO
+
+    d = tmp_path / "anc"
+    shutil.copytree(BIO, d)
+    toml = (d / "cdss.toml").read_text()
+    start, end = toml.index("[[peers.PBioSQL.trust]]"), toml.index("[peers.PuBio]")
+    toml = toml[:start] + toml[end:]
+    toml, n = re.subn(r"^\[peers\.PBioSQL\]$", f"[peers.PBioSQL]\ntrust_only_from = {only_from}", toml, flags=re.M)
+    assert n == 1
+    (d / "cdss.toml").write_text(toml)
+    publish_bio(d)
+    return d
+
+
+def test_trust_only_from_is_enforced_at_exchange_by_ancestry(tmp_path):
+    # only PuBio (and PBioSQL itself): B(3, 2) has the all-trusted derivation m4(B(3, 5), U(2, 5));
+    # B(1, 3) and B(3, 3) derive only from PGUS's G tuples, at any depth: rejected at exchange
+    d = ancestry_bio(tmp_path, '["PuBio"]')
+    selp_process(d, "exchange", "--peer", "PBioSQL", "-q")
+    assert instance(d, "PBioSQL", "B_o") == {(3, 2), (3, 5)}
+    assert instance(d, "PBioSQL", "B_x") == {(1, 3), (3, 3)}
+
+
+def test_trust_only_from_the_last_step_peer_is_not_enough(tmp_path):
+    # only PGUS: B(1, 3) = m1(G(1, 2, 3)) is all PGUS; B(3, 3) = m4(B(3, 5), U(3, 5)) with U(3, 5)
+    # from G via m2 -- every leaf PGUS's or PBioSQL's own, so it is accepted too, while the
+    # last-step reading of from = ["PGUS"] would not match m4 (its body reads PBioSQL, PuBio)
+    d = ancestry_bio(tmp_path, '["PGUS"]')
+    selp_process(d, "exchange", "--peer", "PBioSQL", "-q")
+    assert instance(d, "PBioSQL", "B_o") == {(1, 3), (3, 2), (3, 3), (3, 5)}
+    assert instance(d, "PBioSQL", "B_x") == set()
+
+
+def test_trust_only_from_bad_values_are_located(tmp_path):
+    d = ancestry_bio(tmp_path, '["PuBio"]')
+    toml = (d / "cdss.toml").read_text()
+    (d / "cdss.toml").write_text(toml.replace('trust_only_from = ["PuBio"]', 'trust_only_from = ["PNope"]'))
+    line = (d / "cdss.toml").read_text().splitlines().index('trust_only_from = ["PNope"]') + 1
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "selp", "cdss", "check", str(d)], capture_output=True, text=True)
+    assert res.returncode != 0 and res.stderr.count("\n") == 1, res.stderr
+    assert f"cdss.toml:{line}:" in res.stderr and "unknown peer 'PNope' in trust_only_from" in res.stderr, res.stderr
