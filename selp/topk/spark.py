@@ -69,11 +69,13 @@ from selp.engines.spark_compile import (
 )
 from selp.engines.spark_frames import materialize, materialize_count, release
 from selp.engines.spark_load import SparkDatabase, load_spark_database
+from selp.engines.spark_partitioned import settings as partition_settings
 from selp.errors import SelpError
 from selp.language.ast import Atom, Rule, Var
 from selp.language.validate import Component
 from selp.topk.monoid import ACCESS_LEVELS, BUILTIN, Monoid
 from selp.topk.spark_dtable import PTR, SparkDTable, materialize_observed
+from selp.topk.spark_partitioned import choose, run_partition_local
 from selp.topk.task import Task
 from selp.values import decode
 
@@ -204,6 +206,7 @@ class _Engine:
         self.homes: list[_Home] = []
         self.home: dict[str, _Home] = {}  # relation -> where its entries are (absent: none yet)
         self.rounds = 0
+        self.plan: list[dict[str, Any]] = []  # how each component of P_p ran (see spark_partitioned)
         self.small_rounds = 0  # rounds merged into ``over`` (see merge)
         self.total = 0
         self.owned: list[DataFrame] = []  # other materialised frames, freed at the end
@@ -755,8 +758,24 @@ def run_topk_spark(
     ok = False
     try:
         engine.leaves()
+        conf = partition_settings(spark)
         for batch in _batches(task.inst_analysis.components):
-            engine.component(batch)
+            # a decomposable component gets its DTable partition-local; the rest of its group
+            # (which it does not read, nor they it) runs in global rounds
+            rest = []
+            for comp in batch:
+                d, step = choose(engine, comp, conf)
+                engine.plan.append(step)
+                if d is None:
+                    rest.append(comp)
+                    continue
+                engine.rounds += 1
+                n = run_partition_local(engine, comp, d, conf)
+                engine.total += n
+                if engine.progress:
+                    engine.progress(engine.rounds, n, engine.total)
+            if rest:
+                engine.component(rest)
         fixpoint_seconds = time.perf_counter() - t1
         pieces = [p for h in engine.homes for p in h.pieces]
         thetas = [h.theta for h in engine.homes if h.theta is not None]
@@ -764,6 +783,7 @@ def run_topk_spark(
             task, spark, union_all(pieces) if pieces else None, thetas, pieces + thetas, engine.rounds,
             0.0, load_seconds, fixpoint_seconds, list(db.warnings), engine.total, engine.small_rounds,
         )
+        result.plan = engine.plan
         result.ranked()  # the ranks: the DTable is complete
         result.seconds = time.perf_counter() - t1
         ok = True
