@@ -117,8 +117,6 @@ def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping
     ``_w``, ``_s``, ``_o``). Returns an Arrow table: ``relation``, ``args``, ``_w``, ``_s``,
     ``_o``, ``_rule``, ``_ch`` (a seed entry's own pointers, else null) and ``_cx`` (the computed
     entries' children as relation, args, origin; else null)."""
-    import pyarrow as pa
-
     comp = task.component
     con = connect(threads=comp.threads)
     try:

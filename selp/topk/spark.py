@@ -733,7 +733,7 @@ def _broadcast_rows(spark: SparkSession, given: int | None) -> int:
 
 def run_topk_spark(
     task: Task,
-    db_dir: str | Path | None,
+    db_dir: str | Path | SparkDatabase | None,
     spark: SparkSession,
     progress: Progress | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
@@ -750,7 +750,7 @@ def run_topk_spark(
     if not monoid.on_spark:
         raise SelpError(f"monoid {monoid.name} has no Spark column expressions; use --engine local")
     t0 = time.perf_counter()
-    db = load_spark_database(task.analysis, db_dir, spark)
+    db = db_dir if isinstance(db_dir, SparkDatabase) else load_spark_database(task.analysis, db_dir, spark)
     load_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
     prefilter_rows = int(spark.conf.get(PREFILTER_ROWS_CONF, str(DEFAULT_PREFILTER_ROWS)))
