@@ -770,7 +770,7 @@ def run_topk_spark(
                     rest.append(comp)
                     continue
                 engine.rounds += 1
-                n = run_partition_local(engine, comp, d, conf)
+                n = run_partition_local(engine, comp, d, conf, _Home(), (_fact_hash, _fact_hash2))
                 engine.total += n
                 if engine.progress:
                     engine.progress(engine.rounds, n, engine.total)

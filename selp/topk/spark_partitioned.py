@@ -24,7 +24,7 @@ built-in ones), and the broadcast entries are at most ``spark.selp.partitionLoca
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -41,9 +41,6 @@ from selp.topk.component import DTableTask, partition_dtable
 from selp.topk.embedded import COMPILED
 from selp.topk.spark_dtable import PTR, materialize_observed
 
-if TYPE_CHECKING:
-    from selp.topk.spark import _Engine
-
 _KEY, _SEED = "_key", "_seed"
 _CX = ArrayType(StructType([
     StructField("relation", StringType()), StructField("args", ArrayType(StringType())), StructField("o", LongType()),
@@ -56,7 +53,7 @@ _ROWS = StructType([
 _OUT = StructType(list(_ROWS.fields) + [StructField("_cx", _CX)])
 
 
-def choose(engine: "_Engine", comp: Component, conf: Settings) -> tuple[Decomposition | None, dict[str, Any]]:
+def choose(engine: Any, comp: Component, conf: Settings) -> tuple[Decomposition | None, dict[str, Any]]:
     """Whether ``comp`` (of P_p) gets a partition-local DTable: its decomposition or None, and
     the plan step saying how it runs (and why not, if not)."""
     step: dict[str, Any] = {"relations": list(comp.relations), "mode": "global rounds"}
@@ -88,12 +85,12 @@ def _builtin(name: str) -> Any:
     return BUILTIN.get(name)
 
 
-def _entry_count(engine: "_Engine", rel: str) -> int:
+def _entry_count(engine: Any, rel: str) -> int:
     home = engine.home.get(rel)
     return 0 if home is None else home.admitted.get(rel, 0)
 
 
-def _entries_of(engine: "_Engine", rel: str) -> DataFrame | None:
+def _entries_of(engine: Any, rel: str) -> DataFrame | None:
     """Every admitted entry of ``rel`` (a superset of its k best: the kernel keeps the best)."""
     home = engine.home.get(rel)
     if home is None or not home.admitted.get(rel):
@@ -144,9 +141,12 @@ class PartitionDTable:
             yield from out.to_batches(max_chunksize=65536)
 
 
-def run_partition_local(engine: "_Engine", comp: Component, d: Decomposition, conf: Settings) -> int:
-    """Fill the DTable of ``comp`` partition-locally into a new home of ``engine``; returns the
-    number of entries admitted."""
+def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Settings, home: Any,
+                        fact_hashes: tuple[Callable[..., Any], Callable[..., Any]]) -> int:
+    """Fill the DTable of ``comp`` partition-locally into ``home`` (a new, empty home of
+    ``engine``, the :class:`selp.topk.spark` engine, which also gives its two fact-hash column
+    functions: the entries must be keyed exactly as its own); returns the number of entries
+    admitted."""
     spark = engine.spark
     members = sorted(comp.relations)
     src = engine.sources()
@@ -156,9 +156,6 @@ def run_partition_local(engine: "_Engine", comp: Component, d: Decomposition, co
         p = engine.candidates(rule, ext, positives, None, src)
         if p is not None:
             plans.append(p)
-    from selp.topk.spark import _Home  # noqa: PLC0415 (the engine's module imports this one)
-
-    home = _Home()
     engine.homes.append(home)
     for rel in members:
         engine.home[rel] = home
@@ -203,10 +200,9 @@ def run_partition_local(engine: "_Engine", comp: Component, d: Decomposition, co
         warnings.simplefilter("ignore", FutureWarning)  # pyspark's pandas-version check; no pandas here
         mapped = rows.mapInArrow(PartitionDTable(dtask, tuple(sorted(d.keyed)), bc), _OUT)
     pointer = F.transform("_cx", lambda c: F.struct(F.xxhash64(c["relation"], c["args"]).alias("f"), c["o"].alias("o")))
-    from selp.topk.spark import _fact_hash, _fact_hash2  # noqa: PLC0415
-
+    fact_hash, fact_hash2 = fact_hashes
     out = mapped.select(
-        _fact_hash(F.col("relation"), F.col("args")).alias("_f"), _fact_hash2(F.col("relation"), F.col("args")).alias("_g"),
+        fact_hash(F.col("relation"), F.col("args")).alias("_f"), fact_hash2(F.col("relation"), F.col("args")).alias("_g"),
         "relation", "args", F.col("_w").cast(engine.wt.type).alias("_w"), "_s", "_o", "_rule",
         F.coalesce(F.col("_ch"), pointer).cast(PTR).alias("_ch"),
     )
