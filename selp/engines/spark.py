@@ -339,19 +339,20 @@ def _broadcast_rows(spark: SparkSession, given: int | None) -> int:
 
 def run_spark(
     analysis: Analysis,
-    db_dir: str | Path | None,
+    db_dir: "str | Path | SparkDatabase | None",
     spark: SparkSession,
     progress: Progress | None = None,
     broadcast_rows: int | None = None,
 ) -> "SparkResult":
-    """Load ``db_dir`` (plus inline facts) with Spark and evaluate the program's fixpoint.
+    """Load ``db_dir`` (plus inline facts) with Spark and evaluate the program's fixpoint
+    (``db_dir`` may be a loaded :class:`~selp.engines.spark_load.SparkDatabase`).
 
     ``progress(component, iteration, delta size, total size)`` is called as in the local engine.
     Inputs of at most ``broadcast_rows`` rows (default: the ``spark.selp.broadcastRows`` setting,
     else 200000) are broadcast in joins.
     """
     t0 = time.perf_counter()
-    db = load_spark_database(analysis, db_dir, spark)
+    db = db_dir if isinstance(db_dir, SparkDatabase) else load_spark_database(analysis, db_dir, spark)
     load_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
     ev = _evaluated(analysis, db, spark, _broadcast_rows(spark, broadcast_rows), progress)

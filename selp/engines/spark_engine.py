@@ -9,7 +9,6 @@ executors share). The CDSS steps keep their DataFrame implementations (``apply_c
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -26,38 +25,6 @@ def session(spark: Any) -> Any:
     return get_spark()
 
 
-def write_facts(analysis: Any, facts: Mapping[str, Iterable[Row]], scratch_dir: str | Path | None) -> tempfile.TemporaryDirectory:
-    """EDB ``facts`` as typed Parquet in a new temporary directory (inside ``scratch_dir``; its
-    ``.tmp-`` prefix lets a CDSS store remove what a crash leaves behind)."""
-    from selp.database import column_names, fact_types, write_relations
-
-    d = tempfile.TemporaryDirectory(prefix=f".tmp-facts-{os.getpid()}-", dir=scratch_dir)
-    edb = {rel: set(rows) for rel, rows in facts.items() if rel in analysis.edb}
-    types = fact_types(analysis, edb)
-    columns = {rel: column_names(analysis.program, rel, analysis.arities[rel]) for rel in edb}
-    write_relations(d.name, {r: f for r, f in edb.items() if f}, types, columns, "parquet")
-    return d
-
-
-class ScratchResult:
-    """A Spark :class:`~selp.engines.spark.SparkResult` whose input files live until it is
-    closed (Spark reads them lazily)."""
-
-    def __init__(self, result: Any, scratch: tempfile.TemporaryDirectory) -> None:
-        self._result = result
-        self._scratch = scratch
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._result, name)
-
-    def close(self) -> None:
-        """Release the result's frames, then remove its input files."""
-        try:
-            self._result.close()
-        finally:
-            self._scratch.cleanup()
-
-
 class SparkTopk(TopkInput):
     """The database as Spark frames; the DTable computed on Spark and collected."""
 
@@ -67,7 +34,9 @@ class SparkTopk(TopkInput):
         self.db_dir = db_dir
         self.spark = spark
         self.scratch = scratch
-        self.types = load_spark_database(analysis, db_dir, spark).types
+        from selp.engines.spark_load import SparkDatabase
+
+        self.types = db_dir.types if isinstance(db_dir, SparkDatabase) else load_spark_database(analysis, db_dir, spark).types
 
     def run(self, task: Any, node: Any, algorithm: str, progress: Callable | None, warn: Warn, goal_directed: bool) -> Any:
         from selp.topk.spark import run_topk_spark
@@ -121,13 +90,12 @@ class SparkEngine(Engine):
         self, analysis: Any, facts: Mapping[str, Iterable[Row]], progress: Any = None, spark: Any = None, scratch_dir: str | Path | None = None
     ) -> Any:
         from selp.engines.spark import run_spark
+        from selp.engines.spark_load import spark_database_from_facts
 
-        scratch = write_facts(analysis, facts, scratch_dir)
-        try:
-            return ScratchResult(run_spark(analysis, scratch.name, session(spark), progress), scratch)
-        except BaseException:
-            scratch.cleanup()
-            raise
+        # the facts reach Spark encoded, through Arrow, not through a file: a labeled null given
+        # as a Python value stays one (``scratch_dir`` is kept for the interface; nothing is written)
+        s = session(spark)
+        return run_spark(analysis, spark_database_from_facts(analysis, facts, s), s, progress)
 
     def open_topk(self, analysis: Any, source: Any, monoid: Any, spark: Any, warn: Warn) -> TopkInput:
         from selp.database import Database
@@ -137,12 +105,9 @@ class SparkEngine(Engine):
             raise SelpError(f"monoid {monoid.name} has no Spark column expressions; use --engine embedded")
         if not isinstance(source, Database):
             return SparkTopk(analysis, source, spark, None)
-        scratch = write_facts(analysis, source.facts, None)
-        try:
-            return SparkTopk(analysis, scratch.name, spark, scratch)
-        except BaseException:
-            scratch.cleanup()
-            raise
+        from selp.engines.spark_load import spark_database_from_facts
+
+        return SparkTopk(analysis, spark_database_from_facts(analysis, source.facts, spark), spark, None)
 
     def check_strategy(self, strategy: str) -> Callable:
         """``apply_changes_spark`` (in :mod:`selp.cdss.incremental` or

@@ -16,7 +16,7 @@ import csv
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -28,6 +28,7 @@ from selp.database import (
     check_files,
     column_names,
     discover,
+    fact_types,
     map_header,
     raw_evidence,
     read_raw,
@@ -37,7 +38,7 @@ from selp.engines.spark_frames import materialize_count
 from selp.errors import DataError, Location
 from selp.language.types import DataEvidence, resolve_types
 from selp.language.validate import Analysis
-from selp.values import SKOLEM_MARK, encode
+from selp.values import SKOLEM_MARK, Value, encode
 
 _CORRUPT = "_corrupt"
 # Spark turns cells equal to nullValue into nulls; this text cannot occur in a user's data
@@ -418,3 +419,46 @@ def load_spark_database(analysis: Analysis, db_dir: str | Path | None, spark: Sp
     columns = {rel: column_names(program, rel, n) for rel, n in analysis.arities.items()}
     return SparkDatabase(frames, weights, sizes, types, columns, warnings)
 
+
+
+def spark_database_from_facts(analysis: Analysis, facts: Mapping[str, Iterable[tuple[Value, ...]]], spark: SparkSession) -> SparkDatabase:
+    """EDB ``facts`` given as Python values, plus the program's inline facts, as Spark frames.
+
+    Values go to Spark in its string encoding (:func:`selp.values.encode`) through Arrow, never
+    through a file: a labeled null stays a labeled null (a CSV or Parquet file holds its display
+    text, which would come back as a string -- or be refused in an ``int`` column)."""
+    import pyarrow as pa
+
+    edb: dict[str, list[tuple[Value, ...]]] = {rel: list(rows) for rel, rows in facts.items() if rel in analysis.edb}
+    inline_weights: dict[str, list[tuple[str, ...]]] = {}
+    for f in analysis.program.facts:
+        edb.setdefault(f.atom.relation, []).append(tuple(f.values))
+        if f.weight is not None:
+            inline_weights.setdefault(f.atom.relation, []).append(tuple(encode(v) for v in f.values) + (f.weight,))
+    types = fact_types(analysis, edb)
+    frames: dict[str, DataFrame] = {}
+    weights: dict[str, DataFrame] = {}
+    sizes: dict[str, int] = {}
+    for rel in sorted(analysis.edb):
+        arity = analysis.arities[rel]
+        rows = edb.get(rel, [])
+        if not rows:
+            frames[rel], sizes[rel] = empty_frame(spark, arity), 0
+            continue
+        ts = types[rel]
+
+        def enc(v: Value, t: str) -> str:
+            # a float column's integers are floats (what a file's 2 in a float column reads as)
+            return encode(float(v) if t == "float" and isinstance(v, int) and not isinstance(v, bool) else v)
+
+        if arity:
+            cols = {f"c{i}": pa.array([enc(r[i], ts[i]) for r in rows], pa.string()) for i in range(arity)}
+        else:
+            cols = {UNIT: pa.array([""] * len(rows), pa.string())}
+        frame = spark.createDataFrame(pa.table(cols)).select(*[F.col(f.name) for f in rel_schema(arity).fields])
+        frames[rel], sizes[rel] = materialize_count(frame.distinct())
+        if rel in inline_weights:
+            wschema = StructType(rel_schema(arity).fields + [StructField(WEIGHT_COLUMN, StringType(), False)])
+            weights[rel] = spark.createDataFrame(inline_weights[rel], wschema)
+    columns = {rel: column_names(analysis.program, rel, n) for rel, n in analysis.arities.items()}
+    return SparkDatabase(frames, weights, sizes, types, columns)

@@ -54,6 +54,32 @@ static inline uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
+/* Spark's XXH64 of one long with a seed (org.apache.spark.sql.catalyst.expressions.XXH64.hashLong):
+ * with origin mode 1 a rule step's origin is Spark's xxhash64("N", rule, child origins...), the
+ * string prefix folded into rule_hash by the caller, so a DTable computed here ranks ties exactly
+ * as the Spark engine's global rounds do (selp.topk.spark_partitioned). */
+#define XP1 0x9E3779B185EBCA87ULL
+#define XP2 0xC2B2AE3D27D4EB4FULL
+#define XP3 0x165667B19E3779F9ULL
+#define XP4 0x85EBCA77C2B2AE63ULL
+#define XP5 0x27D4EB2F165667C5ULL
+static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+static inline uint64_t xxh64_long(uint64_t input, uint64_t seed) {
+    uint64_t h = seed + XP5 + 8ULL;
+    h ^= rotl64(input * XP2, 31) * XP1;
+    h = rotl64(h, 27) * XP1 + XP4;
+    h ^= h >> 33; h *= XP2; h ^= h >> 29; h *= XP3; h ^= h >> 32;
+    return h;
+}
+
+/* One child folded into a rule step's origin, and the step's origin after its m children. */
+static inline uint64_t origin_step(int mode, uint64_t h, int64_t o) {
+    return mode ? xxh64_long((uint64_t)o, h) : mix64(h * G64 + (uint64_t)o);
+}
+static inline int64_t origin_end(int mode, uint64_t h, int64_t m) {
+    return mode ? (int64_t)h : (int64_t)mix64(h + (uint64_t)(m + 1) * G64);
+}
+
 static inline double comb(int code, double a, double b) {
     if (code == 0) return a * b;
     if (code == 1) return a + b;
@@ -265,7 +291,7 @@ EXPORT run_t *selp_top1(int64_t F, int64_t I, const uint8_t *leaf, const double 
                         const int64_t *leaf_origin, const int32_t *inst_rule, const int64_t *inst_head,
                         const int64_t *child_ptr, const int64_t *child_fact, const double *rule_w,
                         const int64_t *rule_size, const int64_t *rule_hash, const uint8_t *rule_copy,
-                        int combine, double sign) {
+                        int combine, double sign, const int64_t *leaf_size, int origin_mode) {
     stop_flag = 0;
     run_t *run = new_run(F, I, 1);
     if (!run) return NULL;
@@ -282,7 +308,7 @@ EXPORT run_t *selp_top1(int64_t F, int64_t I, const uint8_t *leaf, const double 
     if (!IR || !FR || !rem || !uptr || !todo) goto fail;
     for (int64_t f = 0; f < F; f++) {
         int64_t *q = FR + 8 * nid[f];
-        if (leaf[f]) { q[0] = as_i(leaf_w[f]); q[1] = 0; q[2] = leaf_origin[f]; q[3] = -1; }
+        if (leaf[f]) { q[0] = as_i(leaf_w[f]); q[1] = leaf_size ? leaf_size[f] : 0; q[2] = leaf_origin[f]; q[3] = -1; }
         else q[3] = -2;
         q[7] = -1;
     }
@@ -328,9 +354,9 @@ EXPORT run_t *selp_top1(int64_t F, int64_t I, const uint8_t *leaf, const double 
                 int64_t *c = FR + 8 * d[IR_KIDS + j];
                 w = comb(combine, w, as_f(c[0]));
                 s += c[1];
-                hh = mix64(hh * G64 + (uint64_t)c[2]);
+                hh = origin_step(origin_mode, hh, c[2]);
             }
-            int64_t o = rule_copy[r] ? FR[8 * d[IR_KIDS] + 2] : (int64_t)mix64(hh + (uint64_t)(m + 1) * G64);
+            int64_t o = rule_copy[r] ? FR[8 * d[IR_KIDS] + 2] : origin_end(origin_mode, hh, m);
             double kw = sign * w;
             if (hq[7] >= 0 && !less4(kw, s, o, p, as_f(hq[4]), hq[5], hq[6], hq[7])) continue;
             hq[4] = as_i(kw); hq[5] = s; hq[6] = o; hq[7] = p;
@@ -403,7 +429,7 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
                         const int64_t *leaf_origin, const int32_t *inst_rule, const int64_t *inst_head,
                         const int64_t *child_ptr, const int64_t *child_fact, const double *rule_w,
                         const int64_t *rule_size, const int64_t *rule_hash, const uint8_t *rule_copy,
-                        int combine, double sign, int64_t k) {
+                        int combine, double sign, const int64_t *leaf_size, int origin_mode, int64_t k) {
     stop_flag = 0;
     run_t *run = calloc(1, sizeof(run_t));
     if (!run) return NULL;
@@ -434,7 +460,7 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
         for (int64_t r = 0; r < k; r++) FB_WAIT(b, r) = -1;
         if (!leaf[f]) continue;
         int64_t *q = FB_ENTRY(b, k, 0);
-        q[0] = as_i(leaf_w[f]); q[1] = 0; q[2] = leaf_origin[f]; q[3] = -1;
+        q[0] = as_i(leaf_w[f]); q[1] = leaf_size ? leaf_size[f] : 0; q[2] = leaf_origin[f]; q[3] = -1;
         b[0] = 1 + ((int64_t)1 << 32);
     }
     /* one component after another (see "Components"): the heap holds one component's
@@ -483,10 +509,10 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
                 int64_t *e = FB_ENTRY(FB + d[IR_KIDS + j] * fb, k, rk[j] - 1);
                 w = comb(combine, w, as_f(e[0]));
                 s += e[1];
-                hh = mix64(hh * G64 + (uint64_t)e[2]);
+                hh = origin_step(origin_mode, hh, e[2]);
             }
             int64_t o = rule_copy[rl] ? FB_ENTRY(FB + d[IR_KIDS] * fb, k, rk[0] - 1)[2]
-                                      : (int64_t)mix64(hh + (uint64_t)(m + 1) * G64);
+                                      : origin_end(origin_mode, hh, m);
             if (heap_push(&hp, sign * w, s, o, c)) goto fail;
         }
         if (hp.n == 0) break;
@@ -661,14 +687,20 @@ done:
 
 /* The layout of run_t and the calling conventions, checked by selp.topk.kernel before use: an
  * editable install whose extension was built from an older _kernel.c is then not called (the
- * pure-Python twin runs, and says so). 2: selp_fill returns int; entries hold their ranks. */
-EXPORT int64_t selp_abi(void) { return 2; }
+ * pure-Python twin runs, and says so). 2: selp_fill returns int; entries hold their ranks.
+ * 3: leaf sizes and origin modes (selp_top1/selp_topk take leaf_size and origin_mode). */
+EXPORT int64_t selp_abi(void) { return 3; }
 
-/* The origin hash of a rule step (for the tests: the kernels inline the same loop). */
-EXPORT int64_t selp_origin_of(int64_t rule_hash, const int64_t *child_origins, int64_t n) {
+/* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
+EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origins, int64_t n, int mode) {
     uint64_t h = (uint64_t)rule_hash;
-    for (int64_t t = 0; t < n; t++) h = mix64(h * G64 + (uint64_t)child_origins[t]);
-    return (int64_t)mix64(h + (uint64_t)(n + 1) * G64);
+    for (int64_t t = 0; t < n; t++) h = origin_step(mode, h, child_origins[t]);
+    return origin_end(mode, h, n);
+}
+
+/* The origin hash of a rule step (for the tests: the kernels use the same two helpers). */
+EXPORT int64_t selp_origin_of(int64_t rule_hash, const int64_t *child_origins, int64_t n) {
+    return selp_origin_of_mode(rule_hash, child_origins, n, 0);
 }
 
 /* ---- a module, so that setuptools builds it as one and importlib finds its file ---------- */

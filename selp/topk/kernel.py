@@ -82,6 +82,7 @@ from __future__ import annotations
 import ctypes
 import heapq
 import threading
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -125,6 +126,37 @@ def origin_of(rule_hash: int, child_origins: Iterable[int]) -> int:
     return h - (1 << 64) if h >> 63 else h
 
 
+_XP1, _XP2, _XP3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+_XP4, _XP5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _MASK
+
+
+def xxh64_long(value: int, seed: int) -> int:
+    """Spark's ``XXH64.hashLong(value, seed)`` on unsigned 64-bit words (what ``xxhash64`` of a
+    bigint column folds into its running hash)."""
+    h = (seed + _XP5 + 8) & _MASK
+    h ^= (_rotl((value & _MASK) * _XP2 & _MASK, 31) * _XP1) & _MASK
+    h = (_rotl(h, 27) * _XP1 + _XP4) & _MASK
+    h ^= h >> 33
+    h = (h * _XP2) & _MASK
+    h ^= h >> 29
+    h = (h * _XP3) & _MASK
+    return h ^ (h >> 32)
+
+
+def spark_origin_of(rule_hash: int, child_origins: Iterable[int]) -> int:
+    """The origin of a rule step as the Spark DTable computes it, ``xxhash64("N", rule, o1, ..)``,
+    given ``rule_hash`` = Spark's ``xxhash64("N", rule)``: each child origin folded in with
+    :func:`xxh64_long`, the running hash being the seed (origin mode 1 of the kernels)."""
+    h = rule_hash & _MASK
+    for o in child_origins:
+        h = xxh64_long(o, h)
+    return h - (1 << 64) if h >> 63 else h
+
+
 # --- data ----------------------------------------------------------------------------------------
 
 
@@ -144,6 +176,11 @@ class Hypergraph:
     rule_hash: np.ndarray  # int64[R]
     rule_copy: np.ndarray  # bool[R]
     checked: bool = False  # set by the kernel's validation: a checked graph is not checked again
+    # a leaf's entry size (None: every leaf has size 0, as an EDB fact does); a leaf may stand for
+    # an entry computed elsewhere (the Spark engine hands a partition its inputs' entries)
+    leaf_size: np.ndarray | None = None  # int64[F]
+    # 0: origins by origin_of; 1: by spark_origin_of (rule_hash then holds xxhash64("N", rule))
+    origin_mode: int = 0
 
     @property
     def n_facts(self) -> int:
@@ -217,16 +254,44 @@ def compiled_available() -> bool:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
-_ABI = 2  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+_ABI = 3  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+
+
+def _kernel_file() -> str:
+    """The path of the built kernel. When selp was shipped as a zip (``spark.submit.pyFiles``:
+    Spark executors), the extension cannot be imported from it, but ctypes can load a copy: the
+    library is extracted once per process into a temporary directory. ImportError when there is
+    none."""
+    try:
+        from selp.topk import _kernel  # noqa: PLC0415 (a module only so its file is found)
+
+        return _kernel.__file__  # type: ignore[return-value]
+    except ImportError:
+        pass
+    import importlib.machinery
+    import tempfile
+    import zipfile
+
+    here = Path(__file__).parent
+    for parent in here.parents:  # the zip archive's own path is one of the parents
+        if zipfile.is_zipfile(parent):
+            inner = here.relative_to(parent).as_posix()
+            with zipfile.ZipFile(parent) as z:
+                for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                    name = f"{inner}/_kernel{suffix}"
+                    if name in z.namelist():
+                        out = Path(tempfile.mkdtemp(prefix="selp-kernel-")) / f"_kernel{suffix}"
+                        out.write_bytes(z.read(name))
+                        return str(out)
+            break
+    raise ImportError("the compiled kernel was not built")
 
 
 def _compiled() -> Any:
     """The C kernel (:file:`_kernel.c`) through ctypes, or None when it was not built."""
     if not _LIB:
         try:
-            from selp.topk import _kernel  # noqa: PLC0415 (a module only so its file is found)
-
-            lib = ctypes.CDLL(_kernel.__file__)
+            lib = ctypes.CDLL(_kernel_file())
             lib.selp_abi.restype = ctypes.c_int64
             if lib.selp_abi() != _ABI:
                 raise AttributeError("selp_abi")
@@ -235,7 +300,7 @@ def _compiled() -> Any:
             _LIB.append(None)
             return None
         P, I64, F64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
-        args = [I64, I64] + [P] * 11 + [ctypes.c_int, F64]
+        args = [I64, I64] + [P] * 11 + [ctypes.c_int, F64, P, ctypes.c_int]
         lib.selp_top1.argtypes, lib.selp_top1.restype = args, P
         lib.selp_topk.argtypes, lib.selp_topk.restype = args + [I64], P
         for name in ("selp_n_entries", "selp_n_ranks"):
@@ -245,6 +310,7 @@ def _compiled() -> Any:
         lib.selp_stop.argtypes, lib.selp_stop.restype = [], None
         lib.selp_tree_count_bound.argtypes, lib.selp_tree_count_bound.restype = [I64, I64] + [P] * 4 + [I64], I64
         lib.selp_origin_of.argtypes, lib.selp_origin_of.restype = [I64, P, I64], I64
+        lib.selp_origin_of_mode.argtypes, lib.selp_origin_of_mode.restype = [I64, P, I64, ctypes.c_int], I64
         _LIB.append(lib)
     return _LIB[0]
 
@@ -257,7 +323,8 @@ def _run_compiled(g: Hypergraph, combine: int, sign: float, k: int) -> tuple[np.
     lib = _compiled()
     arrays = [g.leaf.view(np.uint8), g.leaf_w, g.leaf_origin, g.inst_rule, g.inst_head, g.child_ptr,
               g.child_fact, g.rule_w, g.rule_size, g.rule_hash, g.rule_copy.view(np.uint8)]
-    args = [g.n_facts, g.n_instances, *(_ptr(a) for a in arrays), combine, sign]
+    sizes = None if g.leaf_size is None else _ptr(g.leaf_size)
+    args = [g.n_facts, g.n_instances, *(_ptr(a) for a in arrays), combine, sign, sizes, g.origin_mode]
     run = _interruptible(lambda: lib.selp_top1(*args) if k == 1 else lib.selp_topk(*args, k), lib)
     if not run:
         raise MemoryError("the top-k kernel could not allocate its tables")
@@ -289,10 +356,10 @@ def _interruptible(call: Any, lib: Any) -> Any:
     return out[0] if out else None
 
 
-def origin_of_compiled(rule_hash: int, child_origins: np.ndarray) -> int:
-    """:func:`origin_of` computed by the C kernel (for the tests)."""
+def origin_of_compiled(rule_hash: int, child_origins: np.ndarray, mode: int = 0) -> int:
+    """:func:`origin_of` (``mode`` 1: :func:`spark_origin_of`) computed by the C kernel (for the tests)."""
     a = np.ascontiguousarray(child_origins, dtype=np.int64)
-    return int(_compiled().selp_origin_of(rule_hash, _ptr(a), len(a)))
+    return int(_compiled().selp_origin_of_mode(rule_hash, _ptr(a), len(a), mode))
 
 
 def tree_count_bound(g: Hypergraph, k: int) -> int | None:
@@ -345,7 +412,8 @@ def _sorted(g: Hypergraph) -> tuple[Hypergraph, np.ndarray]:
     np.cumsum(new_counts, out=ptr[1:])
     gather = np.repeat(g.child_ptr[:-1][order] - ptr[:-1], new_counts) + np.arange(int(ptr[-1]))
     g2 = Hypergraph(g.leaf, g.leaf_w, g.leaf_origin, g.inst_rule[order], g.inst_head[order], ptr,
-                    g.child_fact[gather], g.rule_w, g.rule_size, g.rule_hash, g.rule_copy)
+                    g.child_fact[gather], g.rule_w, g.rule_size, g.rule_hash, g.rule_copy,
+                    leaf_size=g.leaf_size, origin_mode=g.origin_mode)
     return g2, order
 
 
@@ -376,7 +444,14 @@ def checked(graph: Hypergraph) -> Hypergraph:
         if a.dtype.kind in "iu" and b.size and not np.array_equal(b, a):
             raise ValueError(f"{name} does not fit {np.dtype(dtype).name}")
         arrays[name] = b
-    g = Hypergraph(**arrays, checked=True)
+    if graph.origin_mode not in (0, 1):
+        raise ValueError(f"origin_mode must be 0 or 1, not {graph.origin_mode!r}")
+    size = None
+    if graph.leaf_size is not None:
+        size = np.ascontiguousarray(graph.leaf_size, dtype=np.int64)
+        if size.shape != (len(arrays["leaf"]),) or (size.size and size.min() < 0):
+            raise ValueError("leaf_size must hold a size >= 0 for every fact")
+    g = Hypergraph(**arrays, checked=True, leaf_size=size, origin_mode=int(graph.origin_mode))
     F, I, R = len(g.leaf), len(g.inst_rule), len(g.rule_w)
     for name, n in (("leaf_w", F), ("leaf_origin", F), ("inst_head", I), ("child_ptr", I + 1),
                     ("rule_size", R), ("rule_hash", R), ("rule_copy", R)):
@@ -420,11 +495,13 @@ def _py_top1(g: Hypergraph, combine: int, sign: float) -> tuple[np.ndarray, ...]
     comb = _combiner(combine)
     F, I = g.n_facts, g.n_instances
     leaf, leaf_w, leaf_origin, inst_rule, inst_head, cp, cf, rule_w, rule_size, rule_hash, rule_copy = _as_lists(g)
+    origin = spark_origin_of if g.origin_mode else origin_of
+    lsize = g.leaf_size.tolist() if g.leaf_size is not None else [0] * F
     final = [False] * F
     ew, es, eo, ei = [0.0] * F, [0] * F, [0] * F, [-1] * F
     for f in range(F):
         if leaf[f]:
-            final[f], ew[f], eo[f] = True, leaf_w[f], leaf_origin[f]
+            final[f], ew[f], es[f], eo[f] = True, leaf_w[f], lsize[f], leaf_origin[f]
     best: list[tuple | None] = [None] * F  # (key, size, origin, instance) of the head's best
     wait: dict[int, list[int]] = {}
     heap: list[tuple] = []
@@ -443,7 +520,7 @@ def _py_top1(g: Hypergraph, combine: int, sign: float) -> tuple[np.ndarray, ...]
         for t in range(a, b):
             w = comb(w, ew[cf[t]])
             s += es[cf[t]]
-        o = eo[cf[a]] if rule_copy[r] else origin_of(rule_hash[r], [eo[cf[t]] for t in range(a, b)])
+        o = eo[cf[a]] if rule_copy[r] else origin(rule_hash[r], [eo[cf[t]] for t in range(a, b)])
         item = (sign * w, s, o, i)
         if best[h] is None or item < best[h]:
             best[h] = item
@@ -470,8 +547,10 @@ def _py_topk(g: Hypergraph, combine: int, sign: float, k: int) -> tuple[np.ndarr
     comb = _combiner(combine)
     F, I = g.n_facts, g.n_instances
     leaf, leaf_w, leaf_origin, inst_rule, inst_head, cp, cf, rule_w, rule_size, rule_hash, rule_copy = _as_lists(g)
+    origin = spark_origin_of if g.origin_mode else origin_of
+    lsize = g.leaf_size.tolist() if g.leaf_size is not None else [0] * F
     # per fact, its entries best first: (w, size, origin, instance, child ranks)
-    ent: list[list[tuple]] = [[(leaf_w[f], 0, leaf_origin[f], -1, ())] if leaf[f] else [] for f in range(F)]
+    ent: list[list[tuple]] = [[(leaf_w[f], lsize[f], leaf_origin[f], -1, ())] if leaf[f] else [] for f in range(F)]
     # candidate c: instance c_inst[c] with child ranks c_ranks[c]; 0..I-1 have every rank 1
     c_inst = list(range(I))
     c_ranks = [(1,) * (cp[i + 1] - cp[i]) for i in range(I)]
@@ -494,7 +573,7 @@ def _py_topk(g: Hypergraph, combine: int, sign: float, k: int) -> tuple[np.ndarr
         for e in kids:
             w = comb(w, e[0])
             s += e[1]
-        o = kids[0][2] if rule_copy[rl] else origin_of(rule_hash[rl], [e[2] for e in kids])
+        o = kids[0][2] if rule_copy[rl] else origin(rule_hash[rl], [e[2] for e in kids])
         heapq.heappush(heap, (sign * w, s, o, c))
 
     for c in range(I):

@@ -71,6 +71,7 @@ from selp.engines.spark_compile import (
 from selp.engines.spark import evaluate_loaded
 from selp.engines.spark_frames import materialize, materialize_count, release
 from selp.engines.spark_load import SparkDatabase, load_spark_database
+from selp.engines.spark_partitioned import settings as partition_settings
 from selp.errors import SelpError
 from selp.instrument.builder import is_child
 from selp.instrument.witness import is_filter_relation
@@ -78,6 +79,7 @@ from selp.language.ast import Atom, Rule, Var
 from selp.language.validate import Component, analyze
 from selp.topk.monoid import ACCESS_LEVELS, BUILTIN, Monoid
 from selp.topk.spark_dtable import PTR, SparkDTable, materialize_observed
+from selp.topk.spark_partitioned import choose, run_partition_local
 from selp.topk.task import Task
 from selp.values import decode
 
@@ -208,6 +210,7 @@ class _Engine:
         self.homes: list[_Home] = []
         self.home: dict[str, _Home] = {}  # relation -> where its entries are (absent: none yet)
         self.rounds = 0
+        self.plan: list[dict[str, Any]] = []  # how each component of P_p ran (see spark_partitioned)
         self.small_rounds = 0  # rounds merged into ``over`` (see merge)
         self.total = 0
         self.owned: list[DataFrame] = []  # other materialised frames, freed at the end
@@ -757,7 +760,7 @@ def _broadcast_rows(spark: SparkSession, given: int | None) -> int:
 
 def run_topk_spark(
     task: Task,
-    db_dir: str | Path | None,
+    db_dir: str | Path | SparkDatabase | None,
     spark: SparkSession,
     progress: Progress | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
@@ -774,7 +777,7 @@ def run_topk_spark(
     if not monoid.on_spark:
         raise SelpError(f"monoid {monoid.name} has no Spark column expressions; use --engine local")
     t0 = time.perf_counter()
-    db = load_spark_database(task.analysis, db_dir, spark)
+    db = db_dir if isinstance(db_dir, SparkDatabase) else load_spark_database(task.analysis, db_dir, spark)
     load_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
     prefilter_rows = int(spark.conf.get(PREFILTER_ROWS_CONF, str(DEFAULT_PREFILTER_ROWS)))
@@ -783,9 +786,26 @@ def run_topk_spark(
     try:
         engine.evaluate_filters()
         engine.leaves()
+        conf = partition_settings(spark)
+        # the witness filters (agg@R) were evaluated above and are no component of the DTable
         components = [c for c in task.inst_analysis.components if not any(is_filter_relation(r) for r in c.relations)]
         for batch in _batches(tuple(components)):
-            engine.component(batch)
+            # a decomposable component gets its DTable partition-local; the rest of its group
+            # (which it does not read, nor they it) runs in global rounds
+            rest = []
+            for comp in batch:
+                d, step = choose(engine, comp, conf)
+                engine.plan.append(step)
+                if d is None:
+                    rest.append(comp)
+                    continue
+                engine.rounds += 1
+                n = run_partition_local(engine, comp, d, conf, _Home(), (_fact_hash, _fact_hash2))
+                engine.total += n
+                if engine.progress:
+                    engine.progress(engine.rounds, n, engine.total)
+            if rest:
+                engine.component(rest)
         fixpoint_seconds = time.perf_counter() - t1
         pieces = [p for h in engine.homes for p in h.pieces]
         thetas = [h.theta for h in engine.homes if h.theta is not None]
@@ -793,6 +813,7 @@ def run_topk_spark(
             task, spark, union_all(pieces) if pieces else None, thetas, pieces + thetas, engine.rounds,
             0.0, load_seconds, fixpoint_seconds, list(db.warnings), engine.total, engine.small_rounds,
         )
+        result.plan = engine.plan
         result.ranked()  # the ranks: the DTable is complete
         result.seconds = time.perf_counter() - t1
         ok = True

@@ -97,6 +97,7 @@ class SparkDTable:
     warnings: list[str] = field(default_factory=list)
     live_count: int = 0  # entries ranked 1..k (EDB leaves included)
     small_rounds: int = 0  # rounds that merged only the facts they touched (see _Engine.merge)
+    plan: list[dict[str, Any]] = field(default_factory=list)  # per component of P_p: how it ran
     _ranked: DataFrame | None = field(default=None, repr=False)
     _entries: DataFrame | None = field(default=None, repr=False)
     _count: int = field(default=0, repr=False)

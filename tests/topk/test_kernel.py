@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from helpers.budget import examples
-from selp.topk.kernel import Hypergraph, KernelResult, modifications, origin_of, run_kernel
+from selp.topk.kernel import Hypergraph, KernelResult, modifications, origin_of, origin_of_compiled, run_kernel, spark_origin_of
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 FIELDS = ("fact_ptr", "w", "size", "origin", "inst", "child_rank_ptr", "child_rank")
@@ -259,6 +259,40 @@ def test_independent_components_get_the_answers_they_have_alone(data, acyclic: b
                 ra = alone.child_rank[alone.child_rank_ptr[ea]:alone.child_rank_ptr[ea + 1]]
                 rb = both.child_rank[both.child_rank_ptr[eb]:both.child_rank_ptr[eb + 1]]
                 assert ra.tolist() == rb.tolist()
+@given(st.data(), st.booleans(), st.integers(0, 2), st.sampled_from([1.0, -1.0]), st.integers(1, 4))
+@SLOW
+def test_spark_origins_and_leaf_sizes_compiled_equals_python(data, acyclic: bool, combine: int, sign: float, k: int) -> None:
+    """Origin mode 1 (Spark's xxhash64 chain) and leaves standing for entries of any size: both
+    kernels agree bit for bit, and every entry is its instance over its children's entries."""
+    g = data.draw(hypergraphs(acyclic, None, None))
+    g.leaf_size = np.array(data.draw(st.lists(st.integers(0, 5), min_size=g.n_facts, max_size=g.n_facts)), np.int64)
+    g.origin_mode = 1
+    a = run_kernel(g, combine, sign, k, backend="python")
+    _same(a, run_kernel(g, combine, sign, k, backend="compiled"))
+    fp = a.fact_ptr
+    for f in np.flatnonzero(g.leaf):
+        assert a.size[fp[f]] == g.leaf_size[f]
+    for e in np.flatnonzero(a.inst >= 0):
+        i = int(a.inst[e])
+        r = g.inst_rule[i]
+        kids = g.child_fact[g.child_ptr[i]:g.child_ptr[i + 1]]
+        ranks = a.child_rank[a.child_rank_ptr[e]:a.child_rank_ptr[e + 1]]
+        got = [int(a.origin[fp[c] + rank - 1]) for c, rank in zip(kids, ranks)]
+        assert a.origin[e] == (got[0] if g.rule_copy[r] else spark_origin_of(int(g.rule_hash[r]), got))
+        assert a.size[e] == g.rule_size[r] + sum(int(a.size[fp[c] + rank - 1]) for c, rank in zip(kids, ranks))
+
+
+def test_spark_origin_is_sparks_xxhash64(spark) -> None:
+    """Origin mode 1 is what Spark's own xxhash64("N", rule, child origins..) computes."""
+    from pyspark.sql import functions as F
+
+    kids = [0, 123, -987654321012345, 2**63 - 1, -(2**63)]
+    row = spark.range(1).select(
+        F.xxhash64(F.lit("N"), F.lit("r1")).alias("prefix"),
+        F.xxhash64(F.lit("N"), F.lit("r1"), *[F.lit(o).cast("bigint") for o in kids]).alias("full"),
+    ).collect()[0]
+    assert spark_origin_of(row.prefix, kids) == row.full
+    assert origin_of_compiled(row.prefix, np.array(kids, np.int64), mode=1) == row.full
 
 
 def test_the_compiled_kernel_is_built_and_used_by_default() -> None:

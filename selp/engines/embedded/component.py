@@ -78,47 +78,56 @@ def _tainted_columns(con: Any, view: str, rel: str, arity: int) -> set[tuple[str
     return {(rel, i) for i in range(arity) if got[i]}
 
 
+def fixpoint(con: Any, task: ComponentTask, seeds: Mapping[str, Any], inputs: Mapping[str, Any]) -> tuple[Store, list[int]]:
+    """Load ``seeds`` (member -> Arrow table) and ``inputs`` (every other relation the rules
+    read -> Arrow table; a relation missing from either is empty) into ``con`` and run the
+    component's semi-naive rounds there; the store (``table(rel)`` holds each relation) and the
+    new facts of every round, the last (empty) round excluded."""
+    analysis = task.analysis()
+    types = task.all_types()
+    given = {seed_relation(r): t for r, t in seeds.items()} | dict(inputs)
+    views: dict[str, str] = {}
+    tainted: set[tuple[str, int]] = set()
+    for n, (rel, tbl) in enumerate(sorted(given.items())):
+        if rel not in analysis.edb or tbl is None or tbl.num_rows == 0:
+            continue
+        views[rel] = f"_in{n}"
+        con.register(views[rel], tbl)
+        tainted |= _tainted_columns(con, views[rel], rel, analysis.arities[rel])
+    kinds = column_kinds(analysis, types, tainted)
+    names = {rel: tuple(columns(n)) for rel, n in analysis.arities.items()}
+    store = Store(con, analysis, types, kinds, names)
+    for rel in sorted(analysis.arities):
+        ks = kinds[rel]
+        create_table(con, table(rel), ks)
+        if rel not in views:
+            continue
+        if not ks:
+            con.execute(f"INSERT INTO {table(rel)} SELECT TRUE FROM {views[rel]} LIMIT 1")
+            continue
+        cols = [f"CAST(c{i} AS BIGINT)" if k.native_int else f"c{i}" for i, k in enumerate(ks)]
+        con.execute(f"INSERT INTO {table(rel)} SELECT DISTINCT {', '.join(cols)} FROM {views[rel]}")
+    rounds: list[int] = []
+    semi_naive(store, analysis.components[0], set(task.members), lambda c, i, d, t: rounds.append(d))
+    return store, [d for d in rounds if d]
+
+
 def run_component(task: ComponentTask, seeds: Mapping[str, Any], inputs: Mapping[str, Any]) -> ComponentOutput:
     """The fixpoint of ``task``'s component from ``seeds`` (member -> Arrow table), reading
     ``inputs`` (every other relation its rules read -> Arrow table); a relation missing from
     either is empty."""
     import pyarrow as pa
 
-    analysis = task.analysis()
-    types = task.all_types()
-    given = {seed_relation(r): t for r, t in seeds.items()} | dict(inputs)
     con = connect(threads=task.threads)
     try:
-        views: dict[str, str] = {}
-        tainted: set[tuple[str, int]] = set()
-        for n, (rel, tbl) in enumerate(sorted(given.items())):
-            if rel not in analysis.edb or tbl is None or tbl.num_rows == 0:
-                continue
-            views[rel] = f"_in{n}"
-            con.register(views[rel], tbl)
-            tainted |= _tainted_columns(con, views[rel], rel, analysis.arities[rel])
-        kinds = column_kinds(analysis, types, tainted)
-        names = {rel: tuple(columns(n)) for rel, n in analysis.arities.items()}
-        store = Store(con, analysis, types, kinds, names)
-        for rel in sorted(analysis.arities):
-            ks = kinds[rel]
-            create_table(con, table(rel), ks)
-            if rel not in views:
-                continue
-            if not ks:
-                con.execute(f"INSERT INTO {table(rel)} SELECT TRUE FROM {views[rel]} LIMIT 1")
-                continue
-            cols = [f"CAST(c{i} AS BIGINT)" if k.native_int else f"c{i}" for i, k in enumerate(ks)]
-            con.execute(f"INSERT INTO {table(rel)} SELECT DISTINCT {', '.join(cols)} FROM {views[rel]}")
-        rounds: list[int] = []
-        semi_naive(store, analysis.components[0], set(task.members), lambda c, i, d, t: rounds.append(d))
+        store, rounds = fixpoint(con, task, seeds, inputs)
         facts = {}
         for rel in task.members:
-            cols = ", ".join(f"CAST(c{i} AS VARCHAR) AS c{i}" for i in range(len(kinds[rel])))
+            n = len(store.kinds[rel])
+            cols = ", ".join(f"CAST(c{i} AS VARCHAR) AS c{i}" for i in range(n))
             facts[rel] = con.sql(f"SELECT {cols} FROM {table(rel)}").to_arrow_table().cast(
-                pa.schema([(c, pa.string()) for c in columns(len(kinds[rel]))])
+                pa.schema([(c, pa.string()) for c in columns(n)])
             )
-        return ComponentOutput(facts, [d for d in rounds if d])
+        return ComponentOutput(facts, rounds)
     finally:
         close(con)
-

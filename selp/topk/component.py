@@ -1,0 +1,249 @@
+"""The DTable of one decomposable component in one partition: DuckDB and the compiled kernel
+over Arrow, in the Spark DTable's encoding.
+
+This is what a Spark task runs for a partition of a decomposable component of P_p
+(:mod:`selp.topk.spark_partitioned`). A derivation of a fact of the component only uses facts of
+the component in the same partition and facts of lower relations, so the k best derivations of
+the partition's facts are computed here, whole:
+
+1. the partition's facts: the component's fixpoint from the seed facts
+   (:func:`selp.engines.embedded.component.fixpoint`);
+2. the hypergraph of the embedded DTable (:mod:`selp.topk.embedded`): every fact an id, every
+   instance of a recursive rule a row of ids. Entries computed elsewhere -- the entries of the
+   lower relations the rules read (EDB leaves, earlier components) and the seed entries (what
+   the exit rules made, computed by Spark) -- become **leaves standing for an entry** (their
+   weight, size and origin), each joined to its fact by a copy step: a fact's entries are then
+   exactly its k best, ranked by the kernel like any other;
+3. the kernel (:func:`selp.topk.kernel.run_kernel`) with **Spark's origins** (origin mode 1:
+   ``xxhash64("N", rule, child origins..)``, the rule's prefix hashed by Spark on the driver),
+   so the order -- ties broken on the origin -- and the same-origin dedup are the global
+   rounds' own;
+4. out come the member facts' entries: a seed entry that made its fact's k best is given back as
+   it came (its rule and child pointers), another one with its children as (relation, arguments,
+   origin), from which Spark makes its (fact hash, origin) pointers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from selp.engines.embedded.component import ComponentTask, fixpoint
+from selp.engines.embedded.sql import columns, compile_body, ident
+from selp.engines.embedded.store import close, connect, table
+from selp.language.ast import Atom
+from selp.topk.kernel import Hypergraph, run_kernel
+
+ENTRY_COLUMNS = ("_w", "_s", "_o")  # an entry's weight (float64), size, origin, after c0..
+
+
+@dataclass(frozen=True)
+class DTableTask:
+    """A decomposable component of P_p cut out of it, with what its entries need: rule weights,
+    sizes and Spark origin prefixes of its recursive rules, and the monoid as kernel codes."""
+
+    component: ComponentTask
+    rule_weight: Mapping[str, float]
+    rule_size: Mapping[str, int]
+    rule_hash: Mapping[str, int]  # Spark's xxhash64("N", the rule of P) per recursive rule
+    combine: int
+    sign: float
+    one: float  # the monoid's neutral element: a copy step's weight
+    k: int
+
+
+def _id_tables(con: Any, rels: list[str]) -> tuple[dict[str, tuple[int, int]], int]:
+    """``"i:rel"``: each relation's facts numbered; (first id, count) per relation, and the total."""
+    offsets: dict[str, tuple[int, int]] = {}
+    offset = 0
+    for rel in rels:
+        con.execute(
+            f"CREATE OR REPLACE TABLE {ident(f'i:{rel}')} AS SELECT (row_number() OVER () - 1 + {offset})::BIGINT AS id, *"
+            f" FROM {table(rel)}"
+        )
+        n = con.execute(f"SELECT count(*) FROM {ident(f'i:{rel}')}").fetchall()[0][0]
+        offsets[rel] = (offset, n)
+        offset += n
+    return offsets, offset
+
+
+def _entry_fact_ids(con: Any, store: Any, rel: str, tbl: Any, view: str) -> np.ndarray:
+    """The fact id of every row of ``tbl`` (entries of ``rel``, columns c0..), in row order."""
+    import pyarrow as pa
+
+    con.register(view, tbl.append_column("_row", pa.array(np.arange(tbl.num_rows, dtype=np.int64))))
+    ks = store.kinds[rel]
+    on = " AND ".join(
+        f"i.c{i} = " + (f"CAST(e.c{i} AS BIGINT)" if k.native_int else f"e.c{i}") for i, k in enumerate(ks)
+    ) or "TRUE"
+    got = con.execute(f"SELECT i.id FROM {view} e JOIN {ident(f'i:{rel}')} i ON {on} ORDER BY e._row").fetchnumpy()
+    ids = np.asarray(got["id"], dtype=np.int64)
+    if len(ids) != tbl.num_rows:  # every entry's fact was loaded: a mismatch is a bug, not bad input
+        raise RuntimeError(f"partition DTable: {tbl.num_rows - len(ids)} entries of {rel} match no fact")
+    return ids
+
+
+def _fact_args(con: Any, store: Any, rels: list[str], offsets: Mapping[str, tuple[int, int]]) -> Any:
+    """Every fact's arguments (encoded text) as one list<string> array in id order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = []
+    for rel in rels:
+        n = len(store.kinds[rel]) if store.analysis.arities[rel] else 0
+        m = offsets[rel][1]
+        if n == 0:
+            parts.append(pa.ListArray.from_arrays(pa.array(np.zeros(m + 1, np.int32)), pa.array([], pa.string())))
+            continue
+        cols = ", ".join(f"CAST(c{i} AS VARCHAR) AS c{i}" for i in range(n))
+        t = con.sql(f"SELECT {cols} FROM {ident(f'i:{rel}')} ORDER BY id").to_arrow_table()
+        flat = pa.concat_arrays([t.column(i).combine_chunks().cast(pa.string()) for i in range(n)])
+        # row-major: value j of fact r is column j's row r
+        order = (np.arange(n)[None, :] * m + np.arange(m)[:, None]).reshape(-1)
+        values = pc.take(flat, pa.array(order))
+        parts.append(pa.ListArray.from_arrays(pa.array(np.arange(0, m * n + 1, n, dtype=np.int32)), values))
+    if not parts:
+        return pa.array([], pa.list_(pa.string()))
+    return pa.concat_arrays(parts)
+
+
+def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping[str, Any]) -> Any:
+    """The entries of the component's facts in one partition (see the module docstring).
+
+    ``seeds``: member -> Arrow table of seed entries (c0.., ``_w``, ``_s``, ``_o``, ``_rule``,
+    ``_ch``); ``inputs``: every other relation the recursive rules read -> its entries (c0..,
+    ``_w``, ``_s``, ``_o``). Returns an Arrow table: ``relation``, ``args``, ``_w``, ``_s``,
+    ``_o``, ``_rule``, ``_ch`` (a seed entry's own pointers, else null) and ``_cx`` (the computed
+    entries' children as relation, args, origin; else null)."""
+    comp = task.component
+    con = connect(threads=comp.threads)
+    try:
+        store, _ = fixpoint(con, comp, seeds, inputs)
+        members = sorted(comp.members)
+        others = sorted(r for r in inputs if r not in comp.members)
+        rels = members + others  # members first: their ids are 0..M-1
+        offsets, n_facts = _id_tables(con, rels)
+        n_members = sum(offsets[r][1] for r in members)
+        # leaves standing for given entries: inputs' entries, then seeds' (their rows in order)
+        leaf_tables = [(r, inputs[r]) for r in others if inputs[r] is not None and inputs[r].num_rows]
+        seed_tables = [(r, seeds[r]) for r in members if r in seeds and seeds[r] is not None and seeds[r].num_rows]
+        heads = []
+        for n, (rel, tbl) in enumerate(leaf_tables + seed_tables):
+            heads.append(_entry_fact_ids(con, store, rel, tbl, f"_e{n}"))
+        all_tables = [t for _, t in leaf_tables + seed_tables]
+        n_leaves = sum(t.num_rows for t in all_tables)
+        first_seed = n_facts + sum(t.num_rows for _, t in leaf_tables)
+
+        def column(name: str, dtype: Any) -> np.ndarray:
+            if not all_tables:
+                return np.zeros(0, dtype)
+            return np.concatenate([t.column(name).to_numpy(zero_copy_only=False).astype(dtype) for t in all_tables])
+
+        F = n_facts + n_leaves
+        leaf = np.zeros(F, np.bool_)
+        leaf[n_facts:] = True
+        leaf_w = np.zeros(F, np.float64)
+        leaf_w[n_facts:] = column("_w", np.float64)
+        leaf_size = np.zeros(F, np.int64)
+        leaf_size[n_facts:] = column("_s", np.int64)
+        leaf_origin = np.zeros(F, np.int64)
+        leaf_origin[n_facts:] = column("_o", np.int64)
+        # rule 0: the copy step from a leaf to the fact whose entry it stands for
+        names = [r.name for r in comp.recursive_rules]
+        inst_heads = [np.concatenate(heads) if heads else np.zeros(0, np.int64)]
+        inst_rules = [np.zeros(n_leaves, np.int32)]
+        kids = [np.arange(n_facts, F, dtype=np.int64)]
+        counts = [np.ones(n_leaves, np.int64)]
+        for idx, rule in enumerate(comp.recursive_rules, 1):
+            body = compile_body(rule, store.kinds, lambda i, r: ident(f"i:{r}"))
+            pos = [j for j, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated]
+            extra = [f"{body.alias[j]}.id AS k{n}" for n, j in enumerate(pos)]
+            head_cols = columns(len(store.kinds[rule.head.relation]))
+            on = " AND ".join(f"h.{c} = b.{c}" for c in head_cols) or "TRUE"
+            got = con.execute(
+                f"SELECT h.id AS head{''.join(f', b.k{n}' for n in range(len(pos)))}"
+                f" FROM ({body.select(distinct=False, extra=extra)}) AS b JOIN {ident(f'i:{rule.head.relation}')} AS h ON {on}"
+            ).fetchnumpy()
+            h = np.asarray(got["head"], dtype=np.int64)
+            inst_heads.append(h)
+            inst_rules.append(np.full(len(h), idx, np.int32))
+            if pos:
+                kids.append(np.stack([np.asarray(got[f"k{n}"], dtype=np.int64) for n in range(len(pos))], axis=1).reshape(-1))
+            counts.append(np.full(len(h), len(pos), np.int64))
+        inst_head = np.concatenate(inst_heads)
+        child_ptr = np.zeros(len(inst_head) + 1, np.int64)
+        np.cumsum(np.concatenate(counts), out=child_ptr[1:])
+        graph = Hypergraph(
+            leaf, leaf_w, leaf_origin, np.concatenate(inst_rules), inst_head, child_ptr, np.concatenate(kids),
+            np.array([task.one] + [task.rule_weight[r] for r in names], np.float64),
+            np.array([0] + [task.rule_size[r] for r in names], np.int64),
+            np.array([0] + [task.rule_hash[r] for r in names], np.int64),
+            np.array([True] + [task.rule_size[r] == 0 for r in names], np.bool_),
+            leaf_size=leaf_size, origin_mode=1,
+        )
+        res = run_kernel(graph, task.combine, task.sign, task.k)
+        args = _fact_args(con, store, rels, offsets)
+    finally:
+        close(con)
+    return _entries(task, res, graph, rels, offsets, args, n_members, n_leaves, first_seed, [t for _, t in seed_tables])
+
+
+def _entries(task: DTableTask, res: Any, g: Hypergraph, rels: list[str], offsets: Mapping[str, tuple[int, int]],
+             args: Any, n_members: int, n_copies: int, first_seed: int, seed_tables: list[Any]) -> Any:
+    """The member facts' entries as the Arrow table :func:`partition_dtable` returns."""
+    import pyarrow as pa
+
+    fp = res.fact_ptr
+    n = int(fp[n_members])
+    fact_rel = np.zeros(len(args), np.int32)
+    for i, rel in enumerate(rels):
+        first, m = offsets[rel]
+        fact_rel[first:first + m] = i
+    rel_names = pa.array(rels, pa.string())
+    owner = np.repeat(np.arange(n_members, dtype=np.int64), np.diff(fp[:n_members + 1]))
+    inst = res.inst[:n]
+    copied = inst < n_copies  # a seed entry (members have no other copy step)
+    ptr_type = pa.list_(pa.struct([("f", pa.int64()), ("o", pa.int64())]))
+    cx_type = pa.list_(pa.struct([("relation", pa.string()), ("args", pa.list_(pa.string())), ("o", pa.int64())]))
+    parts = []
+    # seed entries, given back as they came
+    e = np.flatnonzero(copied)
+    if len(e):
+        seeds = pa.concat_tables([t.select(["_rule", "_ch"]) for t in seed_tables]) if seed_tables else None
+        rows = g.child_fact[g.child_ptr[inst[e]]] - first_seed
+        facts = pa.array(owner[e])
+        parts.append(pa.table({
+            "relation": rel_names.take(pa.array(fact_rel[owner[e]])), "args": args.take(facts),
+            "_w": pa.array(res.w[e]), "_s": pa.array(res.size[e]), "_o": pa.array(res.origin[e]),
+            "_rule": seeds.column("_rule").take(pa.array(rows)).combine_chunks().cast(pa.string()),
+            "_ch": seeds.column("_ch").take(pa.array(rows)).combine_chunks().cast(ptr_type),
+            "_cx": pa.nulls(len(e), cx_type),
+        }))
+    # entries of the recursive rules: children as (relation, args, origin)
+    e = np.flatnonzero(~copied)
+    if len(e):
+        i = inst[e]
+        m = np.diff(g.child_ptr)[i]
+        off = np.zeros(len(e) + 1, np.int64)
+        np.cumsum(m, out=off[1:])
+        within = np.arange(int(off[-1])) - np.repeat(off[:-1], m)
+        child = g.child_fact[np.repeat(g.child_ptr[i], m) + within]
+        rank = res.child_rank[np.repeat(res.child_rank_ptr[e], m) + within]
+        origin = res.origin[fp[child] + rank - 1]
+        kids = pa.StructArray.from_arrays(
+            [rel_names.take(pa.array(fact_rel[child])), args.take(pa.array(child)), pa.array(origin, pa.int64())],
+            names=["relation", "args", "o"],
+        )
+        names = np.array([""] + [r.name for r in task.component.recursive_rules], dtype=object)
+        parts.append(pa.table({
+            "relation": rel_names.take(pa.array(fact_rel[owner[e]])), "args": args.take(pa.array(owner[e])),
+            "_w": pa.array(res.w[e]), "_s": pa.array(res.size[e]), "_o": pa.array(res.origin[e]),
+            "_rule": pa.array(names[g.inst_rule[i]], pa.string()),
+            "_ch": pa.nulls(len(e), ptr_type),
+            "_cx": pa.ListArray.from_arrays(pa.array(off.astype(np.int32)), kids).cast(cx_type),
+        }))
+    if not parts:
+        return None
+    return pa.concat_tables(parts)

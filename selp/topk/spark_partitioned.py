@@ -1,0 +1,228 @@
+"""The Spark DTable of a decomposable component, partition-local (issue 19, item 2).
+
+A decomposable component (:mod:`selp.engines.decompose`) splits by the value at its
+decomposition position into groups that never meet, and a derivation of one of its facts only
+uses facts of the same group and of lower relations. So instead of the global rounds of
+:mod:`selp.topk.spark` -- a shuffle of every candidate and a window per round -- its whole DTable
+is computed in each partition, in one job (:func:`selp.topk.component.partition_dtable`: DuckDB
+and the compiled kernel over Arrow, ``mapInArrow``):
+
+* the seed entries -- what the exit rules make over the lower entries -- are Spark plans, as in
+  a global round; they are hash-partitioned on the decomposition value, with the entries of the
+  *keyed* inputs (split on their column holding that value); the entries of the other inputs are
+  collected once and broadcast;
+* each task ranks its facts' derivations with the kernel, whose origins are Spark's
+  (``xxhash64``): same total order (key, size, origin), same same-origin dedup;
+* the entries come back in the global rounds' format (fact hashes, child pointers as (fact hash,
+  origin)), with ``theta`` made from them: the saved DTable, ``trees`` and ``explain`` read them
+  as any other.
+
+Used when ``spark.selp.partitionLocal`` is on (the default), the monoid has a compiled form (the
+built-in ones), and the broadcast entries are at most ``spark.selp.partitionLocal.broadcastRows``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DoubleType, LongType, StringType, StructField, StructType
+
+from selp.engines.decompose import Decomposition, NotDecomposable, decompose
+from selp.engines.embedded.component import ComponentTask
+from selp.engines.spark_compile import union_all
+from selp.engines.spark_frames import materialize_count
+from selp.engines.spark_partitioned import ENABLED_CONF, BROADCAST_ROWS_CONF, Settings
+from selp.instrument.witness import is_filter_relation
+from selp.language.ast import Atom
+from selp.language.validate import Component
+from selp.topk.component import DTableTask, partition_dtable
+from selp.topk.embedded import COMPILED
+from selp.topk.spark_dtable import PTR, materialize_observed
+
+_KEY, _SEED = "_key", "_seed"
+_CX = ArrayType(StructType([
+    StructField("relation", StringType()), StructField("args", ArrayType(StringType())), StructField("o", LongType()),
+]))
+_ROWS = StructType([
+    StructField("relation", StringType()), StructField("args", ArrayType(StringType())),
+    StructField("_w", DoubleType()), StructField("_s", LongType()), StructField("_o", LongType()),
+    StructField("_rule", StringType()), StructField("_ch", PTR),
+])
+_OUT = StructType(list(_ROWS.fields) + [StructField("_cx", _CX)])
+
+
+def choose(engine: Any, comp: Component, conf: Settings) -> tuple[Decomposition | None, dict[str, Any]]:
+    """Whether ``comp`` (of P_p) gets a partition-local DTable: its decomposition or None, and
+    the plan step saying how it runs (and why not, if not)."""
+    step: dict[str, Any] = {"relations": list(comp.relations), "mode": "global rounds"}
+    if not comp.recursive:
+        step["mode"] = "one pass"
+        return None, step
+    if not conf.enabled:
+        step["reason"] = f"{ENABLED_CONF}=false"
+        return None, step
+    if engine.task.monoid.name not in COMPILED or engine.task.monoid is not _builtin(engine.task.monoid.name):
+        step["reason"] = f"monoid {engine.task.monoid.name} has no compiled form"
+        return None, step
+    if any(is_filter_relation(a.relation) for r in comp.rules for a in r.body if isinstance(a, Atom)):
+        # it reads aggregated facts (witness filters): they live on the driver's side only
+        step["reason"] = "it reads aggregated facts (a witness filter)"
+        return None, step
+    d = decompose(comp)
+    if isinstance(d, NotDecomposable):
+        step["reason"] = d.reason
+        return None, step
+    rows = sum(_entry_count(engine, rel) for rel in d.broadcast)
+    if rows > conf.broadcast_rows:
+        step["reason"] = f"its broadcast inputs hold {rows} entries, over {BROADCAST_ROWS_CONF}={conf.broadcast_rows}"
+        return None, step
+    step.update(mode="partition-local", position=d.position, partitions=conf.partitions,
+                keyed=sorted(d.keyed), broadcast=list(d.broadcast))
+    return d, step
+
+
+def _builtin(name: str) -> Any:
+    from selp.topk.monoid import BUILTIN
+
+    return BUILTIN.get(name)
+
+
+def _entry_count(engine: Any, rel: str) -> int:
+    home = engine.home.get(rel)
+    return 0 if home is None else home.admitted.get(rel, 0)
+
+
+def _entries_of(engine: Any, rel: str) -> DataFrame | None:
+    """Every admitted entry of ``rel`` (a superset of its k best: the kernel keeps the best)."""
+    home = engine.home.get(rel)
+    if home is None or not home.admitted.get(rel):
+        return None
+    return home.all_entries().filter(F.col("relation") == rel)  # type: ignore[union-attr]
+
+
+def _as_columns(tbl: pa.Table, arity: int, extra: list[str]) -> pa.Table:
+    """Rows with ``args`` as columns c0.. (the uniform encoding the partition's DuckDB reads)."""
+    import pyarrow.compute as pc
+
+    cols = {f"c{i}": pc.list_element(tbl.column("args"), i) for i in range(arity)}
+    return pa.table(cols | {c: tbl.column(c) for c in extra})
+
+
+class PartitionDTable:
+    """The function ``mapInArrow`` runs per partition: seed entries and keyed inputs' entries
+    (tagged ``_seed``) plus the broadcast entries into :func:`partition_dtable`."""
+
+    def __init__(self, task: DTableTask, keyed: tuple[str, ...], broadcast: Any) -> None:
+        self.task = task
+        self.keyed = keyed
+        self.broadcast = broadcast  # pyspark Broadcast of {relation: Arrow table (c0.., _w, _s, _o)}
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.compute as pc
+
+        got = [b for b in batches if b.num_rows]
+        if not got:
+            return
+        tbl = pa.Table.from_batches(got)
+        arity = self.task.component.arities
+        seeds = {}
+        for rel in self.task.component.members:
+            rows = tbl.filter(pc.and_(tbl[_SEED], pc.equal(tbl["relation"], rel)))
+            if rows.num_rows:
+                seeds[rel] = _as_columns(rows, arity[rel], ["_w", "_s", "_o", "_rule", "_ch"])
+        if not seeds:
+            return
+        inputs = {}
+        for rel in self.keyed:
+            rows = tbl.filter(pc.and_(pc.invert(tbl[_SEED]), pc.equal(tbl["relation"], rel)))
+            inputs[rel] = _as_columns(rows, arity[rel], ["_w", "_s", "_o"])
+        if self.broadcast is not None:
+            inputs.update(self.broadcast.value)
+        out = partition_dtable(self.task, seeds, inputs)
+        if out is not None:
+            yield from out.to_batches(max_chunksize=65536)
+
+
+def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Settings, home: Any,
+                        fact_hashes: tuple[Callable[..., Any], Callable[..., Any]]) -> int:
+    """Fill the DTable of ``comp`` partition-locally into ``home`` (a new, empty home of
+    ``engine``, the :class:`selp.topk.spark` engine, which also gives its two fact-hash column
+    functions: the entries must be keyed exactly as its own); returns the number of entries
+    admitted."""
+    spark = engine.spark
+    members = sorted(comp.relations)
+    src = engine.sources()
+    plans = []
+    for rule in d.exit_rules:
+        ext, positives = engine.extend(rule)
+        p = engine.candidates(rule, ext, positives, None, src)
+        if p is not None:
+            plans.append(p)
+    engine.homes.append(home)
+    for rel in members:
+        engine.home[rel] = home
+    if not plans:
+        return 0
+    key_of = {rel: d.position for rel in members} | dict(d.keyed)
+
+    def tagged(df: DataFrame, seed: bool) -> DataFrame:
+        key = F.element_at("args", F.create_map(*[x for rel, c in key_of.items() for x in (F.lit(rel), F.lit(c + 1))])[F.col("relation")])
+        return df.select(
+            "relation", "args", F.col("_w").cast("double").alias("_w"), "_s", "_o",
+            (F.col("_rule") if seed else F.lit(None).cast("string")).alias("_rule"),
+            (F.col("_ch") if seed else F.lit(None).cast(PTR)).alias("_ch"),
+            F.lit(seed).alias(_SEED), key.alias(_KEY),
+        )
+
+    parts = [tagged(p, True) for p in plans]
+    parts += [tagged(e, False) for rel in sorted(d.keyed) if (e := _entries_of(engine, rel)) is not None]
+    rows = union_all(parts).repartition(conf.partitions, _KEY).drop(_KEY)
+    inputs = tuple(sorted(set(d.keyed) | set(d.broadcast)))
+    arities = {r: engine.arity[r] for r in tuple(members) + inputs}
+    small = {}
+    for rel in d.broadcast:
+        e = _entries_of(engine, rel)
+        if e is not None:
+            t = e.select("args", F.col("_w").cast("double").alias("_w"), "_s", "_o").toArrow()
+            small[rel] = _as_columns(t, arities[rel], ["_w", "_s", "_o"])
+    bc = spark.sparkContext.broadcast(small) if small else None
+    task = engine.task
+    prefixes = spark.range(1).select(*[
+        F.xxhash64(F.lit("N"), F.lit(task.inst.rule_origin.get(r.name) or "")).alias(f"h{i}") for i, r in enumerate(d.recursive_rules)
+    ]).collect()[0] if d.recursive_rules else []
+    combine, sign = COMPILED[task.monoid.name]
+    dtask = DTableTask(
+        ComponentTask(tuple(members), d.recursive_rules, arities, {r: tuple(task.types[r]) for r in arities}, conf.threads),
+        {r.name: float(task.rule_weight[r.name]) for r in d.recursive_rules},
+        {r.name: int(task.rule_size[r.name]) for r in d.recursive_rules},
+        {r.name: int(prefixes[i]) for i, r in enumerate(d.recursive_rules)},
+        combine, sign, float(task.monoid.one), task.k,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # pyspark's pandas-version check; no pandas here
+        mapped = rows.mapInArrow(PartitionDTable(dtask, tuple(sorted(d.keyed)), bc), _OUT)
+    pointer = F.transform("_cx", lambda c: F.struct(F.xxhash64(c["relation"], c["args"]).alias("f"), c["o"].alias("o")))
+    fact_hash, fact_hash2 = fact_hashes
+    out = mapped.select(
+        fact_hash(F.col("relation"), F.col("args")).alias("_f"), fact_hash2(F.col("relation"), F.col("args")).alias("_g"),
+        "relation", "args", F.col("_w").cast(engine.wt.type).alias("_w"), "_s", "_o", "_rule",
+        F.coalesce(F.col("_ch"), pointer).cast(PTR).alias("_ch"),
+    )
+    entries, counts = materialize_observed(out, [F.count_if(F.col("relation") == rel).alias(f"n{i}") for i, rel in enumerate(members)])
+    if bc is not None:
+        bc.unpersist()
+    admitted = {rel: counts[f"n{i}"] for i, rel in enumerate(members) if counts[f"n{i}"]}
+    key = engine.wt.key(F.col("_w")).cast(engine.top_type.elementType["k"].dataType)
+    theta, n_facts = materialize_count(entries.groupBy("_f", "_g").agg(
+        F.first("relation").alias("relation"),
+        F.sort_array(F.collect_list(F.struct(key.alias("k"), F.col("_s").alias("s"), F.col("_o").alias("o")))).cast(engine.top_type).alias("top"),
+    ))
+    n = sum(admitted.values())
+    home.pieces, home.piece_rows = [entries], [n]
+    home.admitted, home.live = dict(admitted), dict(admitted)
+    home.theta, home.theta_rows = theta, n_facts
+    return n
