@@ -38,3 +38,12 @@ def test_bidir_bench_bad_peers_is_one_line(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "selp", "bench", "bidir", "--peers", "x", "--out", str(tmp_path)],
                          capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode != 0 and "Traceback" not in run.stderr and "--peers" in run.stderr
+
+
+def test_bidir_bench_engines_agree_on_sizes_and_deletions() -> None:
+    from selp.bench.bidir import bench_bidir
+
+    def key(rows: list[dict]) -> list[tuple]:
+        return [(r["peers"], r["direction"], r["op"], r["side_effects"], r["instance"], r["deleted"], r["kept_back"]) for r in rows]
+
+    assert key(bench_bidir([2, 3], 10, engine="embedded")) == key(bench_bidir([2, 3], 10, engine="reference"))
