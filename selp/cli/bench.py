@@ -4,6 +4,7 @@
   vs selective top-k vs full provenance (:func:`selp.bench.harness.run_bench`);
 * ``instrument``: instrumentation alone (:mod:`selp.bench.instrument`);
 * ``cdss``: update exchange on generated CDSSs (:mod:`selp.bench.cdss`);
+* ``bidir``: unidirectional vs bidirectional mappings and deletion policies (:mod:`selp.bench.bidir`);
 * ``proql``: ProQL on chapter 8's topologies (:mod:`selp.bench.proql`);
 * ``anchors``: whole CLI processes beside DuckDB and Nemo (:mod:`selp.bench.anchors`).
 
@@ -241,6 +242,37 @@ def cdss_cmd(peers: str, scales: str | None, fractions: str, fanout: str, topolo
         say(f"wrote {p}")
 
 
+@click.command(name="bidir")
+@click.option("--peers", default="3,5,8", show_default=True, help="Comma-separated numbers of peers.")
+@click.option("--scales", default="100", show_default=True, help="Base entries per peer (one value).")
+@click.option("--delete-fraction", type=click.FloatRange(min=0, max=1), default=0.1, show_default=True, help="Share of every peer's entries deleted.")
+@click.option("--engine", default="embedded", show_default=True, help="Engine: embedded or reference.")
+@_SEED
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out/bidir", show_default=True, help="Where table.md, results.json/csv and the plots go.")
+@_QUIET
+def bidir_cmd(peers: str, scales: str, delete_fraction: float, engine: str, seed: int, out_dir: str, quiet: bool) -> None:
+    """[Kar09] §6.4.7 (selp.bench.bidir): solution size and time for unidirectional vs
+    bidirectional mappings, and deletion propagation with side effects tolerated or avoided.
+
+    \b
+    Example:
+      selp bench bidir --peers 3,5,8 --scales 100 --out results/bidir
+    """
+    from selp.bench.bidir import bench_bidir, markdown, save
+
+    say = say_printer(quiet)
+    if engine not in ("embedded", "reference"):
+        raise SelpError(f"--engine: {echo(engine)} is not supported here (choose embedded, reference)")
+    peer_list, base = _int_list(peers, "--peers", 1), _int_list(scales, "--scales", 1)
+    if len(base) != 1:
+        raise SelpError(f"--scales expects one value here, got {echo(scales)}")
+    rows = bench_bidir(peer_list, base[0], delete_fraction, engine, seed, say)
+    click.echo(markdown(rows), nl=False)
+    params = {"peers": peer_list, "base": base[0], "delete_fraction": delete_fraction, "engine": engine, "seed": seed, "command": _command_line()}
+    for p in save(rows, out_dir, params):
+        say(f"wrote {p}")
+
+
 @click.command(name="proql")
 @click.option("--patterns", default="all", show_default=True, help="Comma-separated TOPOLOGY:DATA (e.g. chain:leaves), or all.")
 @_PEERS
@@ -322,5 +354,5 @@ def maintain_cmd(workloads: str, strategies: str, deletions: int, stub_extra: in
 
 
 # the registry of benchmarks, in the order an unknown name's error lists them
-for _command in (*(_dataset_command(d) for d in ("iris", "amie", "explain", "tc")), instrument_cmd, topk_cmd, cdss_cmd, proql_cmd, anchors_cmd, maintain_cmd):
+for _command in (*(_dataset_command(d) for d in ("iris", "amie", "explain", "tc")), instrument_cmd, topk_cmd, cdss_cmd, bidir_cmd, proql_cmd, anchors_cmd, maintain_cmd):
     bench.add_command(_command)
