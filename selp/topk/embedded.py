@@ -435,6 +435,11 @@ class ArrayDTable(DTable):
                 cur["worst_top1"] = float(worst)
         return out
 
+    @property
+    def stats_note(self) -> str:
+        """Which path formed the rule instances (for the command's closing stats line)."""
+        return formed_text(self.meta.formed)
+
     def close(self) -> None:
         """Release the DuckDB database behind the facts."""
         self.store.close()
