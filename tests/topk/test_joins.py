@@ -29,6 +29,7 @@ SHAPES = TC + (
     "r6 (0.5): three(x, w) :- edge(x, y), edge(y, z), edge(z, w).\n"  # three atoms
     "r7 (0.5): pair(x, y) :- from0(x), loop(y).\n"  # no shared variable: a cross product
     "r8 (0.5): self(x) :- edge(x, y), edge(y, x), loop(x).\n"  # a cycle of three atoms
+    "r9 (0.5): src(x) :- edge(x, _), edge(_, x).\n"  # anonymous variables
 )
 MIXED = TC + "r3 (0.5): up(x, y) :- path(x, y), x < y.\nr4 (0.5): back(x) :- up(x, y), not edge(y, x).\n"
 
