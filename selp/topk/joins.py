@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from selp.engines.embedded.sql import ident, literal
+from selp.engines.embedded.sql import const_filter, ident, literal
 from selp.language.ast import Atom, Const, Rule, Var
 from selp.topk.kernel import _compiled, _interruptible, _ptr
 
@@ -68,8 +68,7 @@ def plan(rule: Rule, kinds: dict[str, tuple[Any, ...]], is_filter: Any) -> Plan 
         local: dict[Var, int] = {}
         for p, t in enumerate(b.args):  # type: ignore[union-attr]
             if isinstance(t, Const):
-                lit = literal(t.value, ks[p])
-                where.append("FALSE" if lit is None else f"t.c{p} = {lit}")
+                where.append(const_filter(f"t.c{p}", t.value, ks[p]))
             elif isinstance(t, Var):
                 if t.anonymous:
                     continue
