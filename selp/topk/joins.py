@@ -2,8 +2,9 @@
 
 The embedded DTable needs every rule instance of P_p as a row of integers (the head's fact id,
 the children's ids). A DuckDB join per rule computes them, but on transitive closure at 873k
-facts that is 2.6M rows joined, projected and fetched into numpy. Here DuckDB hands over only each relation's facts once, as integer-coded columns
-(fact ids; integers as they are, strings dictionary-encoded), and the kernel's ``selp_join``
+facts that is 2.6M rows joined, projected and fetched into numpy. Here DuckDB hands over only
+each relation's facts once, as integer-coded columns (fact ids; integers as they are, strings
+dictionary-encoded), and the kernel's ``selp_join``
 enumerates the instances: the body atoms in body order, each later atom probed through a hash
 index on its columns bound by earlier atoms, the head's id found by a binary search in the
 bucket of its first column (sorted by all columns): the same instances the SQL path computes
