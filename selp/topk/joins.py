@@ -31,7 +31,7 @@ import numpy as np
 
 from selp.engines.embedded.sql import const_filter, ident, literal
 from selp.language.ast import Atom, Const, Rule, Var
-from selp.topk.kernel import _compiled, _interruptible, _ptr
+from selp.topk.kernel import address as _ptr, interruptible as _interruptible, library as _compiled
 
 MAX_ATOMS, MAX_SLOTS, MAX_HEAD = 16, 64, 16
 _DICT = ident("k:dict")

@@ -364,6 +364,11 @@ def _interruptible(call: Any, lib: Any) -> Any:
     return out[0] if out else None
 
 
+# for selp.topk.joins, which calls the same library: the loaded C kernel (or None), an array's
+# address, and a call that Ctrl-C can stop
+library, address, interruptible = _compiled, _ptr, _interruptible
+
+
 def origin_of_compiled(rule_hash: int, child_origins: np.ndarray, mode: int = 0) -> int:
     """:func:`origin_of` (``mode`` 1: :func:`spark_origin_of`) computed by the C kernel (for the tests)."""
     a = np.ascontiguousarray(child_origins, dtype=np.int64)
