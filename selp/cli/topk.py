@@ -60,7 +60,9 @@ def _run_topk(program: str, pattern: Any, pattern_text: str | None, k: int, mono
         save_dtable(table, opts["save_dir"])
     n = _emit(table, fact_filter, opts["fmt"], opts["out_file"])
     if not quiet:
-        click.echo(f"({engine} engine, {n} fact(s), k={k}, monoid {table.monoid}, {time.perf_counter() - t0:.2f}s)", err=True)
+        note = getattr(table, "stats_note", None)  # how the engine computed it, where it says
+        click.echo(f"({engine} engine, {n} fact(s), k={k}, monoid {table.monoid}{f', {note}' if note else ''},"
+                   f" {time.perf_counter() - t0:.2f}s)", err=True)
 
 
 def _write_or_echo(text: str, out_file: str | None) -> None:

@@ -688,8 +688,9 @@ done:
 /* The layout of run_t and the calling conventions, checked by selp.topk.kernel before use: an
  * editable install whose extension was built from an older _kernel.c is then not called (the
  * pure-Python twin runs, and says so). 2: selp_fill returns int; entries hold their ranks.
- * 3: leaf sizes and origin modes (selp_top1/selp_topk take leaf_size and origin_mode). */
-EXPORT int64_t selp_abi(void) { return 3; }
+ * 3: leaf sizes and origin modes (selp_top1/selp_topk take leaf_size and origin_mode).
+ * 4: rule instances formed here (selp_head, selp_join and their helpers). */
+EXPORT int64_t selp_abi(void) { return 4; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
 EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origins, int64_t n, int mode) {
@@ -701,6 +702,262 @@ EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origi
 /* The origin hash of a rule step (for the tests: the kernels use the same two helpers). */
 EXPORT int64_t selp_origin_of(int64_t rule_hash, const int64_t *child_origins, int64_t n) {
     return selp_origin_of_mode(rule_hash, child_origins, n, 0);
+}
+
+/* ---- rule instances formed here: hash indexes and nested index joins -------------------- */
+
+/* Instead of a DuckDB join whose 2.6M result rows are then fetched, selp.topk.joins ships each
+ * body relation's facts as integer-coded columns (fact ids, values dictionary-encoded) with a
+ * join plan, and the instances are enumerated here: atom after atom in body order, each later
+ * atom read through a hash index on its columns bound by earlier atoms, the head's fact id
+ * looked up in an index on the head's first column. Constants and an atom's
+ * repeated variables are filtered before (in SQL). Memory latency is again what costs: an
+ * index holds its rows' columns and ids inline, grouped by bucket (a probe reads one bucket
+ * start and then consecutive memory); the head lookup binary-searches the bucket of its first
+ * column, sorted by all columns, which consecutive instances of one body row mostly share
+ * (transitive closure: the heads path(x, *) for one x stay in cache). */
+
+typedef struct {
+    int64_t nb, nk, nc;  /* buckets (a power of two), key columns, columns */
+    int64_t *bstart;     /* bucket b's entries: bstart[b]..bstart[b+1]-1 */
+    int64_t *ent;        /* entries of nc + 1 int64: the columns (keys first), then the fact id */
+} index_t;
+
+static inline uint64_t key_hash(const int64_t *vals, int64_t nk) {
+    uint64_t h = G64;
+    for (int64_t c = 0; c < nk; c++) h = mix64(h * G64 + (uint64_t)vals[c]);
+    return h;
+}
+
+static void index_free(index_t *x) {
+    if (!x) return;
+    free(x->bstart); free(x->ent); free(x);
+}
+
+/* An index over `rows` rows of nc columns cols[c][row] (the first nk are the key) and their fact
+ * ids; NULL when out of memory. Entries of a bucket keep the rows' order. */
+static index_t *index_new(int64_t rows, int64_t nk, int64_t nc, const int64_t *const *cols, const int64_t *ids) {
+    index_t *x = calloc(1, sizeof(index_t));
+    if (!x) return NULL;
+    int64_t nb = 1;
+    while (nb < rows) nb <<= 1;
+    x->nb = nb; x->nk = nk; x->nc = nc;
+    x->bstart = calloc((size_t)nb + 1, sizeof(int64_t));
+    x->ent = malloc(((size_t)rows * (nc + 1) + 1) * sizeof(int64_t));
+    int64_t *hb = malloc(((size_t)rows + 1) * sizeof(int64_t));
+    if (!x->bstart || !x->ent || !hb) { free(hb); index_free(x); return NULL; }
+    int64_t vals[16];
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c = 0; c < nk; c++) vals[c] = cols[c][r];
+        hb[r] = (int64_t)(key_hash(vals, nk) & (uint64_t)(nb - 1));
+        x->bstart[hb[r] + 1]++;
+    }
+    for (int64_t b = 0; b < nb; b++) x->bstart[b + 1] += x->bstart[b];
+    /* a stable counting sort, filled from the back: bstart[b+1] ends as bucket b's start */
+    for (int64_t r = rows - 1; r >= 0; r--) {
+        int64_t *e = x->ent + (--x->bstart[hb[r] + 1]) * (nc + 1);
+        for (int64_t c = 0; c < nc; c++) e[c] = cols[c][r];
+        e[nc] = ids[r];
+    }
+    for (int64_t b = 0; b < nb; b++) x->bstart[b] = x->bstart[b + 1];
+    x->bstart[nb] = rows;
+    free(hb);
+    return x;
+}
+
+/* The head relation: an index on column 0 (all columns and the fact id inline), each bucket's
+ * entries sorted by all columns, so that a lookup binary-searches one bucket. */
+typedef index_t head_t;
+
+EXPORT void selp_head_free(head_t *x) { index_free(x); }
+
+static inline int ent_cmp(const int64_t *a, const int64_t *b, int64_t nc) {
+    for (int64_t c = 0; c < nc; c++) if (a[c] != b[c]) return a[c] < b[c] ? -1 : 1;
+    return 0;
+}
+
+/* entries e[0..n) of w int64 each, sorted by their first nc int64 (quicksort, insertion sort
+ * below 16 entries; tmp holds one entry) */
+static void ent_sort(int64_t *e, int64_t n, int64_t w, int64_t nc, int64_t *tmp) {
+    while (n > 16) {
+        int64_t *pv = tmp + w, *m = e + (n / 2) * w;
+        memcpy(pv, m, (size_t)w * sizeof(int64_t));
+        int64_t i = 0, j = n - 1;
+        for (;;) {
+            while (ent_cmp(e + i * w, pv, nc) < 0) i++;
+            while (ent_cmp(e + j * w, pv, nc) > 0) j--;
+            if (i >= j) break;
+            memcpy(tmp, e + i * w, (size_t)w * sizeof(int64_t));
+            memcpy(e + i * w, e + j * w, (size_t)w * sizeof(int64_t));
+            memcpy(e + j * w, tmp, (size_t)w * sizeof(int64_t));
+            i++; j--;
+        }
+        /* [0, j] <= pivot <= [j+1, n): recurse on the smaller part */
+        if (j + 1 < n - j - 1) { ent_sort(e, j + 1, w, nc, tmp); e += (j + 1) * w; n -= j + 1; }
+        else { ent_sort(e + (j + 1) * w, n - j - 1, w, nc, tmp); n = j + 1; }
+    }
+    for (int64_t i = 1; i < n; i++) {
+        memcpy(tmp, e + i * w, (size_t)w * sizeof(int64_t));
+        int64_t j = i - 1;
+        while (j >= 0 && ent_cmp(e + j * w, tmp, nc) > 0) { memcpy(e + (j + 1) * w, e + j * w, (size_t)w * sizeof(int64_t)); j--; }
+        memcpy(e + (j + 1) * w, tmp, (size_t)w * sizeof(int64_t));
+    }
+}
+
+/* The head index over n facts of hk columns cols[c][row] with these fact ids; NULL when out of
+ * memory. */
+EXPORT head_t *selp_head(int64_t n, int64_t hk, const int64_t *const *cols, const int64_t *ids) {
+    head_t *x = index_new(n, hk ? 1 : 0, hk, cols, ids);
+    int64_t *tmp = malloc(2 * ((size_t)hk + 1) * sizeof(int64_t));
+    if (!x || !tmp) { free(tmp); index_free(x); return NULL; }
+    for (int64_t b = 0; b < x->nb; b++)
+        ent_sort(x->ent + x->bstart[b] * (hk + 1), x->bstart[b + 1] - x->bstart[b], hk + 1, hk, tmp);
+    free(tmp);
+    return x;
+}
+
+/* The fact id of the head with these codes, -1 when there is none. */
+static inline int64_t head_find(const head_t *x, const int64_t *key) {
+    int64_t hk = x->nc, w = hk + 1;
+    uint64_t b = key_hash(key, hk ? 1 : 0) & (uint64_t)(x->nb - 1);
+    int64_t lo = x->bstart[b], hi = x->bstart[b + 1];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (ent_cmp(x->ent + mid * w, key, hk) < 0) lo = mid + 1; else hi = mid;
+    }
+    if (lo == x->bstart[b + 1] || ent_cmp(x->ent + lo * w, key, hk) != 0) return -1;
+    return x->ent[lo * w + hk];
+}
+
+/* A join plan (see selp.topk.joins): per body atom a (in body order) its rows, fact ids and
+ * ncol[a] columns of codes, each binding variable slot[.] (its first occurrence) or, when
+ * bound[.], keyed on that slot (bound by an earlier atom); child[a]: whether the atom is a
+ * child of the instances (a filter atom -- demand -- joins but is no child). The head: its
+ * index and per head column a slot (>= 0) or a constant code (hslot -1, hconst). */
+typedef struct {
+    int64_t na, hk, m;
+    const int64_t *rows, *ncol, *slot, *coff; const uint8_t *bound, *child;
+    const int64_t *const *ids; const int64_t *const *cols; /* cols[coff[a] + c] */
+    index_t **idx;            /* per atom: an index on its bound columns (NULL: scan) */
+    int64_t **free_of;        /* per atom with an index: its free columns' slots, in entry order */
+    const head_t *head; const int64_t *hslot, *hconst;
+    int64_t vals[64], fid[16];
+    int64_t *out, n, cap;     /* instances: head id then the children's ids, m + 1 int64 each */
+    int err;
+} join_t;
+
+static void join_emit(join_t *j) {
+    int64_t key[16];
+    for (int64_t c = 0; c < j->hk; c++) key[c] = j->hslot[c] >= 0 ? j->vals[j->hslot[c]] : j->hconst[c];
+    int64_t h = head_find(j->head, key);
+    if (h < 0) { j->err = 2; return; } /* the head is not a fact: the plan or the facts are wrong */
+    if (j->n == j->cap) {
+        int64_t cap = 2 * j->cap + 4096;
+        int64_t *b = realloc(j->out, (size_t)cap * (j->m + 1) * sizeof(int64_t));
+        if (!b) { j->err = 1; return; }
+        j->out = b; j->cap = cap;
+    }
+    int64_t *d = j->out + j->n * (j->m + 1);
+    d[0] = h;
+    int64_t t = 1;
+    for (int64_t a = 0; a < j->na; a++) if (j->child[a]) d[t++] = j->fid[a];
+    j->n++;
+}
+
+static void join_rec(join_t *j, int64_t a) {
+    if (j->err) return;
+    if (a == j->na) { join_emit(j); return; }
+    int64_t nc = j->ncol[a];
+    index_t *x = j->idx[a];
+    if (!x) {
+        const int64_t *slot = j->slot + j->coff[a];
+        const int64_t *const *cols = j->cols + j->coff[a];
+        const int64_t *ids = j->ids[a];
+        for (int64_t r = 0; r < j->rows[a] && !j->err; r++) {
+            if (a == 0 && (r & 1023) == 0 && stop_flag) { j->err = 3; return; }
+            for (int64_t c = 0; c < nc; c++) j->vals[slot[c]] = cols[c][r];
+            j->fid[a] = ids[r];
+            join_rec(j, a + 1);
+        }
+        return;
+    }
+    const int64_t *slot = j->slot + j->coff[a];
+    const uint8_t *bound = j->bound + j->coff[a];
+    int64_t key[16], nk = x->nk, w = nc + 1;
+    for (int64_t c = 0, t = 0; c < nc; c++) if (bound[c]) key[t++] = j->vals[slot[c]];
+    uint64_t b = key_hash(key, nk) & (uint64_t)(x->nb - 1);
+    const int64_t *fs = j->free_of[a];
+    for (int64_t p = x->bstart[b]; p < x->bstart[b + 1] && !j->err; p++) {
+        const int64_t *e = x->ent + p * w;
+        int64_t c = 0;
+        for (; c < nk; c++) if (e[c] != key[c]) break;
+        if (c < nk) continue;
+        for (c = nk; c < nc; c++) j->vals[fs[c - nk]] = e[c];
+        j->fid[a] = e[nc];
+        join_rec(j, a + 1);
+    }
+}
+
+/* The instances of one rule: returns a handle (NULL when out of memory) whose selp_join_count
+ * instances selp_join_fill copies out; selp_join_error: 0; 1 out of memory; 2 an instance's
+ * head is not among the head's facts; 3 stopped (selp_stop). Later atoms with bound columns get
+ * an index here. At most 16 atoms and head columns, 64 variable slots (the caller checks). */
+EXPORT join_t *selp_join(int64_t na, const int64_t *rows, const int64_t *const *ids,
+                         const int64_t *ncol, const int64_t *const *cols, const int64_t *slot,
+                         const uint8_t *bound, const uint8_t *child, const head_t *head, int64_t hk,
+                         const int64_t *hslot, const int64_t *hconst) {
+    stop_flag = 0;
+    join_t *j = calloc(1, sizeof(join_t));
+    if (!j) return NULL;
+    int64_t *coff = calloc((size_t)na + 1, sizeof(int64_t));
+    j->idx = calloc((size_t)na + 1, sizeof(index_t *));
+    j->free_of = calloc((size_t)na + 1, sizeof(int64_t *));
+    j->na = na; j->rows = rows; j->ids = ids; j->ncol = ncol; j->cols = cols;
+    j->slot = slot; j->coff = coff; j->bound = bound; j->child = child; j->head = head; j->hk = hk;
+    j->hslot = hslot; j->hconst = hconst;
+    if (!coff || !j->idx || !j->free_of) { j->err = 1; goto done; }
+    for (int64_t a = 0; a < na; a++) coff[a + 1] = coff[a] + ncol[a];
+    for (int64_t a = 0; a < na; a++) if (child[a]) j->m++;
+    for (int64_t a = 0; a < na; a++) {
+        const int64_t *cc[16];
+        int64_t nk = 0, nf = 0, *fs = malloc(((size_t)ncol[a] + 1) * sizeof(int64_t));
+        if (!fs) { j->err = 1; goto done; }
+        j->free_of[a] = fs;
+        for (int64_t c = 0; c < ncol[a]; c++) if (bound[coff[a] + c]) cc[nk++] = cols[coff[a] + c];
+        if (nk == 0) continue;
+        for (int64_t c = 0; c < ncol[a]; c++)
+            if (!bound[coff[a] + c]) { cc[nk + nf] = cols[coff[a] + c]; fs[nf++] = slot[coff[a] + c]; }
+        j->idx[a] = index_new(rows[a], nk, ncol[a], cc, ids[a]);
+        if (!j->idx[a]) { j->err = 1; goto done; }
+    }
+    join_rec(j, 0);
+done:
+    for (int64_t a = 0; a < na; a++) {
+        if (j->idx) index_free(j->idx[a]);
+        if (j->free_of) free(j->free_of[a]);
+    }
+    free(j->idx); j->idx = NULL;
+    free(j->free_of); j->free_of = NULL;
+    free(coff); j->coff = NULL;
+    return j;
+}
+
+EXPORT int64_t selp_join_count(const join_t *j) { return j->n; }
+EXPORT int selp_join_error(const join_t *j) { return j->err; }
+
+/* heads[n], kids[n * m] (row-major: an instance's children in body order) */
+EXPORT void selp_join_fill(const join_t *j, int64_t *heads, int64_t *kids) {
+    int64_t m = j->m;
+    for (int64_t i = 0; i < j->n; i++) {
+        const int64_t *d = j->out + i * (m + 1);
+        heads[i] = d[0];
+        for (int64_t t = 0; t < m; t++) kids[i * m + t] = d[1 + t];
+    }
+}
+
+EXPORT void selp_join_free(join_t *j) {
+    if (!j) return;
+    free(j->out); free(j);
 }
 
 /* ---- a module, so that setuptools builds it as one and importlib finds its file ---------- */

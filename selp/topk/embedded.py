@@ -37,6 +37,7 @@ from selp.language.pattern import PatternNode
 from selp.language.validate import analyze
 from selp.topk.demand import is_demand, rewrite
 from selp.topk.dtable import DTable, Entry, FactKey
+from selp.topk.joins import Former, plan
 from selp.topk.kernel import MIN, PRODUCT, SUM, Hypergraph, checked, compiled_available, run_kernel, tree_count_bound
 from selp.topk.task import Task
 
@@ -48,6 +49,16 @@ COMPILED = {
     "access": (MIN, -1.0),
     "cost": (SUM, 1.0),
 }
+
+
+# where rule instances are formed: "auto" (the kernel's join where a rule allows it, else DuckDB)
+# or "sql" (always DuckDB: the tests compare the two)
+FORM_INSTANCES = "auto"
+
+
+def formed_text(formed: Mapping[str, int]) -> str:
+    """Which path formed the rule instances, for progress and stats lines."""
+    return f"instances of {formed.get('kernel', 0)} rule(s) formed by the kernel's join, {formed.get('sql', 0)} by DuckDB"
 
 
 def _h64(text: str) -> int:
@@ -112,9 +123,9 @@ def run_topk_embedded(
     store = Store(con, analysis, {r: types[r] for r in analysis.arities}, kinds, store_p.columns, store_p.weighted)
     evaluate_store(store)
     say(f"facts of P_p in {time.perf_counter() - t0:.2f}s")
-    graph, meta = _hypergraph(task, store)
+    graph, meta = _hypergraph(task, store, FORM_INSTANCES)
     graph = checked(graph)  # once: the count and the kernel both read it
-    say(f"{graph.n_facts} facts, {graph.n_instances} rule instances in {time.perf_counter() - t0:.2f}s")
+    say(f"{graph.n_facts} facts, {graph.n_instances} rule instances ({formed_text(meta.formed)}) in {time.perf_counter() - t0:.2f}s")
     combine, sign = COMPILED[task.monoid.name]
     if not compiled_available() and graph.n_instances > 10_000:
         warn("the compiled top-k kernel was not built (no C compiler at install time): running it in Python (slower)")
@@ -142,9 +153,13 @@ class _Meta:
     def __init__(self) -> None:
         self.offsets: dict[str, tuple[int, int]] = {}  # relation -> (first id, count)
         self.rules: list[str] = []
+        self.formed = {"kernel": 0, "sql": 0}  # rules whose instances the kernel's join / DuckDB formed
 
 
-def _hypergraph(task: Task, store: Store) -> tuple[Hypergraph, _Meta]:
+def _hypergraph(task: Task, store: Store, form: str = "auto") -> tuple[Hypergraph, _Meta]:
+    """The facts of ``store`` and the rule instances over them as a :class:`Hypergraph`.
+    ``form``: "auto" forms each rule's instances in the kernel's join when the rule allows it
+    (:mod:`selp.topk.joins`) and the C kernel is built, else in DuckDB; "sql" always in DuckDB."""
     con = store.con
     analysis = store.analysis
     meta = _Meta()
@@ -177,28 +192,32 @@ def _hypergraph(task: Task, store: Store) -> tuple[Hypergraph, _Meta]:
             leaf_w[ids] = weights
     heads, rules, childs, ptr_parts = [], [], [], []
     rule_index: dict[str, int] = {}
-    for rule in analysis.program.rules:
-        if _is_filter(rule.head.relation):
-            continue
-        idx = rule_index.setdefault(rule.name, len(rule_index))
-        meta.rules.append(rule.name)
-        body = compile_body(rule, store.kinds, lambda i, r: ident(f"i:{r}") if not _is_filter(r) else table(r))
-        kids = [j for j, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and not _is_filter(b.relation)]
-        extra = [f"{body.alias[j]}.id AS k{n}" for n, j in enumerate(kids)]
-        head_cols = columns(len(store.kinds[rule.head.relation]))
-        on = " AND ".join(f"h.{c} = b.{c}" for c in head_cols)
-        sql = (
-            f"SELECT h.id AS head{''.join(f', b.k{n}' for n in range(len(kids)))}"
-            f" FROM ({body.select(distinct=False, extra=extra)}) AS b JOIN {ident(f'i:{rule.head.relation}')} AS h ON {on}"
-        )
-        got = con.execute(sql).fetchnumpy()
-        h = np.asarray(got["head"], dtype=np.int64)
-        heads.append(h)
-        rules.append(np.full(len(h), idx, dtype=np.int32))
-        m = len(kids)
-        if m:
-            childs.append(np.stack([np.asarray(got[f"k{n}"], dtype=np.int64) for n in range(m)], axis=1).reshape(-1))
-        ptr_parts.append(np.full(len(h), m, dtype=np.int64))
+    source = lambda r: (ident(f"i:{r}"), True) if not _is_filter(r) else (table(r), False)  # noqa: E731
+    former = Former(con, dict(store.kinds), source) if form != "sql" and compiled_available() else None
+    try:
+        for rule in analysis.program.rules:
+            if _is_filter(rule.head.relation):
+                continue
+            idx = rule_index.setdefault(rule.name, len(rule_index))
+            meta.rules.append(rule.name)
+            kids = [j for j, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and not _is_filter(b.relation)]
+            m = len(kids)
+            p = plan(rule, store.kinds, _is_filter) if former is not None else None
+            got = former.form(p) if p is not None and former is not None else None
+            if got is not None:
+                h, flat = got
+                meta.formed["kernel"] += 1
+            else:
+                h, flat = _sql_instances(con, store, rule, kids)
+                meta.formed["sql"] += 1
+            heads.append(h)
+            rules.append(np.full(len(h), idx, dtype=np.int32))
+            if m:
+                childs.append(flat)
+            ptr_parts.append(np.full(len(h), m, dtype=np.int64))
+    finally:
+        if former is not None:
+            former.close()
     inst_head = np.concatenate(heads) if heads else np.zeros(0, np.int64)
     inst_rule = np.concatenate(rules) if rules else np.zeros(0, np.int32)
     child_fact = np.concatenate(childs) if childs else np.zeros(0, np.int64)
@@ -213,6 +232,23 @@ def _hypergraph(task: Task, store: Store) -> tuple[Hypergraph, _Meta]:
     graph = Hypergraph(leaf, leaf_w, leaf_origin, inst_rule, inst_head, child_ptr, child_fact,
                        rule_w, rule_size, rule_hash, rule_copy)
     return graph, meta
+
+
+def _sql_instances(con: Any, store: Store, rule: Any, kids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(heads, children row-major) of ``rule``'s instances, joined in DuckDB and fetched."""
+    body = compile_body(rule, store.kinds, lambda i, r: ident(f"i:{r}") if not _is_filter(r) else table(r))
+    extra = [f"{body.alias[j]}.id AS k{n}" for n, j in enumerate(kids)]
+    head_cols = columns(len(store.kinds[rule.head.relation]))
+    on = " AND ".join(f"h.{c} = b.{c}" for c in head_cols)
+    sql = (
+        f"SELECT h.id AS head{''.join(f', b.k{n}' for n in range(len(kids)))}"
+        f" FROM ({body.select(distinct=False, extra=extra)}) AS b JOIN {ident(f'i:{rule.head.relation}')} AS h ON {on}"
+    )
+    got = con.execute(sql).fetchnumpy()
+    h = np.asarray(got["head"], dtype=np.int64)
+    if not kids:
+        return h, np.zeros(0, np.int64)
+    return h, np.stack([np.asarray(got[f"k{n}"], dtype=np.int64) for n in range(len(kids))], axis=1).reshape(-1)
 
 
 def _is_filter(relation: str) -> bool:
@@ -398,6 +434,11 @@ class ArrayDTable(DTable):
                 cur["best"] = float(best) if cur["best"] is None else cur["best"]
                 cur["worst_top1"] = float(worst)
         return out
+
+    @property
+    def stats_note(self) -> str:
+        """Which path formed the rule instances (for the command's closing stats line)."""
+        return formed_text(self.meta.formed)
 
     def close(self) -> None:
         """Release the DuckDB database behind the facts."""

@@ -254,7 +254,7 @@ def compiled_available() -> bool:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
-_ABI = 3  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+_ABI = 4  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _kernel_file() -> str:
@@ -311,6 +311,14 @@ def _compiled() -> Any:
         lib.selp_tree_count_bound.argtypes, lib.selp_tree_count_bound.restype = [I64, I64] + [P] * 4 + [I64], I64
         lib.selp_origin_of.argtypes, lib.selp_origin_of.restype = [I64, P, I64], I64
         lib.selp_origin_of_mode.argtypes, lib.selp_origin_of_mode.restype = [I64, P, I64, ctypes.c_int], I64
+        # instances formed in C (selp.topk.joins)
+        lib.selp_head.argtypes, lib.selp_head.restype = [I64, I64, P, P], P
+        lib.selp_head_free.argtypes, lib.selp_head_free.restype = [P], None
+        lib.selp_join.argtypes, lib.selp_join.restype = [I64, P, P, P, P, P, P, P, P, I64, P, P], P
+        lib.selp_join_count.argtypes, lib.selp_join_count.restype = [P], I64
+        lib.selp_join_error.argtypes, lib.selp_join_error.restype = [P], ctypes.c_int
+        lib.selp_join_fill.argtypes, lib.selp_join_fill.restype = [P, P, P], None
+        lib.selp_join_free.argtypes, lib.selp_join_free.restype = [P], None
         _LIB.append(lib)
     return _LIB[0]
 
@@ -354,6 +362,11 @@ def _interruptible(call: Any, lib: Any) -> Any:
         worker.join()
         raise
     return out[0] if out else None
+
+
+# for selp.topk.joins, which calls the same library: the loaded C kernel (or None), an array's
+# address, and a call that Ctrl-C can stop
+library, address, interruptible = _compiled, _ptr, _interruptible
 
 
 def origin_of_compiled(rule_hash: int, child_origins: np.ndarray, mode: int = 0) -> int:

@@ -61,6 +61,12 @@ def literal(v: Value, kind: Kind) -> str | None:
     return sql_string(v)
 
 
+def const_filter(col: str, v: Value, kind: Kind) -> str:
+    """The SQL condition that column ``col`` (of ``kind``) holds constant ``v``."""
+    lit = literal(v, kind)
+    return "FALSE" if lit is None else f"({col} = {lit})"
+
+
 @dataclass(frozen=True)
 class Expr:
     """A SQL expression and the kind of the value it yields."""
@@ -186,8 +192,7 @@ def compile_body(
         for p, t in enumerate(b.args):
             col = Expr(f"{a}.c{p}", ks[p])
             if isinstance(t, Const):
-                lit = literal(t.value, ks[p])
-                where.append("FALSE" if lit is None else f"({col.sql} = {lit})")
+                where.append(const_filter(col.sql, t.value, ks[p]))
             elif isinstance(t, Var):
                 if t.anonymous:
                     continue
