@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from selp.adapt.cost import query_cost
 from selp.adapt.rewrite import unfold
 from selp.adapt.rules import Query, make_cq, query_of_rules
 from selp.adapt.search import Plan, search
@@ -60,6 +61,26 @@ class ViewStep:
     recompute_cost: float
     plan: Plan | None
     seconds: float
+
+    def rules(self) -> list[str]:
+        """The plan's rules as text (``x2`` after a rule counted twice); none when recomputed."""
+        from selp.language.printer import format_rule
+
+        if self.plan is None:
+            return []
+        items = sorted(self.plan.query.items(), key=lambda x: x[0].key)
+        return [format_rule(cq.rule(self.relation + NEW, k)) + (f"  x{abs(k)}" if abs(k) > 1 else "") for cq, k in items]
+
+    def as_json(self) -> dict[str, Any]:
+        """The step for ``selp cdss plan --format json``."""
+        return {
+            "relation": self.relation,
+            "how": self.how,
+            "reason": self.reason,
+            "cost": round(self.cost, 1),
+            "recompute_cost": round(self.recompute_cost, 1),
+            "rules": self.rules(),
+        }
 
 
 @dataclass
@@ -144,7 +165,9 @@ def adapt_instances(
             diff = [Rule("d", Atom(rel + DELTA, xs), (Atom(rel + NEW, xs),)), Rule("d", Atom(rel + DELTA, xs, True), (Atom(rel, xs),))]
             z.define(rel + DELTA, arity, [lower(r, arities) for r in diff])
             arities[rel + DELTA] = arity
-            cqs = [make_cq(xs, [(rel, xs)]), make_cq(xs, [(rel + DELTA, xs)])]
+            # an unchanged relation's new instance is its old one: no delta joins to plan
+            changed = z.stats(rel + DELTA).rows > 0
+            cqs = [make_cq(xs, [(rel, xs)])] + ([make_cq(xs, [(rel + DELTA, xs)])] if changed else [])
             defs[rel + NEW] = {cq: 1 for cq in cqs if cq is not None}
 
     for rel in sorted(new_an.edb):
@@ -173,12 +196,25 @@ def adapt_instances(
                 state[rel] = set(out.get(rel, set()))
                 as_base(rel, state[rel])
                 steps.append(ViewStep(rel, "recompute", why, read, read, None, time.perf_counter() - t0))
+                say(f"{rel}: recomputed ({why})")
             continue
         (rel,) = comp.relations
         name = rel + NEW
         original = query_of_rules([_renamed(r, name, lambda s: s + NEW) for r in comp.rules])
         unfolded = unfold(original, defs)
-        plan = search(original, unfolded, available, stats, budget)
+        for cq in list(original) + list(unfolded):  # statistics first: the budget is for the search
+            for r, _ in cq.body:
+                stats(r)
+        for view in available:
+            stats(view)
+        # the input plan reads q@new, which no old view is defined over: the search starts from
+        # the unfolding, and recomputation stays the candidate it is compared with
+        plan = search(unfolded, unfolded, available, stats, budget)
+        recompute = query_cost(original, stats)
+        if plan.cost >= recompute:
+            plan = Plan(original, recompute, recompute, plan.explored, plan.seconds)
+        else:
+            plan = Plan(plan.query, plan.cost, recompute, plan.explored, plan.seconds)
         arity = new_an.arities[rel]
         z.define(name, arity, [lower(cq.rule(name, k), arities, k) for cq, k in plan.query.items()])
         arities[name] = arity
@@ -230,3 +266,13 @@ def adapt_store(store: Any, base: Mapping[str, set[Row]], eng: Any, spark: Any =
     old_state = _old_state(store, start.epoch, old)
     z = z_engine(eng.name)
     return adapt_instances(old, old_state, store.compiled.program, base, z, lambda an, facts: eng.evaluate(an, facts, spark=spark), budget, say), ""
+
+
+def plan_exchange(store: Any, eng: Any, spark: Any = None, say: Say = lambda msg: None) -> tuple[Adaptation | None, str]:
+    """What ``--strategy adapt`` would do at the next exchange (``selp cdss plan``): the
+    adaptation computed in memory, the store left unchanged."""
+    from selp.cdss.recompute import add_threshold_rejections
+
+    base = store.base_data(store.last_publication())
+    add_threshold_rejections(eng, store.compiled, base, spark)
+    return adapt_store(store, base, eng, spark, say=say)

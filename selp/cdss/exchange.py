@@ -152,6 +152,7 @@ def _adapt_epoch(store: Store, base: dict[str, set[Row]], eng: Engine, spark: An
     stats.update(
         adapted=sum(s.how == "adapt" for s in result.steps),
         recomputed=sum(s.how == "recompute" for s in result.steps),
+        reused_old=sum(s.how == "adapt" and s.cost < s.recompute_cost for s in result.steps),
         estimated_cost=round(sum(s.cost for s in result.steps)),
         estimated_recompute_cost=round(sum(s.recompute_cost for s in result.steps)),
     )

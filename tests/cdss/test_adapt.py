@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from selp.cdss.config import load_cdss
+from selp.cdss.errors import CdssError
 from selp.cdss.exchange import exchange
 from selp.cdss.store import Store
 from helpers.cdss import cdss_cli, ok
@@ -52,9 +54,11 @@ POOL: dict[str, list[str]] = {
     "mc": ["R1(x, y) -> exists z. R2(x, z, y)", "R1(x, y) -> R2(x, y, y)"],
     "md": ["R2(x, y, z) -> R0(x, z)", "R2(x, y, z) -> R0(z, x)"],  # closes a cycle R0 -> R1 -> R2 -> R0
     "me": ["R0(x, y), R0(y, z) -> R1(x, z)"],
+    "mf": ["R0(x, y), R1(y, z), R2(z, u, v) -> R1(x, v)", "R0(x, y), R1(y, z), R2(z, u, v) -> R1(x, u)"],
 }
 PEERS = {"R0": "P0", "R1": "P1", "R2": "P2"}
 ARITY = {"R0": 2, "R1": 2, "R2": 3}
+DOMAIN, INITIAL = 12, 40  # values 1..DOMAIN, tuples per relation at the start
 
 
 def write_toml(d: Path, mappings: dict[str, int]) -> None:
@@ -64,9 +68,9 @@ def write_toml(d: Path, mappings: dict[str, int]) -> None:
 
 def data_edits(rng: random.Random) -> list[tuple[str, str]]:
     out = []
+    rel = rng.choice(sorted(ARITY))  # one relation changes: the others' old joins stay reusable
     for _ in range(rng.randint(1, 4)):
-        rel = rng.choice(sorted(ARITY))
-        vals = ", ".join(str(rng.randint(1, 5)) for _ in range(ARITY[rel]))
+        vals = ", ".join(str(rng.randint(1, DOMAIN)) for _ in range(ARITY[rel]))
         out.append((PEERS[rel], f"{rng.choice('++-')}{rel}({vals})"))
     return out
 
@@ -101,36 +105,51 @@ def state(d: Path) -> dict:
 
 def run_sequence(tmp_path: Path, seed: int, steps: int, engine: str) -> list[str]:
     rng = random.Random(seed)
-    mappings = {"ma": 0, "mb": 0, "mc": 0}
+    mappings = {"ma": 0, "mb": 0, "mc": 0, "mf": 0}
     a, b = tmp_path / "adapt", tmp_path / "recompute"
     a.mkdir()
     write_toml(a, mappings)
     ok(cdss_cli("init", a))
     shutil.copytree(a, b)
-    apply([a, b], [(PEERS[r], f"+{r}({', '.join(str(rng.randint(1, 5)) for _ in range(ARITY[r]))})") for r in ARITY for _ in range(4)])
+    for rel, arity in ARITY.items():  # enough data that reading an old join beats redoing it
+        rows = {tuple(rng.randint(1, DOMAIN) for _ in range(arity)) for _ in range(INITIAL)}
+        csv = tmp_path / f"{rel}.csv"
+        csv.write_text(",".join("abc"[:arity]) + "\n" + "".join(",".join(map(str, t)) + "\n" for t in rows))
+        for d in (a, b):
+            ok(cdss_cli("import", d, "--peer", PEERS[rel], "--relation", rel, csv))
+    apply([a, b], [])
     used = []
     for step in range(steps + 1):
         with Store.open(a) as s:
-            used.append(exchange(s, "P0", engine, "adapt").info.strategy)
+            info = exchange(s, "P0", engine, "adapt").info
+            used.append(info.strategy + ("+reused" if info.stats.get("reused_old") else ""))
         with Store.open(b) as s:
             exchange(s, "P0", engine, "recompute")
         got, want = state(a), state(b)
         assert got == want, (seed, step, mappings, {k: (got[k], want[k]) for k in want if got[k] != want[k]})
         for _ in range(rng.randint(1, 2)):
-            mapping_edit(rng, mappings)
-        for d in (a, b):
-            write_toml(d, mappings)
+            while True:  # an edit that leaves the mappings weakly acyclic (else cdss.toml is refused)
+                before = dict(mappings)
+                mapping_edit(rng, mappings)
+                write_toml(a, mappings)
+                try:
+                    load_cdss(a)
+                    break
+                except CdssError:
+                    mappings.clear()
+                    mappings.update(before)
+        write_toml(b, mappings)
         if rng.random() < 0.7:
             apply([a, b], data_edits(rng))
     return used
 
 
 @pytest.mark.parametrize("engine", ["embedded", "reference"])
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [2, pytest.param(1, marks=pytest.mark.slow)])
 def test_adapt_equals_recompute_after_random_edits(tmp_path, seed, engine):
     used = run_sequence(tmp_path, seed, 3, engine)
     # the first exchange has no earlier epoch: it recomputes; every later one adapts
-    assert used == ["recompute"] + ["adapt"] * 3
+    assert used[0] == "recompute" and all(u.startswith("adapt") for u in used[1:]), used
 
 
 @pytest.mark.slow
