@@ -20,7 +20,8 @@ from selp.cdss.config import load_cdss
 from selp.cdss.errors import CdssError
 from selp.cdss.exchange import exchange
 from selp.cdss.store import Store
-from helpers.cdss import cdss_cli, ok
+from selp.values import Skolem
+from helpers.cdss import cdss_cli, load_running_example, make_cdss, ok
 
 SCHEMA = """
 name = "rand"
@@ -156,3 +157,39 @@ def test_adapt_equals_recompute_after_random_edits(tmp_path, seed, engine):
 @pytest.mark.parametrize("seed", range(3, 11))
 def test_adapt_equals_recompute_long_sequences(tmp_path, seed):
     run_sequence(tmp_path, seed, 6, "embedded")
+
+
+def _skolem_names(d: Path) -> set[str]:
+    with Store.open(d) as s:
+        rows = s.read_epoch(s.last_exchange().epoch, ["U_o"])["U_o"]  # type: ignore[union-attr]
+    return {v.fn for row in rows for v in row if isinstance(v, Skolem)}
+
+
+def test_skolem_functions_are_named_per_tgd_version(tmp_path):
+    """An unchanged tgd keeps its Skolem names across edits of others; an edited tgd gets fresh
+    ones (so an old labeled null is never taken for a new one), recorded at exchange."""
+    d = make_cdss(tmp_path, trust=False)
+    load_running_example(d)
+    with Store.open(d) as s:
+        exchange(s, "PBioSQL", "embedded", "recompute")
+    assert _skolem_names(d) == {"f_m3_c"}
+    toml = d / "cdss.toml"
+    original = toml.read_text()
+    # another mapping added: m3 unchanged keeps f_m3_c
+    toml.write_text(original.replace('"m4: B(i, c), U(n, c) -> B(i, n)",', '"m4: B(i, c), U(n, c) -> B(i, n)",\n  "m5: G(i, c, n) -> U(c, n)",'))
+    with Store.open(d) as s:
+        assert exchange(s, "PBioSQL", "embedded", "adapt").info.strategy == "adapt"
+    assert _skolem_names(d) == {"f_m3_c"}
+    # m3 edited: version 2, fresh names, in the adapted and in the recomputed instance alike
+    toml.write_text(original.replace('"m3: B(i, n) -> exists c. U(n, c)"', '"m3: B(i, n), B(i, n2) -> exists c. U(n, c)"'))
+    with Store.open(d) as s:
+        assert "f_m3_v2_c" in s.compiled.text
+        exchange(s, "PBioSQL", "embedded", "adapt")
+    assert _skolem_names(d) == {"f_m3_v2_c"}
+    with Store.open(d) as s:  # recorded: the next exchange keeps version 2
+        assert "f_m3_v2_c" in s.compiled.text
+        exchange(s, "PBioSQL", "embedded", "recompute")
+    assert _skolem_names(d) == {"f_m3_v2_c"}
+    toml.write_text(original)  # back to the first text: still an edit, version 3
+    with Store.open(d) as s:
+        assert "f_m3_v3_c" in s.compiled.text
