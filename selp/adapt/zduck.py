@@ -54,10 +54,18 @@ class DuckZ:
 
     def put(self, name: str, arity: int, rows: TextRel) -> None:
         self._create(name, arity, None)
-        data = [list(k) + [n] for k, n in rows.items() if n]
+        data = [(k, n) for k, n in rows.items() if n]
         if data:
-            marks = ", ".join(["?"] * (arity + 1))
-            self.con.executemany(f"INSERT INTO {ident(name)} VALUES ({marks})", data)
+            import pyarrow as pa
+
+            # one Arrow table, not executemany: DuckDB inserts parameter rows one by one
+            cols = [pa.array([k[i] for k, _ in data], type=pa.string()) for i in range(arity)]
+            cols.append(pa.array([n for _, n in data], type=pa.int64()))
+            self.con.register("_zput", pa.Table.from_arrays(cols, names=[f"c{i}" for i in range(arity)] + ["_cnt"]))
+            try:
+                self.con.execute(f"INSERT INTO {ident(name)} SELECT * FROM _zput")
+            finally:
+                self.con.unregister("_zput")
 
     def define(self, name: str, arity: int, plans: list[RulePlan]) -> None:
         if not plans:

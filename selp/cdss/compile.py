@@ -137,9 +137,11 @@ class InternalNames:
     def provenance(mapping: str) -> str:
         return f"P_{mapping}"
 
-    @staticmethod
-    def skolem(mapping: str, var: Var) -> str:
-        return f"f_{mapping}_{var.name}"
+    def skolem(self, mapping: str, var: Var) -> str:
+        """``f_m_z`` for existential ``z`` of mapping ``m``; ``f_m_v2_z`` once the tgd was edited
+        (its version in the store), so an edited tgd's labeled nulls are never an old one's."""
+        version = next((m.version for m in self.cdss.mappings if m.name == mapping), 1)
+        return f"f_{mapping}_{var.name}" if version == 1 else f"f_{mapping}_v{version}_{var.name}"
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from selp.cdss.adapt import PROGRAM_FILE
 from selp.cdss.errors import CdssError
 from selp.cdss.recompute import add_threshold_rejections
 from selp.cdss.store import ExchangeInfo, Row, Store, epoch_name, program_fingerprint
@@ -47,7 +48,8 @@ from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.engines.registry import ENGINES, Engine, get_engine
 from selp.errors import SelpError
 
-STRATEGIES = ("recompute", "provenance", "dred")
+STRATEGIES = ("recompute", "provenance", "dred", "adapt")
+NOT_INCREMENTAL = ("recompute", "adapt")  # strategies that need no engine's incremental entry point
 Say = Callable[[str], None]
 
 
@@ -89,7 +91,7 @@ def exchange(
     engine = eng.name
     if strategy not in STRATEGIES:
         raise CdssError(f"unknown strategy {strategy!r}; use {', '.join(STRATEGIES)}")
-    incremental = eng.check_strategy(strategy) if strategy != "recompute" else None
+    incremental = eng.check_strategy(strategy) if strategy not in NOT_INCREMENTAL else None
     with store.exchange_lock(peer, wait):
         t0 = time.perf_counter()
         for p in store.clean_uncommitted():
@@ -111,7 +113,12 @@ def exchange(
         if start is not None and start.collected:  # cannot happen: the latest epoch is kept
             incremental, used = None, "recompute"
         try:
-            sizes = eng.exchange_epoch(store, base, start, incremental, strategy, tmp, stats, say, spark)
+            if strategy == "adapt":
+                sizes, used = _adapt_epoch(store, base, eng, spark, tmp, stats, say)
+            else:
+                sizes = eng.exchange_epoch(store, base, start, incremental, strategy, tmp, stats, say, spark)
+            # the program beside the instances: what a later --strategy adapt adapts from
+            (tmp / PROGRAM_FILE).write_text(store.compiled.text, encoding="utf-8")
             stats.update(base_tuples=n_base, tuples=sum(sizes.values()))
             if above is not None:
                 stats["above_threshold"] = above
@@ -130,6 +137,26 @@ def exchange(
         if collected:
             say(f"garbage-collected epoch(s) {', '.join(map(str, collected))}")
     return ExchangeResult(info, collected, sizes)
+
+
+def _adapt_epoch(store: Store, base: dict[str, set[Row]], eng: Engine, spark: Any, tmp: Path, stats: dict[str, Any], say: Say) -> tuple[dict[str, int], str]:
+    """``--strategy adapt`` ([GI12], :mod:`selp.cdss.adapt`): the epoch's sizes and the strategy
+    used (``recompute`` when there is no earlier epoch with its program to adapt from)."""
+    from selp.cdss.adapt import adapt_store
+    from selp.cdss.exchange_steps import write_epoch
+
+    result, why = adapt_store(store, base, eng, spark, say=say)
+    if result is None:
+        say(f"{why}: recomputing instead of adapt")
+        return eng.exchange_epoch(store, base, None, None, "recompute", tmp, stats, say, spark), "recompute"
+    stats.update(
+        adapted=sum(s.how == "adapt" for s in result.steps),
+        recomputed=sum(s.how == "recompute" for s in result.steps),
+        reused_old=sum(s.how == "adapt" and s.cost < s.recompute_cost for s in result.steps),
+        estimated_cost=round(sum(s.cost for s in result.steps)),
+        estimated_recompute_cost=round(sum(s.recompute_cost for s in result.steps)),
+    )
+    return write_epoch(store, tmp, result.state), "adapt"
 
 
 def _threshold_rejections(store: Store, base: dict[str, set[Row]], eng: Engine, spark: Any, strategy: str, say: Say) -> int | None:

@@ -124,6 +124,9 @@ class Mapping:
     # head atoms are starred (deleting a body tuple deletes the starred head tuples it matches)
     pair: str = ""
     head_policy: tuple[bool, ...] = ()
+    # the tgd's version in a store: 1 until the mapping is edited, then one more per edit, so
+    # that an edited tgd's Skolem functions get fresh names (selp.cdss.store.tgd_versions)
+    version: int = 1
 
     @property
     def direction(self) -> str:

@@ -62,14 +62,14 @@ import shutil
 import sqlite3
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from selp.cdss.compile import CompiledCDSS, compile_cdss
 from selp.cdss.config import CONFIG_FILE, load_cdss
 from selp.cdss.errors import CdssError
-from selp.cdss.model import CDSS, RelationRef
+from selp.cdss.model import CDSS, Mapping, RelationRef
 from selp.errors import clip
 from selp.values import Value, decode, encode
 
@@ -148,6 +148,32 @@ def schema_fingerprint(cdss: CDSS) -> str:
 def program_fingerprint(compiled: CompiledCDSS) -> str:
     """A hash of the compiled program (mappings and trust): stored instances depend on it."""
     return hashlib.sha256(compiled.text.encode()).hexdigest()[:16]
+
+
+TGDS_KEY = "tgds"  # meta: {mapping: [fingerprint, version]} of the tgds the latest exchange used
+
+
+def tgd_fingerprint(m: Mapping) -> str:
+    """A hash of a tgd as written (blanks ignored): a change is an edit of the tgd."""
+    return hashlib.sha256("".join(m.text.split()).encode()).hexdigest()[:16]
+
+
+def tgd_versions(cdss: CDSS, recorded: dict[str, list]) -> CDSS:
+    """``cdss`` with each mapping's version: the recorded one while its tgd is unchanged, one
+    more when it was edited (or re-added with another text), 1 for a new name. Skolem
+    functions are named by version (:meth:`selp.cdss.compile.InternalNames.skolem`), so an
+    unchanged tgd keeps its names across edits of others and an edited one gets fresh ones."""
+    out = []
+    for m in cdss.mappings:
+        fp, version = recorded.get(m.name, (tgd_fingerprint(m), 1))
+        out.append(replace(m, version=version if fp == tgd_fingerprint(m) else version + 1))
+    return replace(cdss, mappings=tuple(out))
+
+
+def tgd_record(cdss: CDSS, recorded: dict[str, list]) -> dict[str, list]:
+    """What the store records after an exchange with ``cdss``'s tgds (dropped ones are kept, so
+    a mapping re-added under an old name gets a fresh version)."""
+    return {**recorded, **{m.name: [tgd_fingerprint(m), m.version] for m in cdss.mappings}}
 
 
 def epoch_name(epoch: int) -> str:
@@ -244,6 +270,7 @@ class Store:
                     "program": program_fingerprint(compiled),
                     "created": repr(time.time()),
                     "name": cdss.name,
+                    TGDS_KEY: json.dumps(tgd_record(cdss, {}), sort_keys=True),
                 }
                 conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
                 conn.executemany("INSERT INTO peers VALUES (?, NULL)", [(p.name,) for p in cdss.peers])
@@ -288,6 +315,10 @@ class Store:
                 f" the store was created (fingerprint {schema_fingerprint(cdss)}, store {meta['schema']});"
                 f" restore it, or move {root} away and init a new store"
             )
+        recorded = json.loads(meta.get(TGDS_KEY, "{}"))
+        if recorded:
+            cdss = tgd_versions(cdss, recorded)
+            compiled = compile_cdss(cdss)
         return cls(d, cdss, compiled, conn)
 
     def close(self) -> None:
@@ -560,6 +591,10 @@ class Store:
                  info.created, info.seconds, json.dumps(info.stats, sort_keys=True)),
             )
             conn.execute("UPDATE peers SET exchange_epoch = ? WHERE name = ?", (info.epoch, info.peer))
+            # the instances now hold this version of each tgd's labeled nulls
+            recorded = json.loads(self.meta().get(TGDS_KEY, "{}"))
+            tgds = json.dumps(tgd_record(self.cdss, recorded), sort_keys=True)
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (TGDS_KEY, tgds))
 
     def collect_garbage(self, keep: int = DEFAULT_KEEP) -> list[int]:
         """Delete epoch directories except the last ``keep`` and those a peer reflects."""

@@ -11,6 +11,7 @@ from selp.cli.adapt import adapt_cmd
 from selp.cli.bench import bench
 from selp.cli.cdss import cdss
 from selp.cli.cdss_delete import delete_cmd
+from selp.cli.cdss_plan import plan_cmd
 from selp.cli.check import check
 from selp.cli.eval import eval_cmd
 from selp.cli.gen import gen
@@ -24,7 +25,7 @@ from selp.cli.topk import explain_cmd, query_cmd, topk_cmd, trees_cmd
 __all__ = ["COMMANDS", "main"]
 
 # subcommands of `selp cdss` kept in modules of their own (they add themselves to the group)
-CDSS_COMMANDS = (delete_cmd,)
+CDSS_COMMANDS = (delete_cmd, plan_cmd)
 
 COMMANDS = (
     check,

@@ -274,7 +274,7 @@ def publish_cmd(directory: str, peer: str) -> None:
 @DIR_ARG
 @PEER_OPT
 @engine_option()
-@click.option("--strategy", type=click.Choice(["recompute", "provenance", "dred"]), default="recompute", show_default=True, help="Full recomputation, or incremental maintenance (provenance-based deletion or DRed).")
+@click.option("--strategy", type=click.Choice(["recompute", "provenance", "dred", "adapt"]), default="recompute", show_default=True, help="Full recomputation, incremental maintenance (provenance-based deletion or DRed), or adapting the instances to changed mappings (docs/adapt.md).")
 @click.option("--publish", "publish_first", is_flag=True, help="Publish PEER's edits first (ORCHESTRA's exchange).")
 @click.option("--wait", type=click.FloatRange(min=0), default=10.0, show_default=True, help="Seconds to wait for another running exchange.")
 @click.option("--keep", type=click.IntRange(min=1), default=3, show_default=True, help="Epochs kept by garbage collection (besides those a peer reflects).")
@@ -293,7 +293,7 @@ def exchange_cmd(directory: str, peer: str, engine: str | None, strategy: str, p
 
     with open_store(directory) as s:
         eng = store_engine(engine, s, master)
-        if strategy != "recompute":  # before starting Spark: refuse fast when unavailable
+        if strategy not in ("recompute", "adapt"):  # before starting Spark: refuse fast when unavailable
             from selp.engines.registry import get_engine
 
             get_engine(eng).check_strategy(strategy)
