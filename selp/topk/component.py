@@ -47,16 +47,17 @@ from selp.language.ast import Atom
 from selp.topk.kernel import Hypergraph, run_kernel
 
 ENTRY_COLUMNS = ("_w", "_s", "_o", "_f")  # an entry's weight (float64), size, origin, fact key, after c0..
-_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_GAMMA, _M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
 def fact_keys(salt: int, partition: int, n: int) -> np.ndarray:
     """The ``_f`` keys of facts 0..n-1 of a partition (see the module docstring): SplitMix64's
-    finaliser -- a bijection -- of ``salt ^ (partition << 40 | i)``, so distinct (partition,
-    fact) pairs get distinct keys."""
+    output -- a bijection of 64-bit words -- for ``salt ^ (partition << 40 | i)``, so distinct
+    (partition, fact) pairs get distinct keys."""
     x = (np.uint64(partition) << np.uint64(40)) | np.arange(n, dtype=np.uint64)
     x ^= np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
     with np.errstate(over="ignore"):
+        x += _GAMMA  # SplitMix64's step: the finaliser alone maps 0 to 0
         x = (x ^ (x >> np.uint64(30))) * _M1
         x = (x ^ (x >> np.uint64(27))) * _M2
     return (x ^ (x >> np.uint64(31))).view(np.int64)
