@@ -52,6 +52,12 @@ def _run_topk(program: str, pattern: Any, pattern_text: str | None, k: int, mono
 
     warn = (lambda msg: None) if quiet else (lambda msg: click.echo(f"warning: {msg}", err=True))
     table = topk(analysis, opts["db_dir"], pattern, k, monoid, engine, opts["algorithm"], spark, progress, warn, fact=fact_filter)
+    if not quiet:
+        from selp.engines.result import plan_line
+
+        for step in table.plan:
+            if step["mode"] != "one pass":  # the recursive components: how their DTables were made
+                click.echo(plan_line(step), err=True)
     if pattern_text is not None:
         table.pattern = pattern_text
     if opts["save_dir"]:

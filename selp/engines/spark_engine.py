@@ -45,7 +45,9 @@ class SparkTopk(TopkInput):
         try:
             result = run_topk_spark(task, self.db_dir, self.spark, progress)
             try:
-                return result.to_dtable()
+                table = result.to_dtable()
+                table.plan = result.plan
+                return table
             finally:
                 result.close()
         finally:

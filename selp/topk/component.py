@@ -18,9 +18,19 @@ the partition's facts are computed here, whole:
    ``xxhash64("N", rule, child origins..)``, the rule's prefix hashed by Spark on the driver),
    so the order -- ties broken on the origin -- and the same-origin dedup are the global
    rounds' own;
-4. out come the member facts' entries: a seed entry that made its fact's k best is given back as
-   it came (its rule and child pointers), another one with its children as (relation, arguments,
-   origin), from which Spark makes its (fact hash, origin) pointers.
+4. out come the member facts' entries, **ranked and keyed here**, in the Spark DTable's own
+   columns (``_f``, ``_g``, ..., ``_ch``, ``rank``): a seed entry that made its fact's k best is
+   given back as it came (its rule and child pointers), another one with its children as
+   (fact key, origin) pointers. Nothing is left for Spark to hash, group or rank.
+
+Fact keys. A member fact's ``_f`` is not Spark's ``xxhash64(relation, args)`` but a key made
+here: the partition's number and the fact's number in it, mixed by a bijection of 64-bit words
+(:func:`fact_keys`). A fact lives in one partition and its relation in one component, so the
+keys of the component's facts are distinct, and they look as random as the hashes of the other
+facts of the DTable (a key is only ever compared for equality). Its ``_g`` is the partition's
+number. An input fact keeps the ``_f`` its entries came with, so pointers into lower relations
+are the global rounds' own. Computing the keys here is what spares Spark a pass hashing every
+entry's arguments and its children's (two hashes each) after the job.
 """
 
 from __future__ import annotations
@@ -36,7 +46,21 @@ from selp.engines.embedded.store import close, connect, table
 from selp.language.ast import Atom
 from selp.topk.kernel import Hypergraph, run_kernel
 
-ENTRY_COLUMNS = ("_w", "_s", "_o")  # an entry's weight (float64), size, origin, after c0..
+ENTRY_COLUMNS = ("_w", "_s", "_o", "_f")  # an entry's weight (float64), size, origin, fact key, after c0..
+_GAMMA, _M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def fact_keys(salt: int, partition: int, n: int) -> np.ndarray:
+    """The ``_f`` keys of facts 0..n-1 of a partition (see the module docstring): SplitMix64's
+    output -- a bijection of 64-bit words -- for ``salt ^ (partition << 40 | i)``, so distinct
+    (partition, fact) pairs get distinct keys."""
+    x = (np.uint64(partition) << np.uint64(40)) | np.arange(n, dtype=np.uint64)
+    x ^= np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
+    with np.errstate(over="ignore"):
+        x += _GAMMA  # SplitMix64's step: the finaliser alone maps 0 to 0
+        x = (x ^ (x >> np.uint64(30))) * _M1
+        x = (x ^ (x >> np.uint64(27))) * _M2
+    return (x ^ (x >> np.uint64(31))).view(np.int64)
 
 
 @dataclass(frozen=True)
@@ -52,6 +76,7 @@ class DTableTask:
     sign: float
     one: float  # the monoid's neutral element: a copy step's weight
     k: int
+    salt: int = 0  # mixed into the component's fact keys (see fact_keys)
 
 
 def _id_tables(con: Any, rels: list[str]) -> tuple[dict[str, tuple[int, int]], int]:
@@ -109,14 +134,15 @@ def _fact_args(con: Any, store: Any, rels: list[str], offsets: Mapping[str, tupl
     return pa.concat_arrays(parts)
 
 
-def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping[str, Any]) -> Any:
+def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping[str, Any], partition: int = 0) -> Any:
     """The entries of the component's facts in one partition (see the module docstring).
 
     ``seeds``: member -> Arrow table of seed entries (c0.., ``_w``, ``_s``, ``_o``, ``_rule``,
     ``_ch``); ``inputs``: every other relation the recursive rules read -> its entries (c0..,
-    ``_w``, ``_s``, ``_o``). Returns an Arrow table: ``relation``, ``args``, ``_w``, ``_s``,
-    ``_o``, ``_rule``, ``_ch`` (a seed entry's own pointers, else null) and ``_cx`` (the computed
-    entries' children as relation, args, origin; else null)."""
+    ``_w``, ``_s``, ``_o``, ``_f``); ``partition``: this partition's number (in the member
+    facts' keys). Returns an Arrow table of the k best entries of every member fact: ``_f``,
+    ``_g``, ``relation``, ``args``, ``_w``, ``_s``, ``_o``, ``_rule``, ``_ch`` (pointers
+    (fact key, origin)) and ``rank``; None when there is none."""
     comp = task.component
     con = connect(threads=comp.threads)
     try:
@@ -187,41 +213,55 @@ def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping
         args = _fact_args(con, store, rels, offsets)
     finally:
         close(con)
-    return _entries(task, res, graph, rels, offsets, args, n_members, n_leaves, first_seed, [t for _, t in seed_tables])
+    # every fact's key: the members' made here, an input fact's from its entries (the leaves)
+    fact_f = np.zeros(n_facts, np.int64)
+    fact_f[:n_members] = fact_keys(task.salt, partition, n_members)
+    if leaf_tables:
+        fact_f[np.concatenate(heads[:len(leaf_tables)])] = np.concatenate(
+            [t.column("_f").to_numpy(zero_copy_only=False).astype(np.int64) for _, t in leaf_tables])
+    return _entries(task, res, graph, rels, offsets, args, n_members, n_leaves, first_seed,
+                    [t for _, t in seed_tables], fact_f, partition)
 
 
 def _entries(task: DTableTask, res: Any, g: Hypergraph, rels: list[str], offsets: Mapping[str, tuple[int, int]],
-             args: Any, n_members: int, n_copies: int, first_seed: int, seed_tables: list[Any]) -> Any:
+             args: Any, n_members: int, n_copies: int, first_seed: int, seed_tables: list[Any],
+             fact_f: np.ndarray, partition: int) -> Any:
     """The member facts' entries as the Arrow table :func:`partition_dtable` returns."""
     import pyarrow as pa
 
     fp = res.fact_ptr
     n = int(fp[n_members])
+    if not n:
+        return None
     fact_rel = np.zeros(len(args), np.int32)
     for i, rel in enumerate(rels):
         first, m = offsets[rel]
         fact_rel[first:first + m] = i
     rel_names = pa.array(rels, pa.string())
     owner = np.repeat(np.arange(n_members, dtype=np.int64), np.diff(fp[:n_members + 1]))
+    # the kernel lists a fact's entries best first: the rank is the position in the list
+    rank = (np.arange(n, dtype=np.int64) - fp[owner] + 1).astype(np.int32)
     inst = res.inst[:n]
     copied = inst < n_copies  # a seed entry (members have no other copy step)
     ptr_type = pa.list_(pa.struct([("f", pa.int64()), ("o", pa.int64())]))
-    cx_type = pa.list_(pa.struct([("relation", pa.string()), ("args", pa.list_(pa.string())), ("o", pa.int64())]))
+
+    def part(e: np.ndarray, rule: Any, ch: Any) -> Any:
+        return pa.table({
+            "_f": pa.array(fact_f[owner[e]]), "_g": pa.array(np.full(len(e), partition, np.int32)),
+            "relation": rel_names.take(pa.array(fact_rel[owner[e]])), "args": args.take(pa.array(owner[e])),
+            "_w": pa.array(res.w[e]), "_s": pa.array(res.size[e]), "_o": pa.array(res.origin[e]),
+            "_rule": rule, "_ch": ch, "rank": pa.array(rank[e]),
+        })
+
     parts = []
     # seed entries, given back as they came
     e = np.flatnonzero(copied)
     if len(e):
-        seeds = pa.concat_tables([t.select(["_rule", "_ch"]) for t in seed_tables]) if seed_tables else None
-        rows = g.child_fact[g.child_ptr[inst[e]]] - first_seed
-        facts = pa.array(owner[e])
-        parts.append(pa.table({
-            "relation": rel_names.take(pa.array(fact_rel[owner[e]])), "args": args.take(facts),
-            "_w": pa.array(res.w[e]), "_s": pa.array(res.size[e]), "_o": pa.array(res.origin[e]),
-            "_rule": seeds.column("_rule").take(pa.array(rows)).combine_chunks().cast(pa.string()),
-            "_ch": seeds.column("_ch").take(pa.array(rows)).combine_chunks().cast(ptr_type),
-            "_cx": pa.nulls(len(e), cx_type),
-        }))
-    # entries of the recursive rules: children as (relation, args, origin)
+        seeds = pa.concat_tables([t.select(["_rule", "_ch"]) for t in seed_tables])
+        rows = pa.array(g.child_fact[g.child_ptr[inst[e]]] - first_seed)
+        parts.append(part(e, seeds.column("_rule").take(rows).combine_chunks().cast(pa.string()),
+                          seeds.column("_ch").take(rows).combine_chunks().cast(ptr_type)))
+    # entries of the recursive rules: children as (fact key, origin) of the child's entry
     e = np.flatnonzero(~copied)
     if len(e):
         i = inst[e]
@@ -230,20 +270,10 @@ def _entries(task: DTableTask, res: Any, g: Hypergraph, rels: list[str], offsets
         np.cumsum(m, out=off[1:])
         within = np.arange(int(off[-1])) - np.repeat(off[:-1], m)
         child = g.child_fact[np.repeat(g.child_ptr[i], m) + within]
-        rank = res.child_rank[np.repeat(res.child_rank_ptr[e], m) + within]
-        origin = res.origin[fp[child] + rank - 1]
+        crank = res.child_rank[np.repeat(res.child_rank_ptr[e], m) + within]
         kids = pa.StructArray.from_arrays(
-            [rel_names.take(pa.array(fact_rel[child])), args.take(pa.array(child)), pa.array(origin, pa.int64())],
-            names=["relation", "args", "o"],
-        )
+            [pa.array(fact_f[child]), pa.array(res.origin[fp[child] + crank - 1], pa.int64())], names=["f", "o"])
         names = np.array([""] + [r.name for r in task.component.recursive_rules], dtype=object)
-        parts.append(pa.table({
-            "relation": rel_names.take(pa.array(fact_rel[owner[e]])), "args": args.take(pa.array(owner[e])),
-            "_w": pa.array(res.w[e]), "_s": pa.array(res.size[e]), "_o": pa.array(res.origin[e]),
-            "_rule": pa.array(names[g.inst_rule[i]], pa.string()),
-            "_ch": pa.nulls(len(e), ptr_type),
-            "_cx": pa.ListArray.from_arrays(pa.array(off.astype(np.int32)), kids).cast(cx_type),
-        }))
-    if not parts:
-        return None
+        parts.append(part(e, pa.array(names[g.inst_rule[i]], pa.string()),
+                          pa.ListArray.from_arrays(pa.array(off.astype(np.int32)), kids).cast(ptr_type)))
     return pa.concat_tables(parts)

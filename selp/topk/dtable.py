@@ -79,6 +79,9 @@ class DTable:
     rule_weights: dict[str, Any]  # rule of P -> displayed weight (for tree output)
     types: dict[str, tuple[str, ...]]  # column types ("str"/"int") of every P_p relation
     entries: dict[FactKey, list[Entry]] = field(default_factory=dict)
+    # how the engine ran each component of P_p (Spark: one pass, partition-local or global
+    # rounds; see selp.engines.result.plan_line): for the command line, never saved
+    plan: list[dict[str, Any]] = field(default_factory=list, compare=False, repr=False)
 
     def root_items(self) -> Iterable[tuple[FactKey, list[Entry]]]:
         """The entries of the facts of the root relations."""

@@ -184,6 +184,9 @@ class _Home:
     over: DataFrame | None = None
     over_rows: int = 0
     piece_rows: list[int] = field(default_factory=list)  # entries in each piece
+    # the entries already ranked (``rank``, no theta): a partition-local component's
+    # (selp.topk.spark_partitioned), whose single piece is this frame without ``rank``
+    ranked: DataFrame | None = None
 
     def all_entries(self) -> DataFrame | None:
         return union_all(self.pieces) if self.pieces else None
@@ -800,20 +803,22 @@ def run_topk_spark(
                     rest.append(comp)
                     continue
                 engine.rounds += 1
-                n = run_partition_local(engine, comp, d, conf, _Home(), (_fact_hash, _fact_hash2))
+                n = run_partition_local(engine, comp, d, conf, _Home())
                 engine.total += n
                 if engine.progress:
                     engine.progress(engine.rounds, n, engine.total)
             if rest:
                 engine.component(rest)
         fixpoint_seconds = time.perf_counter() - t1
-        pieces = [p for h in engine.homes for p in h.pieces]
+        # entries ranked by their theta, and the partition-local ones, ranked already
+        pieces = [p for h in engine.homes if h.ranked is None for p in h.pieces]
         thetas = [h.theta for h in engine.homes if h.theta is not None]
+        done = [h.ranked for h in engine.homes if h.ranked is not None]
         result = SparkDTable(
-            task, spark, union_all(pieces) if pieces else None, thetas, pieces + thetas, engine.rounds,
+            task, spark, union_all(pieces) if pieces else None, thetas, pieces + thetas + done, engine.rounds,
             0.0, load_seconds, fixpoint_seconds, list(db.warnings), engine.total, engine.small_rounds,
         )
-        result.plan = engine.plan
+        result.plan, result.ranked_parts = engine.plan, done
         result.ranked()  # the ranks: the DTable is complete
         result.seconds = time.perf_counter() - t1
         ok = True
@@ -822,7 +827,7 @@ def run_topk_spark(
         engine.release_all()
         if not ok:
             for h in engine.homes:
-                for p in h.pieces:
+                for p in h.pieces + ([h.ranked] if h.ranked is not None else []):
                     release(p)
                 if h.theta is not None:
                     release(h.theta)

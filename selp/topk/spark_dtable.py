@@ -98,6 +98,8 @@ class SparkDTable:
     live_count: int = 0  # entries ranked 1..k (EDB leaves included)
     small_rounds: int = 0  # rounds that merged only the facts they touched (see _Engine.merge)
     plan: list[dict[str, Any]] = field(default_factory=list)  # per component of P_p: how it ran
+    # entries ranked where they were computed (partition-local components), not in ``every``
+    ranked_parts: list[DataFrame] = field(repr=False, default_factory=list)
     _ranked: DataFrame | None = field(default=None, repr=False)
     _entries: DataFrame | None = field(default=None, repr=False)
     _count: int = field(default=0, repr=False)
@@ -109,32 +111,40 @@ class SparkDTable:
         """Every admitted entry with ``rank`` (1..k; null for an entry pushed out of its fact's k
         best), materialised on first use."""
         if self._ranked is None:
-            if self.every is None:
-                schema = StructType([
-                    StructField("_f", LongType()), StructField("_g", IntegerType()), StructField("relation", StringType()),
-                    StructField("args", ArrayType(StringType())), StructField("_w", DataType.fromDDL(self.task.monoid.spark_type)),
-                    StructField("_s", LongType()), StructField("_o", LongType()), StructField("_rule", StringType()),
-                    StructField("_ch", PTR), StructField("rank", IntegerType()),
-                ])
-                self._ranked = self.spark.createDataFrame([], schema)
-                return self._ranked
-            edb = sorted(self.task.inst_analysis.edb)
-            # one narrow row per fact (the origins of its k best) against the entries: the rank
-            # of an entry is its origin's position (rather than joining the exploded lists, k
-            # rows a fact, on fact and origin)
-            ranks = [t.select("_f", "_g", F.col("top.o").alias("_os")) for t in self.thetas]
-            out = self.every
-            if ranks:
-                pos = F.array_position(F.col("_os"), F.col("_o")).cast("int")
-                out = out.join(union_all(ranks), ["_f", "_g"], "left").withColumn(
-                    "_r", F.when(pos > 0, pos)).drop("_os")
-            else:
-                out = out.withColumn("_r", F.lit(None).cast("int"))
-            leaf = F.col("relation").isin(edb) if edb else F.lit(False)
-            out = out.withColumn("rank", F.when(leaf, F.lit(1)).otherwise(F.col("_r"))).drop("_r")
-            self._ranked, _ = materialize_count(out)
-            self.frames.append(self._ranked)
+            parts = list(self.ranked_parts)
+            if self.every is not None or not parts:
+                parts.insert(0, self._rank_every())
+            self._ranked = union_all(parts)
         return self._ranked
+
+    def _rank_every(self) -> DataFrame:
+        """The entries of ``every`` (the EDB leaves and the global rounds' entries) with their
+        rank, by one join with the ``thetas``; materialised."""
+        if self.every is None:
+            schema = StructType([
+                StructField("_f", LongType()), StructField("_g", IntegerType()), StructField("relation", StringType()),
+                StructField("args", ArrayType(StringType())), StructField("_w", DataType.fromDDL(self.task.monoid.spark_type)),
+                StructField("_s", LongType()), StructField("_o", LongType()), StructField("_rule", StringType()),
+                StructField("_ch", PTR), StructField("rank", IntegerType()),
+            ])
+            return self.spark.createDataFrame([], schema)
+        edb = sorted(self.task.inst_analysis.edb)
+        # one narrow row per fact (the origins of its k best) against the entries: the rank
+        # of an entry is its origin's position (rather than joining the exploded lists, k
+        # rows a fact, on fact and origin)
+        ranks = [t.select("_f", "_g", F.col("top.o").alias("_os")) for t in self.thetas]
+        out = self.every
+        if ranks:
+            pos = F.array_position(F.col("_os"), F.col("_o")).cast("int")
+            out = out.join(union_all(ranks), ["_f", "_g"], "left").withColumn(
+                "_r", F.when(pos > 0, pos)).drop("_os")
+        else:
+            out = out.withColumn("_r", F.lit(None).cast("int"))
+        leaf = F.col("relation").isin(edb) if edb else F.lit(False)
+        out = out.withColumn("rank", F.when(leaf, F.lit(1)).otherwise(F.col("_r"))).drop("_r")
+        out, _ = materialize_count(out)
+        self.frames.append(out)
+        return out
 
     def count(self) -> int:
         """The number of rows of :attr:`entries`: the k best of every fact, plus the entries

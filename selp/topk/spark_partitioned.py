@@ -13,9 +13,12 @@ and the compiled kernel over Arrow, ``mapInArrow``):
   collected once and broadcast;
 * each task ranks its facts' derivations with the kernel, whose origins are Spark's
   (``xxhash64``): same total order (key, size, origin), same same-origin dedup;
-* the entries come back in the global rounds' format (fact hashes, child pointers as (fact hash,
-  origin)), with ``theta`` made from them: the saved DTable, ``trees`` and ``explain`` read them
-  as any other.
+* each task gives back its facts' k best entries **finished**: fact keys, child pointers as (fact
+  key, origin) and ranks are made in the task (:mod:`selp.topk.component`), so the job's output
+  -- compact columns, cut once -- is the component's part of the ranked DTable as it is. No
+  fact hashing after the job, no ``theta`` (a group-by shuffle) and no ranking join: the saved
+  DTable, ``trees`` and ``explain`` read these entries as any other, and a later component's
+  global rounds read them as entries of a lower relation.
 
 Used when ``spark.selp.partitionLocal`` is on (the default), the monoid has a compiled form (the
 built-in ones), and the broadcast entries are at most ``spark.selp.partitionLocal.broadcastRows``.
@@ -24,17 +27,17 @@ built-in ones), and the broadcast entries are at most ``spark.selp.partitionLoca
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Iterator
+import zlib
+from typing import Any, Iterator
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DoubleType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from selp.engines.decompose import Decomposition, NotDecomposable, decompose
 from selp.engines.embedded.component import ComponentTask
 from selp.engines.spark_compile import union_all
-from selp.engines.spark_frames import materialize_count
 from selp.engines.spark_partitioned import ENABLED_CONF, BROADCAST_ROWS_CONF, Settings
 from selp.instrument.witness import is_filter_relation
 from selp.language.ast import Atom
@@ -44,21 +47,18 @@ from selp.topk.embedded import COMPILED
 from selp.topk.spark_dtable import PTR, materialize_observed
 
 _KEY, _SEED = "_key", "_seed"
-_CX = ArrayType(StructType([
-    StructField("relation", StringType()), StructField("args", ArrayType(StringType())), StructField("o", LongType()),
-]))
-_ROWS = StructType([
-    StructField("relation", StringType()), StructField("args", ArrayType(StringType())),
-    StructField("_w", DoubleType()), StructField("_s", LongType()), StructField("_o", LongType()),
-    StructField("_rule", StringType()), StructField("_ch", PTR),
+_OUT = StructType([
+    StructField("_f", LongType()), StructField("_g", IntegerType()), StructField("relation", StringType()),
+    StructField("args", ArrayType(StringType())), StructField("_w", DoubleType()), StructField("_s", LongType()),
+    StructField("_o", LongType()), StructField("_rule", StringType()), StructField("_ch", PTR),
+    StructField("rank", IntegerType()),
 ])
-_OUT = StructType(list(_ROWS.fields) + [StructField("_cx", _CX)])
 
 
 def choose(engine: Any, comp: Component, conf: Settings) -> tuple[Decomposition | None, dict[str, Any]]:
     """Whether ``comp`` (of P_p) gets a partition-local DTable: its decomposition or None, and
     the plan step saying how it runs (and why not, if not)."""
-    step: dict[str, Any] = {"relations": list(comp.relations), "mode": "global rounds"}
+    step: dict[str, Any] = {"stratum": comp.stratum, "relations": list(comp.relations), "mode": "global rounds"}
     if not comp.recursive:
         step["mode"] = "one pass"
         return None, step
@@ -123,6 +123,7 @@ class PartitionDTable:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.compute as pc
+        from pyspark import TaskContext
 
         got = [b for b in batches if b.num_rows]
         if not got:
@@ -139,20 +140,18 @@ class PartitionDTable:
         inputs = {}
         for rel in self.keyed:
             rows = tbl.filter(pc.and_(pc.invert(tbl[_SEED]), pc.equal(tbl["relation"], rel)))
-            inputs[rel] = _as_columns(rows, arity[rel], ["_w", "_s", "_o"])
+            inputs[rel] = _as_columns(rows, arity[rel], ["_w", "_s", "_o", "_f"])
         if self.broadcast is not None:
             inputs.update(self.broadcast.value)
-        out = partition_dtable(self.task, seeds, inputs)
+        out = partition_dtable(self.task, seeds, inputs, TaskContext.get().partitionId())
         if out is not None:
             yield from out.to_batches(max_chunksize=65536)
 
 
-def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Settings, home: Any,
-                        fact_hashes: tuple[Callable[..., Any], Callable[..., Any]]) -> int:
+def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Settings, home: Any) -> int:
     """Fill the DTable of ``comp`` partition-locally into ``home`` (a new, empty home of
-    ``engine``, the :class:`selp.topk.spark` engine, which also gives its two fact-hash column
-    functions: the entries must be keyed exactly as its own); returns the number of entries
-    admitted."""
+    ``engine``, the :class:`selp.topk.spark` engine): its entries, and the same entries ranked
+    (``home.ranked``); returns the number of entries admitted."""
     spark = engine.spark
     members = sorted(comp.relations)
     src = engine.sources()
@@ -172,7 +171,7 @@ def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Se
     def tagged(df: DataFrame, seed: bool) -> DataFrame:
         key = F.element_at("args", F.create_map(*[x for rel, c in key_of.items() for x in (F.lit(rel), F.lit(c + 1))])[F.col("relation")])
         return df.select(
-            "relation", "args", F.col("_w").cast("double").alias("_w"), "_s", "_o",
+            "relation", "args", F.col("_w").cast("double").alias("_w"), "_s", "_o", "_f",
             (F.col("_rule") if seed else F.lit(None).cast("string")).alias("_rule"),
             (F.col("_ch") if seed else F.lit(None).cast(PTR)).alias("_ch"),
             F.lit(seed).alias(_SEED), key.alias(_KEY),
@@ -187,8 +186,8 @@ def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Se
     for rel in d.broadcast:
         e = _entries_of(engine, rel)
         if e is not None:
-            t = e.select("args", F.col("_w").cast("double").alias("_w"), "_s", "_o").toArrow()
-            small[rel] = _as_columns(t, arities[rel], ["_w", "_s", "_o"])
+            t = e.select("args", F.col("_w").cast("double").alias("_w"), "_s", "_o", "_f").toArrow()
+            small[rel] = _as_columns(t, arities[rel], ["_w", "_s", "_o", "_f"])
     bc = spark.sparkContext.broadcast(small) if small else None
     task = engine.task
     prefixes = spark.range(1).select(*[
@@ -200,29 +199,21 @@ def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Se
         {r.name: float(task.rule_weight[r.name]) for r in d.recursive_rules},
         {r.name: int(task.rule_size[r.name]) for r in d.recursive_rules},
         {r.name: int(prefixes[i]) for i, r in enumerate(d.recursive_rules)},
-        combine, sign, float(task.monoid.one), task.k,
+        combine, sign, float(task.monoid.one), task.k, zlib.crc32("\0".join(members).encode()) << 24,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # pyspark's pandas-version check; no pandas here
         mapped = rows.mapInArrow(PartitionDTable(dtask, tuple(sorted(d.keyed)), bc), _OUT)
-    pointer = F.transform("_cx", lambda c: F.struct(F.xxhash64(c["relation"], c["args"]).alias("f"), c["o"].alias("o")))
-    fact_hash, fact_hash2 = fact_hashes
     out = mapped.select(
-        fact_hash(F.col("relation"), F.col("args")).alias("_f"), fact_hash2(F.col("relation"), F.col("args")).alias("_g"),
-        "relation", "args", F.col("_w").cast(engine.wt.type).alias("_w"), "_s", "_o", "_rule",
-        F.coalesce(F.col("_ch"), pointer).cast(PTR).alias("_ch"),
-    )
-    entries, counts = materialize_observed(out, [F.count_if(F.col("relation") == rel).alias(f"n{i}") for i, rel in enumerate(members)])
+        "_f", "_g", "relation", "args", F.col("_w").cast(engine.wt.type).alias("_w"), "_s", "_o", "_rule", "_ch", "rank")
+    # the one job: every partition's DTable, cut (the entries are read by the ranking, the
+    # pointers and later components), with the counts observed on the way
+    ranked, counts = materialize_observed(out, [F.count_if(F.col("relation") == rel).alias(f"n{i}") for i, rel in enumerate(members)])
     if bc is not None:
         bc.unpersist()
     admitted = {rel: counts[f"n{i}"] for i, rel in enumerate(members) if counts[f"n{i}"]}
-    key = engine.wt.key(F.col("_w")).cast(engine.top_type.elementType["k"].dataType)
-    theta, n_facts = materialize_count(entries.groupBy("_f", "_g").agg(
-        F.first("relation").alias("relation"),
-        F.sort_array(F.collect_list(F.struct(key.alias("k"), F.col("_s").alias("s"), F.col("_o").alias("o")))).cast(engine.top_type).alias("top"),
-    ))
     n = sum(admitted.values())
-    home.pieces, home.piece_rows = [entries], [n]
+    home.pieces, home.piece_rows = [ranked.drop("rank")], [n]
+    home.ranked = ranked
     home.admitted, home.live = dict(admitted), dict(admitted)
-    home.theta, home.theta_rows = theta, n_facts
     return n

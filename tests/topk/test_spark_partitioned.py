@@ -124,8 +124,8 @@ def test_plan_says_why_a_component_runs_in_global_rounds(spark, tmp_path):
 
 
 def test_saved_partition_local_dtable_answers_as_computed(spark, tmp_path):
-    """Child pointers made from the partitions' (relation, args, origin) lead to entries: the
-    saved DTable gives back exactly the trees the run collected."""
+    """Child pointers made in the partitions (fact keys, origins) lead to entries: the saved
+    DTable gives back exactly the trees the run collected."""
     from selp.topk.dtable import load_dtable
 
     db = tmp_path / "db"
@@ -141,3 +141,34 @@ def test_saved_partition_local_dtable_answers_as_computed(spark, tmp_path):
     finally:
         result.close()
     assert _entries(load_dtable(tmp_path / "dtable")) == collected
+
+
+def test_topk_command_prints_how_each_recursive_component_ran(spark, tmp_path):
+    """``selp topk --engine spark`` says which components got a partition-local DTable and
+    which ran in global rounds (and why), as ``selp eval`` does, and answers as the embedded engine."""
+    from click.testing import CliRunner
+
+    from selp.cli import main
+
+    db = tmp_path / "db"
+    _graph(db, 9)
+    prog = tmp_path / "p.dl"
+    prog.write_text(PATH + "r3 (0.7): far(x, y) :- path(x, y).\nr4 (0.6): far(x, z) :- far(x, y), far(y, z).\n")
+    common = ["topk", str(prog), "--db", str(db), "-k", "2", "--pattern", "far(*, *)", "--format", "json"]
+    r = CliRunner().invoke(main, [*common, "--engine", "spark", "--master", "local[2]"])
+    assert r.exit_code == 0, r.output
+    plan = [line for line in r.stderr.splitlines() if line.startswith("  plan:")]
+    assert len(plan) == 2, r.stderr
+    assert "[path] partition-local on position 1 (" in plan[0]
+    assert "[far] global rounds: " in plan[1] and "nonlinear" in plan[1]
+    embedded = CliRunner().invoke(main, [*common, "--engine", "embedded"])
+    assert embedded.exit_code == 0 and not [line for line in embedded.stderr.splitlines() if "plan:" in line]
+    assert _weights(r.stdout) == _weights(embedded.stdout)
+
+
+def _weights(text: str) -> dict:
+    """Per answer of a ``--format json`` output: its trees' weights, best first."""
+    import json
+
+    doc = json.loads(text)
+    return {(a["fact"]["relation"], tuple(a["fact"]["args"])): [round(t["weight"], 9) for t in a["trees"]] for a in doc["results"]}
