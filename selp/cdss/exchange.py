@@ -28,6 +28,8 @@ Strategies:
   relations empty) and the delta is all base data. When the earlier epoch was computed from a
   different compiled program (``cdss.toml``'s mappings or trust changed) its state is not a
   valid start, so the exchange recomputes and says so.
+* ``absorption`` — the compiled program maintained with absorption provenance, the formulas kept
+  in the epoch directory between exchanges (:mod:`selp.cdss.absorption`; in-process engines).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.engines.registry import ENGINES, Engine, get_engine
 from selp.errors import SelpError
 
-STRATEGIES = ("recompute", "provenance", "dred")
+STRATEGIES = ("recompute", "provenance", "dred", "absorption")
 Say = Callable[[str], None]
 
 
