@@ -236,34 +236,15 @@ class Node:
         for dest in sorted(dests):
             outbox.append((dest, self.id, "kill", "", (), [kills]))
         for name, table in self.forms.items():
-            gone = []
-            for f in [f for f, form in table.items() if any(m & kills for m in form)]:
-                rest = pb.restrict(table[f], kills)
-                if rest:
-                    table[f] = rest
-                else:
-                    del table[f]
-                    gone.append(f)
+            gone = _restrict_all(table, kills)
             if gone:
                 self.stores[name].discard_all(gone)
                 if name in prog.idb:
                     for f in gone:
                         self.changes.remove(name, f)
-        for table in (self.out, self.buffer):
-            for key in [k for k, form in table.items() if any(m & kills for m in form)]:
-                rest = pb.restrict(table[key], kills)
-                if rest:
-                    table[key] = rest
-                else:
-                    del table[key]
-        emptied = []
-        for key in [k for k, form in self.sent.items() if any(m & kills for m in form)]:
-            rest = pb.restrict(self.sent[key], kills)
-            if rest:
-                self.sent[key] = rest
-            else:
-                del self.sent[key]
-                emptied.append(key)
+        _restrict_all(self.out, kills)
+        _restrict_all(self.buffer, kills)
+        emptied = _restrict_all(self.sent, kills)
         for key in emptied:  # what was shipped is false: send what this node still has
             dest, name, fact = key
             self.buffer.pop(key, None)
@@ -276,26 +257,14 @@ class Node:
         """Every derivation using a new monomial of ``delta`` at one positive atom: (head
         relation, head, formula); collected before any is applied."""
         out = []
-        forms, stores = self.forms, self.stores
-        empty = FactStore()
-        negated = lambda rel, pattern, eqs=(): False  # noqa: E731  (positive programs only)
         for r, rule in enumerate(prog.rules):
             for i in positive_positions(rule):
                 d = delta.get(rule.body[i].relation)  # type: ignore[union-attr]
-                if not d:
-                    continue
-                plan, head, atoms = prog.plan(r, i)
-                dstore = FactStore(d)
-
-                def lookup(src: str, rel: str, p: tuple[int, ...], k: tuple, dstore: FactStore = dstore) -> Iterable[Fact]:
-                    return dstore.lookup(p, k) if src == "delta" else stores.get(rel, empty).lookup(p, k)
-
-                for env in plan.bindings(lookup, negated):
-                    parts = []
-                    for j, rel, build in atoms:
-                        fact = build(env)
-                        parts.append(d[fact] if j == i else forms[rel][fact])
-                    out.append((rule.head.relation, head(env), pb.conjoin(parts, prog.cap)))
+                if d:
+                    plan, head, atoms = prog.plan(r, i)
+                    for env in _bindings(plan, FactStore(d), self.stores):
+                        parts = [d[build(env)] if j == i else self.forms[rel][build(env)] for j, rel, build in atoms]
+                        out.append((rule.head.relation, head(env), pb.conjoin(parts, prog.cap)))
         return iter(out)
 
     def owned(self, idb: Iterable[str]) -> dict[str, set[Fact]]:
@@ -306,6 +275,32 @@ class Node:
         """(bytes of the owned derived tuples' formulas, their number)."""
         tables = [self.forms.get(rel, {}) for rel in idb]
         return sum(pb.stored_bytes(f) for t in tables for f in t.values()), sum(len(t) for t in tables)
+
+
+_EMPTY = FactStore()
+
+
+def _bindings(plan: BodyPlan, dstore: FactStore, stores: dict[str, FactStore]) -> Iterator[list[Any]]:
+    """The join's bindings with the driving atom reading ``dstore`` (no negation to test)."""
+
+    def lookup(src: str, rel: str, p: tuple[int, ...], k: tuple) -> Iterable[Fact]:
+        return dstore.lookup(p, k) if src == "delta" else stores.get(rel, _EMPTY).lookup(p, k)
+
+    return plan.bindings(lookup, lambda *a: False)
+
+
+def _restrict_all(table: dict[Any, list[int]], kills: int) -> list[Any]:
+    """Set the variables of ``kills`` false in every formula of ``table``; drop and return the
+    keys whose formula became false."""
+    gone = []
+    for key in [k for k, form in table.items() if any(m & kills for m in form)]:
+        rest = pb.restrict(table[key], kills)
+        if rest:
+            table[key] = rest
+        else:
+            del table[key]
+            gone.append(key)
+    return gone
 
 
 def message_bytes(msg: Message) -> int:

@@ -28,9 +28,9 @@ once per phase to the tuple's owner, and each base tuple to its replicas).
 from __future__ import annotations
 
 import pickle
+import warnings
 from typing import Any, Callable, Iterable, Mapping
 
-from selp.engines.local import FactStore
 from selp.errors import SelpError
 from selp.language.ast import Rule
 from selp.language.validate import Analysis
@@ -39,7 +39,7 @@ from selp.maintain.base import Maintainer, present_changes
 from selp.maintain.dred import DRed
 from selp.maintain.minship import MODES, Localized, Message, Node, localize, message_bytes, place
 from selp.maintain.order import dfs_order
-from selp.maintain.program import Fact, ViewChanges, positive_positions
+from selp.maintain.program import Fact, ViewChanges
 
 DEFAULT_NODES = 4
 SCHEMA = "dest int, src int, kind string, name string, fact binary, form binary, nbytes long"
@@ -170,7 +170,9 @@ def run_spark(spark: Any, nodes: list[Node], msgs: list[Message], prog: Localize
     fn = _node_round(prog, mode)
     stats = {"rounds": 0, "shipped_rows": 0, "shipped_bytes": 0}
     while True:
-        df = df.groupBy("dest").applyInPandas(fn, SCHEMA).localCheckpoint(eager=True)
+        with warnings.catch_warnings():  # pyspark's note on the pandas version: noise for a CLI user
+            warnings.simplefilter("ignore", FutureWarning)
+            df = df.groupBy("dest").applyInPandas(fn, SCHEMA).localCheckpoint(eager=True)
         stats["rounds"] += 1
         got = df.groupBy("kind").agg(F.count("*").alias("rows"), F.sum("nbytes").alias("bytes")).collect()
         sent = {r["kind"]: (r["rows"], r["bytes"] or 0) for r in got}
@@ -198,7 +200,8 @@ class ShippingDRed(DRed):
         self.n = nodes
         self.last = {"shipped_rows": 0, "shipped_bytes": 0}
         self.total = {"shipped_rows": 0, "shipped_bytes": 0}
-        self._phase: set[tuple[int, int, str, Fact]] = set()
+        self._phase: set[tuple[str, int, str, Fact]] = set()
+        self._stage = "delete"
         super().__init__(analysis, base)
 
     def apply(self, inserts: Mapping[str, Iterable[Fact]], deletes: Mapping[str, Iterable[Fact]]) -> ViewChanges:
@@ -223,31 +226,27 @@ class ShippingDRed(DRed):
         self.last["shipped_bytes"] += message_bytes((0, 0, "", name, f, []))
 
     def _positive(self, comp: Any, ins: Any, dels: Any, changes: ViewChanges) -> Any:
-        self._phase = set()
+        self._phase, self._stage = set(), "delete"
         return super()._positive(comp, ins, dels, changes)
 
-    def _heads(self, rules: Iterable[Rule], current: Mapping[str, set[Fact]], full: Callable) -> Iterable[tuple[str, Fact]]:
-        out = []
-        for rule in rules:
-            anchor = self.prog.anchors[rule]
-            for i in positive_positions(rule):
-                d = current.get(rule.body[i].relation)  # type: ignore[union-attr]
-                if not d:
-                    continue
-                plan, head = self._plan(rule, i)
-                dstore = FactStore(d)
+    def _rederive(self, comp: Any, rel: str, candidates: set[Fact]) -> set[Fact]:
+        self._stage = "insert"  # over-deletion is over: what is derived from now on is new rows
+        return super()._rederive(comp, rel, candidates)
 
-                def lookup(src: str, r: str, p: tuple[int, ...], k: tuple, dstore: FactStore = dstore) -> Iterable[Fact]:
-                    return dstore.lookup(p, k) if src == "delta" else full(r, p, k)
+    def _plan(self, rule: Rule, driver: int | None) -> tuple[Any, Callable]:
+        """DRed's plan with a head builder that counts the derivation's shipping."""
+        plan, head = super()._plan(rule, driver)
+        anchor = self.prog.anchors.get(rule)
+        if anchor is None:  # the guarded rules of rederivation: their heads are counted when propagated
+            return plan, head
 
-                for env in plan.bindings(lookup, lambda *a: False):
-                    self.work += 1
-                    h = head(env)
-                    at = place(plan.atom_fact(anchor, env)[0], self.n)
-                    key = (id(full), at, rule.head.relation, h)  # over-delete and insert pass different lookups
-                    if at != place(h[0], self.n) and key not in self._phase:
-                        self._phase.add(key)
-                        self._count(rule.head.relation, h)
-                    out.append((rule.head.relation, h))
-        return out
+        def counted(env: Any) -> Fact:
+            h = head(env)
+            at = place(plan.atom_fact(anchor, env)[0], self.n)
+            key = (self._stage, at, rule.head.relation, h)
+            if at != place(h[0], self.n) and key not in self._phase:
+                self._phase.add(key)
+                self._count(rule.head.relation, h)
+            return h
 
+        return plan, counted
