@@ -70,7 +70,7 @@ def save_state(store: Store, maintainer: Maintainer, tmp: Path) -> int:
 def run_absorption(store: Store, base: dict[str, set[Row]], start: Any, tmp: Path, stats: dict[str, Any], say: Say) -> dict[str, int]:
     """One exchange epoch maintained with absorption provenance (see the module docstring): the
     relations written into ``tmp`` with the maintainer's state; their sizes."""
-    from selp.cdss.exchange_steps import delta, write_epoch
+    from selp.cdss.exchange_steps import write_epoch
 
     t0 = time.perf_counter()
     analysis = analyze(store.compiled.program)
@@ -84,7 +84,9 @@ def run_absorption(store: Store, base: dict[str, set[Row]], start: Any, tmp: Pat
         n_del = 0
     else:
         say(f"starting from epoch {start.epoch}'s formulas (publication {start.publication})")
-        inserts, deletes = delta(maintainer.base(), new_base)
+        old_base = maintainer.base()
+        inserts = {rel: rows - old_base.get(rel, set()) for rel, rows in new_base.items()}
+        deletes = {rel: rows - new_base.get(rel, set()) for rel, rows in old_base.items()}
         n_ins, n_del = sum(map(len, inserts.values())), sum(map(len, deletes.values()))
         say(f"delta: {n_ins} insertion(s), {n_del} deletion(s)")
         maintainer, changes = session.apply(maintainer, inserts, deletes, warn=fallbacks.append)

@@ -113,7 +113,12 @@ def exchange(
         if start is not None and start.collected:  # cannot happen: the latest epoch is kept
             incremental, used = None, "recompute"
         try:
-            sizes = eng.exchange_epoch(store, base, start, incremental, strategy, tmp, stats, say, spark)
+            if incremental is not None and strategy == "absorption":  # keeps its formulas in the epoch
+                from selp.cdss.absorption import run_absorption
+
+                sizes = run_absorption(store, base, start, tmp, stats, say)
+            else:
+                sizes = eng.exchange_epoch(store, base, start, incremental, strategy, tmp, stats, say, spark)
             stats.update(base_tuples=n_base, tuples=sum(sizes.values()))
             if above is not None:
                 stats["above_threshold"] = above

@@ -80,10 +80,6 @@ def run_in_process(eng: Any, store: Store, base, start, incremental, strategy, t
     Python facts; the incremental strategies maintain Python sets
     (:func:`selp.cdss.incremental.apply_changes`)."""
     t0 = time.perf_counter()
-    if incremental is not None and strategy == "absorption":  # keeps its formulas in the epoch
-        from selp.cdss.absorption import run_absorption
-
-        return run_absorption(store, base, start, tmp, stats, say)
     if incremental is None:
         from selp.cdss.recompute import compute_from_scratch
 
