@@ -13,11 +13,14 @@ from helpers.cli import one_error_line, selp
 PROGRAM = "datasets/reachable.dl"
 
 
+LINKS = "src,dst,latency\na,b,1\nb,c,1\nc,b,1\nc,d,1\nd,a,1\n"
+
+
 def _db(tmp_path: Path) -> Path:
-    db = tmp_path / "db"
-    db.mkdir(parents=True)
-    (db / "link.csv").write_text("src,dst,latency\na,b,1\nb,c,1\nc,b,1\nc,d,1\nd,a,1\n")
-    return db
+    """A five-link network with two cycles, as the base of the view."""
+    (tmp_path / "db").mkdir(parents=True)
+    (tmp_path / "db" / "link.csv").write_text(LINKS)
+    return tmp_path / "db"
 
 
 def test_other_strategies_and_non_positive_programs_are_refused_before_spark_starts(tmp_path: Path) -> None:

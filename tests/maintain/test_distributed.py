@@ -11,26 +11,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from selp.errors import SelpError
-from selp.language import parse_program
+from helpers.paths import ROOT
+from selp.language import parse_program, parse_program_file
 from selp.language.validate import analyze
 from selp.maintain.minship import localize
 from selp.maintain.recompute import from_scratch
 from selp.maintain.spark import Distributed, ShippingDRed
 
-PROGRAMS = {
-    "reachable": """
-        reachable(s, d) :- link(s, d, _).
-        reachable(s, d) :- link(s, z, _), reachable(z, d).
-    """,
-    # non-linear: tc(z, y) is replicated to every node (z is not tc(x, z)'s location x... it is
-    # at position 0 of the second atom only when z is the location); a join on a second value
-    "tc": """
-        tc(x, y) :- link(x, y, _).
-        tc(x, y) :- tc(x, z), tc(z, y).
-        two(x, y) :- link(x, z, _), link(y, z, _).
-    """,
-}
-ANALYSES = {name: analyze(parse_program(text)) for name, text in PROGRAMS.items()}
+# non-linear: the anchor is tc(z, y), so tc(x, z) is replicated on z; `two` joins link on its
+# second value, which no anchor holds first: link is replicated to every node
+TC = """
+    tc(x, y) :- link(x, y, _).
+    tc(x, y) :- tc(x, z), tc(z, y).
+    two(x, y) :- link(x, z, _), link(y, z, _).
+"""
+ANALYSES = {"reachable": analyze(parse_program_file(ROOT / "datasets" / "reachable.dl")), "tc": analyze(parse_program(TC))}
 NODES = ["a", "b", "c", "d", "e"]
 LINK = st.tuples(st.sampled_from(NODES), st.sampled_from(NODES), st.integers(1, 3))
 STEP = st.tuples(st.sampled_from("+-"), LINK)
@@ -53,7 +48,7 @@ def check_stream(m, analysis, base: set, steps: list, data) -> None:
             assert changes.removed.get(rel, set()) == before[rel] - view[rel]
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", sorted(ANALYSES))
 @pytest.mark.parametrize("minship", ["eager", "lazy", "off"])
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(base=st.sets(LINK, max_size=10), steps=st.lists(st.lists(STEP, min_size=1, max_size=3), max_size=8),
