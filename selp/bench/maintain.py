@@ -40,7 +40,19 @@ STRATEGIES: dict[str, Callable[[Analysis, dict], Maintainer]] = {
     "absorption-monomials": lambda a, b: Absorption(a, b, cap=10**9, formulas="monomials"),
     "dred": lambda a, b: DRed(a, b),
     "recompute": lambda a, b: Recompute(a, b),
+    # the distributed form on 4 nodes, its rounds run in this process (selp.maintain.spark), and
+    # DRed counting what it would ship under the same placement: the shipped_* columns
+    **{f"minship-{mode}": (lambda mode: lambda a, b: _distributed(a, b, mode))(mode) for mode in ("lazy", "eager", "off")},
+    "dred-shipping": lambda a, b: _distributed(a, b, "dred"),
 }
+
+
+def _distributed(analysis: Analysis, base: dict, mode: str) -> Maintainer:
+    from selp.maintain.spark import Distributed, ShippingDRed
+
+    if mode == "dred":
+        return ShippingDRed(analysis, base)
+    return Distributed(analysis, base, minship=mode, cap=10**9, runner="local")
 
 
 def generate(generator: str, out_dir: Path, seed: int, stub_extra: int) -> dict[str, Any]:
@@ -74,9 +86,10 @@ def run(workloads: list[str], strategies: list[str], deletions: int, seed: int, 
             built[s] = m
             say(f"{w} {s}: built in {build:.2f}s")
             rows.append({"workload": w, "strategy": s, "phase": "insert-all", "seconds": round(build, 4),
-                         "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_data(stats)})
+                         "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_shipped(m, {}, 1), **_data(stats)})
         times = {s: 0.0 for s in strategies}
         work0 = {s: getattr(m, "work", 0) for s, m in built.items()}
+        shipped0 = {s: dict(getattr(m, "total", {})) for s, m in built.items()}
         for victim in victims:
             views = []
             for s, m in built.items():
@@ -90,7 +103,8 @@ def run(workloads: list[str], strategies: list[str], deletions: int, seed: int, 
             n = max(len(victims), 1)
             rows.append({"workload": w, "strategy": s, "phase": "delete-one", "seconds": round(times[s] / n, 5),
                          "deletions": len(victims), "work_per_deletion": (getattr(m, "work", 0) - work0[s]) / n,
-                         "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_data(stats)})
+                         "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_shipped(m, shipped0[s], n),
+                         **_data(stats)})
             say(f"{w} {s}: {times[s] / n * 1000:.1f} ms per deletion")
         _write(out, rows)  # as it goes: the order comparison below can take long on dense graphs
         if "absorption-bdd" in strategies and w != "shortest":
@@ -107,6 +121,15 @@ def run(workloads: list[str], strategies: list[str], deletions: int, seed: int, 
 def _prov(m: Maintainer) -> dict[str, Any]:
     p = m.provenance_stats()
     return {"provenance_bytes_per_tuple": round(p["provenance_bytes_per_tuple"], 1), "provenance_bytes": p["provenance_bytes"]}
+
+
+def _shipped(m: Maintainer, before: dict[str, int], n: int) -> dict[str, Any]:
+    """Rows and bytes shipped between nodes since ``before``, per ``n`` (the distributed
+    strategies only)."""
+    total = getattr(m, "total", None)
+    if total is None:
+        return {}
+    return {k: round((total[k] - before.get(k, 0)) / n, 1) for k in ("shipped_rows", "shipped_bytes")}
 
 
 def _data(stats: dict[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,8 @@ Strategies:
   relations empty) and the delta is all base data. When the earlier epoch was computed from a
   different compiled program (``cdss.toml``'s mappings or trust changed) its state is not a
   valid start, so the exchange recomputes and says so.
+* ``absorption`` — the compiled program maintained with absorption provenance, the formulas kept
+  in the epoch directory between exchanges (:mod:`selp.cdss.absorption`; in-process engines).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.engines.registry import ENGINES, Engine, get_engine
 from selp.errors import SelpError
 
-STRATEGIES = ("recompute", "provenance", "dred", "adapt")
+STRATEGIES = ("recompute", "provenance", "dred", "absorption", "adapt")
 NOT_INCREMENTAL = ("recompute", "adapt")  # strategies that need no engine's incremental entry point
 Say = Callable[[str], None]
 
@@ -115,6 +117,10 @@ def exchange(
         try:
             if strategy == "adapt":
                 sizes, used = _adapt_epoch(store, base, eng, spark, tmp, stats, say)
+            elif incremental is not None and strategy == "absorption":  # keeps its formulas in the epoch
+                from selp.cdss.absorption import run_absorption
+
+                sizes = run_absorption(store, base, start, tmp, stats, say)
             else:
                 sizes = eng.exchange_epoch(store, base, start, incremental, strategy, tmp, stats, say, spark)
             # the program beside the instances: what a later --strategy adapt adapts from

@@ -274,7 +274,7 @@ def publish_cmd(directory: str, peer: str) -> None:
 @DIR_ARG
 @PEER_OPT
 @engine_option()
-@click.option("--strategy", type=click.Choice(["recompute", "provenance", "dred", "adapt"]), default="recompute", show_default=True, help="Full recomputation, incremental maintenance (provenance-based deletion or DRed), or adapting the instances to changed mappings (docs/adapt.md).")
+@click.option("--strategy", type=click.Choice(["recompute", "provenance", "dred", "absorption", "adapt"]), default="recompute", show_default=True, help="Full recomputation, incremental maintenance (provenance-based deletion, DRed, or absorption provenance kept across exchanges), or adapting the instances to changed mappings (docs/adapt.md).")
 @click.option("--publish", "publish_first", is_flag=True, help="Publish PEER's edits first (ORCHESTRA's exchange).")
 @click.option("--wait", type=click.FloatRange(min=0), default=10.0, show_default=True, help="Seconds to wait for another running exchange.")
 @click.option("--keep", type=click.IntRange(min=1), default=3, show_default=True, help="Epochs kept by garbage collection (besides those a peer reflects).")

@@ -23,12 +23,16 @@ from selp.cli.root import load_program
 @click.option("--batch", is_flag=True, help="Apply all the changes as one batch (one set of view changes).")
 @click.option("--formulas", type=click.Choice(["bdd", "monomials"]), default="bdd", show_default=True, help="Absorption formulas as BDDs (CUDD, depth-first variable order) or as minimal monomial sets.")
 @click.option("--cap", type=click.IntRange(min=1), default=None, help="Monomials per formula before absorption falls back to DRed [default: 4096].")
-@click.option("--engine", type=click.Choice(["embedded", "reference"]), default="reference", show_default=True, help="The engine --strategy recompute evaluates with.")
+@click.option("--engine", type=click.Choice(["embedded", "reference", "spark"]), default="reference", show_default=True, help="The engine --strategy recompute evaluates with; spark: absorption distributed over Spark partitions (monomial formulas).")
+@click.option("--minship", type=click.Choice(["eager", "lazy", "off"]), default="lazy", show_default=True, help="--engine spark: how derivations are shipped between nodes (MinShip).")
+@click.option("--nodes", type=click.IntRange(min=1), default=4, show_default=True, help="--engine spark: the number of nodes (tuples placed by their first value); fixed when the state is built.")
+@click.option("--master", default=None, help="Spark master URL (--engine spark).")
 @click.option("--show", multiple=True, metavar="REL", help="Print only the changes of REL; repeatable.")
 @click.option("--stats", is_flag=True, help="Print the view's size, provenance bytes and timing as JSON on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
 def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: str, state_file: str | None, reset: bool, batch: bool,
-                 formulas: str, cap: int | None, engine: str, show: tuple[str, ...], stats: bool, quiet: bool) -> None:
+                 formulas: str, cap: int | None, engine: str, minship: str, nodes: int, master: str | None, show: tuple[str, ...], stats: bool,
+                 quiet: bool) -> None:
     """Maintain PROGRAM's derived relations under insertions and deletions of base tuples.
 
     The first run builds the view from --db; every run applies --changes to it and saves it
@@ -40,6 +44,7 @@ def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: 
       selp gen transit-stub --out /tmp/net
       printf -- '-link(t0, t1, 50)\\n' | selp maintain datasets/reachable.dl --db /tmp/net --changes -
       selp maintain datasets/reachable.dl --db /tmp/net --changes edits.txt --strategy dred
+      selp maintain datasets/reachable.dl --db /tmp/net --changes edits.txt --engine spark --minship lazy
     """
     from selp.errors import SelpError
     from selp.maintain.changes import parse_changes
@@ -53,7 +58,18 @@ def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: 
     warn = lambda m: click.echo(f"warning: {m}" if not m.startswith("absorption") else m, err=True)  # noqa: E731
     path = Path(state_file) if state_file else default_state_path(program, db_dir)
     t0 = time.perf_counter()
-    state, built = open_state(analysis, db_dir, path, strategy, cap or DEFAULT_CAP, engine, reset, warn, formulas)
+    spark = None
+    if engine == "spark":  # the distributed form (selp.maintain.spark); refused early for other strategies
+        from selp.cli.maintain_spark import open_spark
+
+        spark = open_spark(analysis, strategy, master, quiet)
+    distributed = {"nodes": nodes, "minship": minship, "spark": spark}
+    state, built = open_state(analysis, db_dir, path, strategy, cap or DEFAULT_CAP, engine, reset, warn, formulas, distributed)
+    shipped_before = dict(getattr(state.maintainer, "total", {}))
+    if engine == "spark" or shipped_before:
+        from selp.cli.maintain_spark import check_loaded
+
+        check_loaded(state.maintainer, path, engine, nodes, minship, spark)
     t_open = time.perf_counter() - t0
     applied = view_changes = 0
     t1 = time.perf_counter()
@@ -91,9 +107,18 @@ def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: 
                 "tuples": {r: len(v) for r, v in sorted(view.items())}, "changes": applied, "view_changes": view_changes,
                 "seconds_build_or_load": round(t_open, 4), "seconds_apply": round(t_apply, 4), "state_bytes": state_bytes(state.maintainer),
                 **state.maintainer.provenance_stats()}
+        if engine == "spark":
+            from selp.cli.maintain_spark import shipped
+
+            info.update(shipped(state.maintainer, shipped_before))
         click.echo(json.dumps(info, indent=2), err=True)
     elif not quiet:
         how = state.strategy if state.running == state.strategy else f"{state.running}, after falling back from {state.strategy}"
+        if engine == "spark":
+            from selp.cli.maintain_spark import shipped
+
+            got = shipped(state.maintainer, shipped_before)
+            how += f" on {nodes} nodes, MinShip {minship}: shipped {got['shipped_rows']} row(s), {got['shipped_bytes']} bytes"
         click.echo(f"({'built' if built else 'loaded'} {path}; {applied} change(s), {view_changes} view change(s); {how}; {t_apply:.3f}s)", err=True)
 
 

@@ -116,6 +116,10 @@ class SparkEngine(Engine):
         :mod:`selp.cdss.incremental_spark`), or a one-line error."""
         from selp.cdss.exchange_steps import find_strategy
 
+        if strategy == "absorption":  # formulas are Python objects: one process holds them
+            from selp.cdss.errors import CdssError
+
+            raise CdssError("strategy absorption runs on the in-process engines; use --engine embedded (or reference)")
         return find_strategy(
             strategy, "apply_changes_spark", ["selp.cdss.incremental", "selp.cdss.incremental_spark"], "the spark engine"
         )

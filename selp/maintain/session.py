@@ -32,9 +32,16 @@ Warn = Callable[[str], None]
 
 
 def build(strategy: str, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = DEFAULT_CAP, engine: str = "reference",
-          warn: Warn | None = None, formulas: str = "bdd", order: str = "dfs") -> Maintainer:
+          warn: Warn | None = None, formulas: str = "bdd", order: str = "dfs", distributed: dict | None = None) -> Maintainer:
     """A new maintainer of ``strategy`` over ``base`` (absorption falls back to DRed when its
-    initial formulas already pass ``cap``)."""
+    initial formulas already pass ``cap``); ``engine`` ``spark``: the distributed form, with
+    ``distributed``'s options (:class:`selp.maintain.spark.Distributed`)."""
+    if engine == "spark":
+        if strategy != "absorption":
+            raise SelpError(f"--engine spark maintains with --strategy absorption only (got {strategy}); DRed's shipping is measured by selp bench maintain")
+        from selp.maintain.spark import Distributed
+
+        return Distributed(analysis, base, cap=cap, **(distributed or {}))
     if strategy == "absorption":
         try:
             return Absorption(analysis, base, cap, formulas, order)
@@ -99,7 +106,7 @@ def default_state_path(program: str | Path, db_dir: str | Path) -> Path:
 
 
 def open_state(analysis: Analysis, db_dir: str | Path, path: Path, strategy: str, cap: int = DEFAULT_CAP, engine: str = "reference",
-               reset: bool = False, warn: Warn | None = None, formulas: str = "bdd") -> tuple[State, bool]:
+               reset: bool = False, warn: Warn | None = None, formulas: str = "bdd", distributed: dict | None = None) -> tuple[State, bool]:
     """The state at ``path`` (built from ``db_dir`` when absent or ``reset``); True when built."""
     digest = program_hash(analysis)
     if path.exists() and not reset:
@@ -120,7 +127,7 @@ def open_state(analysis: Analysis, db_dir: str | Path, path: Path, strategy: str
         if warn:
             warn(w)
     base = {rel: db.facts.get(rel, set()) for rel in analysis.edb}
-    maintainer = build(strategy, analysis, base, cap, engine, warn, formulas)
+    maintainer = build(strategy, analysis, base, cap, engine, warn, formulas, distributed=distributed)
     return State(STATE_VERSION, digest, strategy, dict(db.types), maintainer), True
 
 
