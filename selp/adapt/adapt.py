@@ -11,6 +11,7 @@ what folding matches). :func:`commit` then makes ``@new`` the current instance.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,11 +27,15 @@ NEW, DELTA, PROV = "@new", "@delta", "@prov"
 
 @dataclass(frozen=True)
 class ViewPlan:
-    """One adapted relation: its name in the new program and the plan that computed it."""
+    """One adapted relation: its name in the new program, the plan that computed it, and the
+    wall time spent on it: ``seconds`` in all (statistics, plan search, execution) and
+    ``run_seconds`` executing the plan alone."""
 
     relation: str
     arity: int
     plan: Plan
+    seconds: float = 0.0
+    run_seconds: float = 0.0
 
 
 def provenance_rule(r: Rule) -> Rule:
@@ -117,6 +122,7 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
     if provenance:
         jobs += [(provenance_rule(r).head.relation + NEW, provenance_rule(r).head.arity, [provenance_rule(r)]) for r in new.rules]
     for name, arity, rules in jobs:
+        start = time.perf_counter()
         primed = [_primed(r, idb, lambda s: s + NEW) for r in rules]
         primed = [Rule(name, Atom(name, r.head.args, r.head.negated), r.body, named=False) for r in primed]
         original = unfold(query_of_rules(primed), edb_defs)
@@ -126,11 +132,14 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
             plan = Plan(original, cost, cost, 0, 0.0)
         else:
             plan = search(original, base, available, stats, budget)
-        engine.define(name, arity, [lower(cq.rule(name, k), arities, k) for cq, k in plan.query.items()])
+        lowered = [lower(cq.rule(name, k), arities, k) for cq, k in plan.query.items()]
+        run = time.perf_counter()
+        engine.define(name, arity, lowered)
+        done = time.perf_counter()
         stats.cache.pop(name, None)
         new_defs[name] = base
         available[name] = base
-        out.append(ViewPlan(name, arity, plan))
+        out.append(ViewPlan(name, arity, plan, done - start, done - run))
     return out
 
 
