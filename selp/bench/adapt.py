@@ -119,6 +119,8 @@ def _load(engine: ZEngine, w: Workload, data: dict[str, dict]) -> None:
     for s in w.sources:
         engine.put(s, len(w.types[s]), to_text(data[s]))
     materialise(engine, parse_program(w.text()), provenance=True)
+    for name in engine.names():  # the old instance is analysed once, as a DBMS keeps statistics
+        engine.stats(name)
 
 
 def _with_deltas(engine: ZEngine, w: Workload, deltas: dict[str, dict] | None) -> None:
