@@ -228,16 +228,9 @@ def plots(rows: list[dict[str, Any]], summ: list[dict[str, Any]], out: Path) -> 
         for off, prov in ((-0.2, False), (0.2, True)):
             vals = [next(s["mean_ratio"] for s in kinds if s["change_kind"] == k and s["provenance"] == prov) for k in names]
             ax.bar([i + off for i in range(len(names))], vals, width=0.4, label=f"{'with' if prov else 'no'} provenance")
-        ax.axhline(1.0, color="gray", linewidth=0.8)
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel("mean ratio over changed views")
-        ax.legend(fontsize=8)
-        ax.set_title("One change of each kind")
-        fig.tight_layout()
-        written.append(out / "per_kind.png")
-        fig.savefig(written[-1])
-        plt.close(fig)
+        written.append(_finish(fig, ax, "One change of each kind", "mean ratio over changed views", out / "per_kind.png"))
     sweep = [s for s in summ if s["experiment"] == "sweep"]
     if sweep:
         fig, ax = plt.subplots(figsize=(6, 4))
@@ -245,17 +238,24 @@ def plots(rows: list[dict[str, Any]], summ: list[dict[str, Any]], out: Path) -> 
             ss = sorted((s for s in sweep if s["provenance"] == prov), key=lambda s: s["changes"])
             ax.plot([s["changes"] for s in ss], [s["views_adapt_s"] / s["views_recompute_s"] for s in ss], style,
                     label=f"{'with' if prov else 'no'} provenance (total time)")
-        ax.axhline(1.0, color="gray", linewidth=0.8)
         ax.set_xscale("symlog", linthresh=1)
         ax.set_xlabel("random changes")
-        ax.set_ylabel("adaptation / recomputation, all views")
-        ax.legend(fontsize=8)
-        ax.set_title("Running time against the number of changes")
-        fig.tight_layout()
-        written.append(out / "sweep.png")
-        fig.savefig(written[-1])
-        plt.close(fig)
+        written.append(_finish(fig, ax, "Running time against the number of changes", "adaptation / recomputation, all views", out / "sweep.png"))
     return written
+
+
+def _finish(fig: Any, ax: Any, title: str, ylabel: str, path: Path) -> Path:
+    """Draw the break-even line (ratio 1), label, write ``path`` and close the figure."""
+    import matplotlib.pyplot as plt
+
+    ax.axhline(1.0, color="gray", linewidth=0.8)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
 
 
 def save(rows: list[dict[str, Any]], out_dir: str | Path, params: dict[str, Any]) -> list[Path]:
