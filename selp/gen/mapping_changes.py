@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field, replace
 
-from selp.gen.swissprot import _mix, generate
+from selp.gen.swissprot import generate, hash64
 
 SOURCES, VIEWS = 16, 24
 MAX_ATOMS, MAX_RULES = 5, 4
@@ -334,7 +334,7 @@ def changed(w: Workload, n: int, seed: int, kind: str | None = None) -> Workload
 
 
 def _value(seed: int, entry: int, attr: int, pool: int) -> int:
-    return entry if attr == 0 else _mix(_mix(seed * 0x100000001B3 + entry) ^ (attr * 0x2545F4914F6CDD1D)) % pool
+    return entry if attr == 0 else hash64(hash64(seed * 0x100000001B3 + entry) ^ (attr * 0x2545F4914F6CDD1D)) % pool
 
 
 def source_data(w: Workload, rows: int, seed: int = 0) -> dict[str, dict[tuple[int, ...], int]]:
