@@ -133,8 +133,9 @@ def _with_deltas(engine: ZEngine, w: Workload, deltas: dict[str, dict] | None) -
 
 
 def run(rows: int, mix: int, sweep: list[int], updates: int, kinds: bool, seed: int = 0, engine_name: str = "embedded",
-        repeat: int = 1, say: Say = lambda s: None) -> list[dict[str, Any]]:
-    """The rows of every experiment (module docstring)."""
+        repeat: int = 1, say: Say = lambda s: None, progress: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]]:
+    """The rows of every experiment (module docstring); ``progress`` gets the rows so far after
+    each trial (so a run stopped by a memory limit keeps what it measured)."""
     w = initial(seed)
     data = source_data(w, rows, seed)
     engine = z_engine(engine_name)
@@ -156,6 +157,8 @@ def run(rows: int, mix: int, sweep: list[int], updates: int, kinds: bool, seed: 
             views = [r for r in rs if r["kind"] == "view"]
             say(f"{experiment} {kind or ''} changes={n} provenance={provenance}: mean view ratio "
                 f"{statistics.mean(r['ratio'] for r in views):.3f} over {len(views)} views")
+            if progress is not None:
+                progress(out)
     _with_deltas(engine, w, None)
     return out
 

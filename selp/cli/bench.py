@@ -385,10 +385,10 @@ def adapt_cmd(rows: int, mix: int, sweep: str, updates: int, kinds: bool, engine
         raise SelpError(f"--engine: unknown {echo(engine)} (choose {', '.join(Z_ENGINES)})")
     counts = _int_list(sweep, "--sweep", 0) if sweep.strip() else []
     say = say_printer(quiet)
-    rows_out = run(rows, mix, counts, updates, kinds, seed, engine, repeat, say)
-    click.echo(markdown(summary(rows_out)), nl=False)
     params = {"rows": rows, "mix": mix, "sweep": counts, "updates": updates, "kinds": kinds, "engine": engine, "repeat": repeat,
               "seed": seed, "command": _command_line()}
+    rows_out = run(rows, mix, counts, updates, kinds, seed, engine, repeat, say, lambda so_far: save(so_far, out_dir, params))
+    click.echo(markdown(summary(rows_out)), nl=False)
     for p in save(rows_out, out_dir, params):
         say(f"wrote {p}")
 
