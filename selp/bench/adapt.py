@@ -155,8 +155,9 @@ def run(rows: int, mix: int, sweep: list[int], updates: int, kinds: bool, seed: 
             label = {"experiment": experiment, "changes": n, "change_kind": kind or "mix", "provenance": provenance, "updates": ups}
             out += [label | r for r in rs]
             views = [r for r in rs if r["kind"] == "view"]
+            ratios = [r["ratio"] for r in views if r["ratio"] is not None]
             say(f"{experiment} {kind or ''} changes={n} provenance={provenance}: mean view ratio "
-                f"{statistics.mean(r['ratio'] for r in views):.3f} over {len(views)} views")
+                f"{statistics.mean(ratios) if ratios else float('nan'):.3f} over {len(views)} views")
             if progress is not None:
                 progress(out)
     _with_deltas(engine, w, None)
@@ -177,7 +178,8 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ratios = [r["ratio"] for r in views if r["ratio"] is not None]
         out.append({
             "experiment": experiment, "changes": n, "change_kind": kind, "provenance": prov, "updates": ups,
-            "views": len(views), "mean_ratio": round(statistics.mean(ratios), 3), "median_ratio": round(statistics.median(ratios), 3),
+            "views": len(views), "mean_ratio": round(statistics.mean(ratios), 3) if ratios else None,
+            "median_ratio": round(statistics.median(ratios), 3) if ratios else None,
             "faster": sum(1 for x in ratios if x < 1), "reused": sum(1 for r in views if r["plan"] == "reuse"),
             "views_adapt_s": round(sum(r["adapt_s"] for r in views), 3), "views_recompute_s": round(sum(r["recompute_s"] for r in views), 3),
             "all_adapt_s": round(sum(r["adapt_s"] for r in rs), 3), "all_recompute_s": round(sum(r["recompute_s"] for r in rs), 3),
@@ -210,7 +212,9 @@ def plots(rows: list[dict[str, Any]], summ: list[dict[str, Any]], out: Path) -> 
             continue
         fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
         for ax, prov in zip(axes, (False, True)):
-            vs = sorted((r for r in rs if r["provenance"] == prov), key=lambda r: r["ratio"])
+            vs = sorted((r for r in rs if r["provenance"] == prov and r["ratio"] is not None), key=lambda r: r["ratio"])
+            if not vs:  # not measured yet (results are saved after every trial)
+                continue
             labels = [r["relation"] for r in vs] + ["AVG"]
             vals = [r["ratio"] for r in vs] + [statistics.mean(r["ratio"] for r in vs)]
             ax.bar(range(len(vals)), vals, color=["tab:blue"] * len(vs) + ["tab:red"])
@@ -229,7 +233,7 @@ def plots(rows: list[dict[str, Any]], summ: list[dict[str, Any]], out: Path) -> 
         fig, ax = plt.subplots(figsize=(8, 4))
         names = list(dict.fromkeys(s["change_kind"] for s in kinds))
         for off, prov in ((-0.2, False), (0.2, True)):
-            vals = [next(s["mean_ratio"] for s in kinds if s["change_kind"] == k and s["provenance"] == prov) for k in names]
+            vals = [next((s["mean_ratio"] or 0.0 for s in kinds if s["change_kind"] == k and s["provenance"] == prov), 0.0) for k in names]
             ax.bar([i + off for i in range(len(names))], vals, width=0.4, label=f"{'with' if prov else 'no'} provenance")
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
@@ -238,7 +242,7 @@ def plots(rows: list[dict[str, Any]], summ: list[dict[str, Any]], out: Path) -> 
     if sweep:
         fig, ax = plt.subplots(figsize=(6, 4))
         for prov, style in ((False, "o-"), (True, "s-")):
-            ss = sorted((s for s in sweep if s["provenance"] == prov), key=lambda s: s["changes"])
+            ss = sorted((s for s in sweep if s["provenance"] == prov and s["views_recompute_s"] > 0), key=lambda s: s["changes"])
             ax.plot([s["changes"] for s in ss], [s["views_adapt_s"] / s["views_recompute_s"] for s in ss], style,
                     label=f"{'with' if prov else 'no'} provenance (total time)")
         ax.set_xscale("symlog", linthresh=1)
