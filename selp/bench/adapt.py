@@ -99,7 +99,7 @@ def _trial(engine: ZEngine, old: Workload, new: Workload, provenance: bool, repe
         if engine.get(name) != rows:
             raise AssertionError(f"adapted {name} differs from its recomputation (provenance={provenance}, changes={new.changes})")
     _clear(engine)
-    old_views = set(old.views) | {s for s in old.sources}
+    old_views = set(old.views)
     touched = _view_changes(new)
     out = []
     for name, vp in best.items():
