@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from typing import Iterator, Mapping
 
 from selp.adapt.rules import CQ, Query, add, make_cq, term_vars, walk
@@ -97,9 +98,13 @@ def folds(q: Query, view: str, defn: Query, limit: int = 64) -> Iterator[Query]:
     """Fold-with-remainder rewritings of ``q`` with the view ``view`` defined by ``defn`` (over
     the same relations as ``q``'s atoms), at most ``limit``."""
     n = 0
+    view_rels = [(d, b, Counter(r for r, _ in d.body)) for d, b in sorted(defn.items(), key=lambda x: x[0].key)]
     for cq, a in sorted(q.items(), key=lambda x: x[0].key):
-        for d, b in sorted(defn.items(), key=lambda x: x[0].key):
-            if a % b or not d.body or len(d.body) > len(cq.body):
+        cq_rels = Counter(r for r, _ in cq.body)
+        for d, b, rels in view_rels:
+            # a body embeds only into a CQ holding its relations (with multiplicity): a cheap
+            # filter before matching, since most views share no relation with most CQs
+            if a % b or not d.body or any(cq_rels[r] < k for r, k in rels.items()):
                 continue
             existential = d.vars() - {v for t in d.head for v in term_vars(t)}
             seen: set[str] = set()

@@ -57,6 +57,9 @@ def search(original: Query, base: Query, views: Mapping[str, Query], stats: Call
         seen.add(key)
         heapq.heappush(pending, (query_cost(q, stats) if cost is None else cost, next(tie), q))
 
+    # a view folds into a plan only if its definition's relations occur in the plan: checked
+    # on relation sets first, since most available views (provenance tables above all) share none
+    view_rels = {name: {r for cq in defn for r, _ in cq.body} for name, defn in views.items()}
     push(original, recompute)
     push(base)
     start = time.perf_counter()  # the budget is for the search: statistics were fetched above
@@ -64,7 +67,10 @@ def search(original: Query, base: Query, views: Mapping[str, Query], stats: Call
         cost, _, p = heapq.heappop(pending)
         done.append((cost, p))
         found: list[tuple[float, int, Query]] = []
+        plan_rels = {r for cq in p for r, _ in cq.body}
         for name, defn in views.items():
+            if not view_rels[name] & plan_rels:
+                continue
             cands = [(query_cost(c, stats), next(tie), c) for c in folds(p, name, defn) if query_key(c) not in seen]
             found += sorted(cands, key=lambda x: x[:2])[:C_V]
         for c_cost, _, c in sorted(found, key=lambda x: x[:2])[:C_S]:

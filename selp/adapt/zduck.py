@@ -38,14 +38,22 @@ def rule_sql(plan: RulePlan) -> str:
     return f"SELECT {cols}, {sign}SUM({count})::BIGINT AS _cnt FROM {tables}{where}{group}"
 
 
+def _is_copy(plan: RulePlan, arity: int) -> bool:
+    """Whether ``plan`` is ``q(X1..Xn) :- r(X1..Xn)`` with coefficient 1: a copy of ``r``."""
+    return (len(plan.relations) == 1 and plan.sign == 1 and not plan.equal and not plan.unequal
+            and plan.arities[0] == arity and plan.head == tuple(((0, i),) for i in range(arity)))
+
+
 class DuckZ:
     """Z-relations as DuckDB tables in one connection (in memory unless a path is given)."""
 
     def __init__(self, path: str = ":memory:") -> None:
         self.con = duckdb.connect(path)
         self.arity: dict[str, int] = {}
+        self._stats: dict[str, Stats] = {}  # kept until the table changes, as a DBMS keeps statistics
 
     def _create(self, name: str, arity: int, select: str | None) -> None:
+        self._stats.pop(name, None)
         cols = ", ".join([f"c{i} VARCHAR" for i in range(arity)] + ["_cnt BIGINT"])
         self.con.execute(f"CREATE OR REPLACE TABLE {ident(name)} ({cols})")
         if select is not None:
@@ -71,6 +79,12 @@ class DuckZ:
         if not plans:
             self._create(name, arity, None)
             return
+        p = plans[0]
+        if len(plans) == 1 and _is_copy(p, arity):
+            # the plan reuses a stored relation as it is (an unchanged view): a stored relation is
+            # already summed with non-zero counts, so it is copied without regrouping
+            self._create(name, arity, f"SELECT * FROM {ident(p.relations[0])}")
+            return
         cols = ", ".join(f"c{i}" for i in range(arity))
         union = " UNION ALL ".join(f"({rule_sql(p)})" for p in plans)
         key = ", ".join(f"c{i}" for i in range(arity))
@@ -88,22 +102,28 @@ class DuckZ:
         return name in self.arity
 
     def stats(self, name: str) -> Stats:
+        if name in self._stats:
+            return self._stats[name]
         arity = self.arity[name]
         parts = ["COUNT(*)"] + [f"COUNT(DISTINCT c{i})" for i in range(arity)]
         row = self.con.execute(f"SELECT {', '.join(parts)} FROM {ident(name)}").fetchone()
         assert row is not None
-        return Stats(int(row[0]), tuple(int(x) for x in row[1:]))
+        self._stats[name] = Stats(int(row[0]), tuple(int(x) for x in row[1:]))
+        return self._stats[name]
 
     def drop(self, name: str) -> None:
         if name in self.arity:
             self.con.execute(f"DROP TABLE IF EXISTS {ident(name)}")
             del self.arity[name]
+            self._stats.pop(name, None)
 
     def rename(self, old: str, new: str) -> None:
         """Move relation ``old`` to the name ``new`` (replacing it)."""
         self.drop(new)
         self.con.execute(f"ALTER TABLE {ident(old)} RENAME TO {ident(new)}")
         self.arity[new] = self.arity.pop(old)
+        if old in self._stats:
+            self._stats[new] = self._stats.pop(old)
 
     def names(self) -> list[str]:
         return sorted(self.arity)

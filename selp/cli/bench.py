@@ -6,7 +6,8 @@
 * ``cdss``: update exchange on generated CDSSs (:mod:`selp.bench.cdss`);
 * ``bidir``: unidirectional vs bidirectional mappings and deletion policies (:mod:`selp.bench.bidir`);
 * ``proql``: ProQL on chapter 8's topologies (:mod:`selp.bench.proql`);
-* ``anchors``: whole CLI processes beside DuckDB and Nemo (:mod:`selp.bench.anchors`).
+* ``anchors``: whole CLI processes beside DuckDB and Nemo (:mod:`selp.bench.anchors`);
+* ``adapt``: adapting instances after mapping changes vs recomputation (:mod:`selp.bench.adapt`).
 
 Each subcommand has only the options its benchmark reads. A name that is none of them is a
 one-line error (exit 1) listing them.
@@ -357,6 +358,41 @@ def maintain_cmd(workloads: str, strategies: str, deletions: int, stub_extra: in
     click.echo(f"wrote {out_dir}/results.csv", err=True)
 
 
+@click.command(name="adapt")
+@click.option("--rows", type=click.IntRange(min=1), default=20000, show_default=True, help="Tuples per source relation (16 sources, 24 views): the scale.")
+@click.option("--mix", type=click.IntRange(min=0), default=24, show_default=True, help="Random changes of the mix experiment (the paper: 24).")
+@click.option("--sweep", default="0,1,2,4,8,16,24,32,64,128", show_default=True, help="Comma-separated numbers of changes for the sweep ('' for none).")
+@click.option("--updates", type=click.IntRange(min=0), default=1000, show_default=True, help="Data changes per source in the mix+updates experiment (0: not run).")
+@click.option("--kinds/--no-kinds", default=True, show_default=True, help="Also one change of each kind.")
+@click.option("--engine", default="embedded", show_default=True, help="Z-relation engine: embedded, reference or spark.")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Runs of each computation; the fastest is kept.")
+@_SEED
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out/adapt", show_default=True, help="Where results.csv/json, summary.md and the plots go.")
+@_QUIET
+def adapt_cmd(rows: int, mix: int, sweep: str, updates: int, kinds: bool, engine: str, repeat: int, seed: int, out_dir: str, quiet: bool) -> None:
+    """[GI12] §V (selp.bench.adapt): adapting a SWISS-PROT-like mapping program's instances
+    after random mapping (and data) changes, against recomputation, with and without
+    provenance tables; every adapted instance is checked against recomputation.
+
+    \b
+    Example:
+      selp bench adapt --rows 20000 --sweep 0,8,24,64 --out datasets/results/adapt
+    """
+    from selp.adapt.registry import Z_ENGINES
+    from selp.bench.adapt import run, save, summary, markdown
+
+    if engine not in Z_ENGINES:
+        raise SelpError(f"--engine: unknown {echo(engine)} (choose {', '.join(Z_ENGINES)})")
+    counts = _int_list(sweep, "--sweep", 0) if sweep.strip() else []
+    say = say_printer(quiet)
+    params = {"rows": rows, "mix": mix, "sweep": counts, "updates": updates, "kinds": kinds, "engine": engine, "repeat": repeat,
+              "seed": seed, "command": _command_line()}
+    rows_out = run(rows, mix, counts, updates, kinds, seed, engine, repeat, say, lambda so_far: save(so_far, out_dir, params))
+    click.echo(markdown(summary(rows_out)), nl=False)
+    for p in save(rows_out, out_dir, params):
+        say(f"wrote {p}")
+
+
 # the registry of benchmarks, in the order an unknown name's error lists them
-for _command in (*(_dataset_command(d) for d in ("iris", "amie", "explain", "tc")), instrument_cmd, topk_cmd, cdss_cmd, bidir_cmd, proql_cmd, anchors_cmd, maintain_cmd):
+for _command in (*(_dataset_command(d) for d in ("iris", "amie", "explain", "tc")), instrument_cmd, topk_cmd, cdss_cmd, bidir_cmd, proql_cmd, anchors_cmd, maintain_cmd, adapt_cmd):
     bench.add_command(_command)

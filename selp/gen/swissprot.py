@@ -57,6 +57,12 @@ def _mix(x: int) -> int:
     return x ^ (x >> 31)
 
 
+def hash64(x: int) -> int:
+    """The generators' 64-bit hash (splitmix64's finaliser), for other generators that derive
+    values from entries the same way."""
+    return _mix(x)
+
+
 def value(seed: int, entry: int, attr: int) -> int:
     """Entry ``entry``'s value of universal attribute ``attr`` (0 is the key: the entry id).
 
