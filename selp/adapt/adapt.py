@@ -98,11 +98,14 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
     stats = _Stats(engine)
     old_defs = _base_defs(old, old_views)
     available: dict[str, Query] = {v: d for v, d in old_defs.items() if engine.has(v)}
+    # arity of each old relation: two empty definitions have one key whatever their arity
+    old_arity: dict[str, int] = {v.relation: v.arity for v in old_views}
     if provenance:
         for r in old.rules:
             p = provenance_rule(r)
             if engine.has(p.head.relation):
                 available[p.head.relation] = unfold(query_of_rules([p]), old_defs)
+                old_arity[p.head.relation] = p.head.arity
     idb = {v.relation for v in new_views}
     edb_defs: dict[str, Query] = {}
     for rel, arity in new_arities.items():
@@ -131,7 +134,7 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
         if strategy == "recompute":
             cost = query_cost(original, stats)
             plan = Plan(original, cost, cost, 0, 0.0)
-        elif previous in available and query_key(available[previous]) == query_key(base):
+        elif previous in available and old_arity.get(previous) == arity and query_key(available[previous]) == query_key(base):
             # an unchanged definition over unchanged data: the old instance is the answer, no search
             xs = tuple(Var(f"x{i}") for i in range(arity))
             copy: Query = {make_cq(xs, [(previous, xs)]): 1}

@@ -80,10 +80,11 @@ class DuckZ:
             self._create(name, arity, None)
             return
         p = plans[0]
-        if len(plans) == 1 and _is_copy(p, arity):
+        if len(plans) == 1 and _is_copy(p, arity) and self.arity.get(p.relations[0]) == arity:
             # the plan reuses a stored relation as it is (an unchanged view): a stored relation is
             # already summed with non-zero counts, so it is copied without regrouping
-            self._create(name, arity, f"SELECT * FROM {ident(p.relations[0])}")
+            cols = ", ".join([f"c{i}" for i in range(arity)] + ["_cnt"])
+            self._create(name, arity, f"SELECT {cols} FROM {ident(p.relations[0])}")
             return
         cols = ", ".join(f"c{i}" for i in range(arity))
         union = " UNION ALL ".join(f"({rule_sql(p)})" for p in plans)
