@@ -57,9 +57,9 @@ class EvalStats:
 
 def warn_not_goal_directed(node: PatternNode | None, engine: str, warn: Warn) -> None:
     """Say that constants in the answer filter do not narrow the evaluation on ``engine`` (only
-    the embedded engine evaluates goal-directed)."""
+    the embedded and spark engines evaluate goal-directed)."""
     if node is not None and node.args and any(a is not None for a in node.args):
-        warn(f"goal-directed evaluation runs on the embedded engine; the {engine} engine evaluates the whole program")
+        warn(f"goal-directed evaluation runs on the embedded and spark engines; the {engine} engine evaluates the whole program")
 
 
 class TopkInput(ABC):

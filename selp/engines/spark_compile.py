@@ -134,7 +134,7 @@ def float_text(d: Column) -> Column:
 class Sources:
     """Where a compiled rule reads relations from, and what it knows about their sizes."""
 
-    frame: Callable[[str, str], DataFrame]  # (relation, "full" | "delta") -> frame
+    frame: Callable[[str, str], DataFrame]  # (relation, "full" | "delta" | "old") -> frame
     size: Callable[[str, str], int | None]  # exact or estimated rows, None if unknown
     types: dict[str, tuple[str, ...]]
     broadcast_rows: int  # hint a broadcast join for inputs at most this large
@@ -145,9 +145,10 @@ def _safe(name: str) -> str:
 
 
 class _RuleCompiler:
-    def __init__(self, rule: Rule, delta_atom: int | None, src: Sources) -> None:
+    def __init__(self, rule: Rule, delta_atom: int | None, src: Sources, old_after: bool = False) -> None:
         self.rule = rule
         self.delta_atom = delta_atom
+        self.old_after = old_after
         self.src = src
         self.col: dict[Var, str] = {}  # variable -> its column in the join result
         self.vtype: dict[Var, str] = {}
@@ -370,16 +371,20 @@ class _RuleCompiler:
             else:
                 pending_cmp.append(c)
         positives = [i for i, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated]
+        def source(i: int) -> str:
+            if i == self.delta_atom:
+                return "delta"
+            if self.old_after and self.delta_atom is not None and i > self.delta_atom:
+                return "old"
+            return "full"
+
         for i in positives:
             a: Atom = rule.body[i]  # type: ignore[assignment]
-            if self.src.size(a.relation, "delta" if i == self.delta_atom else "full") == 0:
+            if self.src.size(a.relation, source(i)) == 0:
                 return None  # joining with an empty relation: skip without a Spark job
         with_vars = [i for i in positives if any(self._named(v) for v in rule.body[i].vars())]  # type: ignore[union-attr]
         ground = [i for i in positives if i not in with_vars]
         pending_neg = list(rule.negative_atoms)
-
-        def source(i: int) -> str:
-            return "delta" if i == self.delta_atom else "full"
 
         def size(i: int) -> float:
             n = self.src.size(rule.body[i].relation, source(i))  # type: ignore[union-attr]
@@ -480,12 +485,15 @@ class _RuleCompiler:
 
 
 def compile_rule(
-    spark: SparkSession, rule: Rule, delta_atom: int | None, sources: Sources
+    spark: SparkSession, rule: Rule, delta_atom: int | None, sources: Sources, old_after: bool = False
 ) -> DataFrame | None:
     """A plan computing the head facts of ``rule`` (columns of :func:`rel_columns`).
 
     ``delta_atom`` is the body index of the atom that reads the ``"delta"`` source (a semi-naive
-    variant); every other atom reads ``"full"``. Returns ``None`` when the rule provably derives
-    nothing (a false constant comparison, or an empty input), so callers launch no job for it.
+    variant); every other atom reads ``"full"`` -- or, with ``old_after``, the positive atoms
+    after the delta atom read ``"old"`` (the relation without the last delta), so that the
+    variants of a rule with several recursive atoms form each combination of delta facts once.
+    Returns ``None`` when the rule provably derives nothing (a false constant comparison, or an
+    empty input), so callers launch no job for it.
     """
-    return _RuleCompiler(rule, delta_atom, sources).compile(spark)
+    return _RuleCompiler(rule, delta_atom, sources, old_after).compile(spark)

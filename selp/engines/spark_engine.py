@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from selp.engines.base import Engine, EvalStats, Row, Say, TopkInput, Warn, warn_not_goal_directed
+from selp.engines.base import Engine, EvalStats, Row, Say, TopkInput, Warn
 
 
 def session(spark: Any) -> Any:
@@ -31,19 +31,21 @@ class SparkTopk(TopkInput):
     def __init__(self, analysis: Any, db_dir: Any, spark: Any, scratch: tempfile.TemporaryDirectory | None) -> None:
         from selp.engines.spark_load import load_spark_database
 
-        self.db_dir = db_dir
         self.spark = spark
         self.scratch = scratch
         from selp.engines.spark_load import SparkDatabase
 
-        self.types = db_dir.types if isinstance(db_dir, SparkDatabase) else load_spark_database(analysis, db_dir, spark).types
+        # loaded once: the types now, the frames by the run (a second load cost a one-shot
+        # explain its files' reading and checks again)
+        self.db_dir = db_dir if isinstance(db_dir, SparkDatabase) else load_spark_database(analysis, db_dir, spark)
+        self.types = self.db_dir.types
 
     def run(self, task: Any, node: Any, algorithm: str, progress: Callable | None, warn: Warn, goal_directed: bool) -> Any:
         from selp.topk.spark import run_topk_spark
 
-        warn_not_goal_directed(node, SparkEngine.name, warn)
         try:
-            result = run_topk_spark(task, self.db_dir, self.spark, progress)
+            # goal-directed when the node binds constants, as on the embedded engine
+            result = run_topk_spark(task, self.db_dir, self.spark, progress, goal=node if goal_directed else None, warn=warn)
             try:
                 table = result.to_dtable()
                 table.plan = result.plan

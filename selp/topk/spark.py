@@ -76,9 +76,11 @@ from selp.errors import SelpError
 from selp.instrument.builder import is_child
 from selp.instrument.witness import is_filter_relation
 from selp.language.ast import Atom, Rule, Var
+from selp.language.pattern import PatternNode
 from selp.language.validate import Component, analyze
 from selp.topk.monoid import ACCESS_LEVELS, BUILTIN, Monoid
 from selp.topk.spark_dtable import PTR, SparkDTable, materialize_observed
+from selp.topk.demand import Demand, is_demand, rewrite
 from selp.topk.spark_partitioned import choose, run_partition_local
 from selp.topk.task import Task
 from selp.values import decode
@@ -309,6 +311,32 @@ class _Engine:
         self.filter_sizes.update(sizes)
         self.owned.extend(owned)
 
+    def evaluate_demand(self) -> None:
+        """Evaluate the demand relations of a goal-directed task (:func:`_goal_directed`) with the
+        Spark engine, and what they read: the DTable's rules read them as filters, complete."""
+        program = self.task.inst.program
+        by_head: dict[str, list[Rule]] = {}
+        for r in program.rules:
+            by_head.setdefault(r.head.relation, []).append(r)
+        wanted = {rel for rel in by_head if is_demand(rel)}
+        stack = list(wanted)
+        while stack:  # the demand rules read restricted relations, which read demand relations
+            for r in by_head[stack.pop()]:
+                for b in r.body:
+                    if isinstance(b, Atom) and b.relation in by_head and b.relation not in wanted:
+                        wanted.add(b.relation)
+                        stack.append(b.relation)
+        if not wanted:
+            return
+        sub = analyze(dataclasses.replace(program, rules=tuple(r for r in program.rules if r.head.relation in wanted)))
+        self.db.types.update({rel: self.task.types[rel] for rel in sub.idb})
+        frames, sizes, owned = evaluate_loaded(sub, self.db, self.spark, self.broadcast_rows)
+        for rel in frames:
+            if is_demand(rel):
+                self.filters[rel] = frames[rel]
+                self.filter_sizes[rel] = sizes[rel]
+        self.owned.extend(owned)
+
     # --- EDB leaves ------------------------------------------------------------------------------
 
     def leaves(self) -> None:
@@ -406,7 +434,8 @@ class _Engine:
         positives = []
         extra_head: list[Var] = []
         for i, b in enumerate(rule.body):
-            if is_child(b):  # an agg@ filter reads facts, as a negated atom does
+            # an agg@ filter or a demand guard reads facts, as a negated atom does: no child
+            if is_child(b) and not is_demand(b.relation):
                 extra = Var(f"@e{i}")
                 body.append(Atom(_ENTRY + b.relation, tuple(b.args) + (extra,), False, b.loc))
                 positives.append((i, b.relation))
@@ -755,6 +784,32 @@ def _batches(components: tuple[Component, ...]) -> list[list[Component]]:
     return out
 
 
+def _goal_directed(task: Task, goal: PatternNode | None, warn: Callable[[str], None] | None) -> tuple[Task, Demand | None]:
+    """The task the DTable engine runs for ``goal``: ``task`` itself, or -- when ``goal`` binds
+    constants that restrict a derived relation -- ``task`` with P_p rewritten for demand. The
+    rewritten task's analysis is that of its DTable rules only: the demand relations are inputs
+    there (computed first, by :meth:`_Engine.evaluate_demand`), read as filters, never children,
+    so a rule instance is the same instance of P_p and trees map back unchanged."""
+    from selp.topk.embedded import bindings
+
+    binds = bindings(task, goal) if goal is not None else {}
+    demand = rewrite(task.inst.program, binds, dict(task.types)) if binds else None
+    if demand is None:
+        if binds and warn is not None:
+            warn("the query's constants restrict no derived relation: evaluating the whole program")
+        return task, None
+    program = demand.program
+    dtable_rules = tuple(r for r in program.rules if not is_demand(r.head.relation))
+    analysis = analyze(dataclasses.replace(program, rules=dtable_rules))
+    inst = dataclasses.replace(task.inst, program=program)
+    return dataclasses.replace(task, inst=inst, inst_analysis=analysis, types={**task.types, **demand.types}), demand
+
+
+def _reads_demand(comp: Component) -> bool:
+    """Whether a component's rules read a demand relation (a goal-directed guard)."""
+    return any(isinstance(b, Atom) and is_demand(b.relation) for r in comp.rules for b in r.body)
+
+
 def _broadcast_rows(spark: SparkSession, given: int | None) -> int:
     if given is not None:
         return given
@@ -768,6 +823,8 @@ def run_topk_spark(
     progress: Progress | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     broadcast_rows: int | None = None,
+    goal: PatternNode | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> SparkDTable:
     """Fill the DTable of ``task`` over the EDB in ``db_dir`` with Spark.
 
@@ -775,6 +832,13 @@ def run_topk_spark(
     are numbered across the components of P_p). A component still changing after ``max_rounds``
     rounds raises :class:`SelpError`. Inputs of at most ``broadcast_rows`` rows (default: the
     ``spark.selp.broadcastRows`` setting, else 200000) are broadcast in joins.
+
+    With ``goal`` (a fact filter, or a pattern's root) binding constants, the evaluation is
+    goal-directed as on the embedded engine (:mod:`selp.topk.demand`): P_p is rewritten for
+    demand, the demand relations are evaluated first, and the DTable holds the facts that can
+    occur in a derivation of an answer matching ``goal`` -- the answers matching it are exactly
+    those of a full evaluation; others may be missing or incomplete. ``warn`` hears when the
+    constants restrict nothing.
     """
     monoid = task.monoid
     if not monoid.on_spark:
@@ -784,19 +848,31 @@ def run_topk_spark(
     load_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
     prefilter_rows = int(spark.conf.get(PREFILTER_ROWS_CONF, str(DEFAULT_PREFILTER_ROWS)))
-    engine = _Engine(task, db, spark, progress, max_rounds, _broadcast_rows(spark, broadcast_rows), prefilter_rows)
+    inner, demand = _goal_directed(task, goal, warn)
+    engine = _Engine(inner, db, spark, progress, max_rounds, _broadcast_rows(spark, broadcast_rows), prefilter_rows)
     ok = False
     try:
         engine.evaluate_filters()
+        engine.evaluate_demand()
         engine.leaves()
         conf = partition_settings(spark)
         # the witness filters (agg@R) were evaluated above and are no component of the DTable
-        components = [c for c in task.inst_analysis.components if not any(is_filter_relation(r) for r in c.relations)]
+        components = [c for c in inner.inst_analysis.components if not any(is_filter_relation(r) for r in c.relations)]
+        if demand is not None:
+            engine.plan.append({"relations": sorted(demand.bound), "mode": "goal-directed",
+                                "demand": {rel: list(ps) for rel, ps in sorted(demand.bound.items())},
+                                "dropped_rules": demand.dropped_rules})
         for batch in _batches(tuple(components)):
             # a decomposable component gets its DTable partition-local; the rest of its group
             # (which it does not read, nor they it) runs in global rounds
             rest = []
             for comp in batch:
+                if _reads_demand(comp):
+                    # the partition-local DTable takes no filter atoms (as for agg@ filters)
+                    engine.plan.append({"relations": list(comp.relations), "mode": "global rounds" if comp.recursive else "one pass",
+                                        **({"reason": "it reads demand facts (goal-directed)"} if comp.recursive else {})})
+                    rest.append(comp)
+                    continue
                 d, step = choose(engine, comp, conf)
                 engine.plan.append(step)
                 if d is None:

@@ -1,0 +1,59 @@
+"""One-shot ``selp explain --engine spark`` of one fact, as a whole process (session start
+included): this tree (goal-directed on Spark) against ``BASE_COMMIT``'s code (not goal-directed),
+issue 19.
+
+Usage: ``python datasets/results/spark-explain/bench.py OUT_DIR [NODES] [BASE_COMMIT]``
+(defaults 1000 nodes, commit deaa1b0). On the anchors graph (``selp.gen.anchors``, right-recursive
+closure ``path``) it runs ``selp explain tc.dl --db db -k 3 FACT --engine spark -q`` (FACT: the
+generator's ``explain_fact``, ``path(0, 1)`` at 1,000 nodes) with the new code, the old code, and
+the new code again, and checks that all three print the same trees. Writes ``results.json`` (the
+seconds, the load average before and after) and prints it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    nodes = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
+    base = sys.argv[3] if len(sys.argv) > 3 else "deaa1b0"
+    here = Path(__file__).resolve().parents[3]
+    from selp.gen.anchors import generate_graph
+
+    work = out / "work"
+    stats = generate_graph(nodes, work)
+    old = out / "old"
+    if not old.exists():
+        data = subprocess.run(["git", "-C", str(here), "archive", base, "selp"], capture_output=True, check=True).stdout
+        tarfile.open(fileobj=io.BytesIO(data)).extractall(old)
+    cmd = [sys.executable, "-m", "selp", "explain", str(work / "tc.dl"), "--db", str(work / "db"), "-k", "3",
+           stats["explain_fact"], "--engine", "spark", "-q"]
+    load0 = os.getloadavg()
+    runs = []
+    texts = set()
+    for label, tree in (("new", here), ("old", old), ("new", here)):
+        t = time.perf_counter()
+        p = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(tree)), capture_output=True, text=True)
+        secs = time.perf_counter() - t
+        if p.returncode:
+            sys.exit(f"{label}: {p.stderr[-2000:]}")
+        texts.add(p.stdout)
+        runs.append({"code": label, "seconds": round(secs, 2), "stderr": p.stderr.strip().splitlines()[-3:]})
+        print(runs[-1], flush=True)
+    res = {"graph": stats, "base": base, "command": cmd[2:], "same_trees": len(texts) == 1, "loadavg_start": load0,
+           "loadavg_end": os.getloadavg(), "runs": runs, "trees": sorted(texts)[0]}
+    (Path(__file__).parent / "results.json").write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()

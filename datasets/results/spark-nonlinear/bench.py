@@ -1,0 +1,127 @@
+"""Non-decomposable recursion on Spark (issue 19, item 3): today's global rounds against this
+tree's, side by side in one run.
+
+Usage: ``python datasets/results/spark-nonlinear/bench.py OUT_DIR [NODES] [BASE_COMMIT] [--full]``
+(defaults 340 nodes, commit deaa1b0). The graph is the anchors graph (``selp.gen.anchors``: N
+nodes, 3N edges, seed 1; at N = 340 its closure has 105,301 tuples) and the program the
+*nonlinear* closure ``path(x, z) :- path(x, y), path(y, z)``, which does not decompose (global
+rounds). ``BASE_COMMIT``'s ``selp`` (``git archive``) is the "old" code, this tree's the "new".
+Both run **at the same time**, each in its own process with its own session (``local[2]``,
+driver 2g), so that they share whatever load the machine has: a warm-up eval (the N / 4 graph),
+then the eval of the closure, timed, its Spark jobs counted (a job group per run). With
+``--full`` each also runs the eval with ``spark.selp.rounds.adaptive=true`` (adaptive execution
+left on in the rounds: a no-op for the old code) and top-1 of every fact on the N / 4 graph.
+Writes ``results.json`` and prints it; the load average is read before and after.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import io
+import time
+from pathlib import Path
+
+PROGRAM = "r1 (0.9): path(x, y) :- edge(x, y).\nr2 (0.8): path(x, z) :- path(x, y), path(y, z).\n"
+
+
+def worker(work: Path, small: Path, full: bool) -> None:
+    """One code tree's figures, as one JSON line on stdout."""
+    from selp.engines.spark import run_spark
+    from selp.engines.spark_session import get_spark
+    from selp.database import load_database
+    from selp.language import parse_program
+    from selp.language.pattern_parser import parse_pattern
+    from selp.language.validate import analyze
+    from selp.topk.monoid import get_monoid
+    from selp.topk.spark import run_topk_spark
+    from selp.topk.task import make_task
+
+    analysis = analyze(parse_program(PROGRAM))
+    spark = get_spark("local[2]", {"spark.driver.memory": "2g"})
+    sc = spark.sparkContext
+    out: dict = {"selp": __import__("selp").__file__}
+
+    def timed(name: str, fn) -> None:
+        sc.setJobGroup(name, name)
+        t = time.perf_counter()
+        extra = fn()
+        secs = time.perf_counter() - t
+        jobs = len(sc.statusTracker().getJobIdsForGroup(name))
+        out[name] = {"seconds": round(secs, 2), "jobs": jobs, **extra}
+
+    def evaluate(db: Path) -> dict:
+        r = run_spark(analysis, str(db), spark)
+        n, it = r.count("path"), r.iterations
+        r.close()
+        return {"path": n, "iterations": it}
+
+    timed("warm-up", lambda: evaluate(small / "db"))
+    timed("eval", lambda: evaluate(work / "db"))
+    if not full:
+        spark.stop()
+        print("RESULT " + json.dumps(out), flush=True)
+        return
+    # the new code's rounds with adaptive execution left on (a no-op setting for the old code)
+    spark.conf.set("spark.selp.rounds.adaptive", "true")
+    timed("eval, rounds.adaptive=true", lambda: evaluate(work / "db"))
+    spark.conf.unset("spark.selp.rounds.adaptive")
+    types = load_database(analysis, str(small / "db")).types
+    task = make_task(analysis, types, get_monoid("confidence"), 1, parse_pattern("path(*, *)"), "path(*, *)")
+
+    def topk() -> dict:
+        r = run_topk_spark(task, str(small / "db"), spark)
+        n, rounds = r.live_count, r.rounds
+        r.close()
+        return {"entries": n, "rounds": rounds}
+
+    timed("top-1 (N/4)", topk)
+    spark.stop()
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def main() -> None:
+    args = [a for a in sys.argv[1:] if a != "--full"]
+    full = "--full" in sys.argv
+    out = Path(args[0])
+    nodes = int(args[1]) if len(args) > 1 else 340
+    base = args[2] if len(args) > 2 else "deaa1b0"
+    here = Path(__file__).resolve().parents[3]
+    from selp.gen.anchors import generate_graph
+
+    work, small = out / "work", out / "small"
+    stats = generate_graph(nodes, work)
+    generate_graph(nodes // 4, small)
+    old = out / "old"
+    if not old.exists():
+        data = subprocess.run(["git", "-C", str(here), "archive", base, "selp"], capture_output=True, check=True).stdout
+        tarfile.open(fileobj=io.BytesIO(data)).extractall(old)
+    commit = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    load0 = os.getloadavg()
+    runs = []
+    procs = []
+    for label, tree in (("old", old), ("new", here)):
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        cmd = [sys.executable, __file__, "--worker", str(work), str(small)] + (["--full"] if full else [])
+        procs.append((label, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    for label, p in procs:
+        stdout, stderr = p.communicate()
+        line = [x for x in stdout.splitlines() if x.startswith("RESULT ")]
+        if p.returncode or not line:
+            sys.exit(f"{label} worker failed:\n{stderr[-3000:]}")
+        runs.append({"code": label, **json.loads(line[0][7:])})
+        print(label, json.dumps(runs[-1]), flush=True)
+    res = {"full": full, "graph": stats, "small_nodes": nodes // 4, "base": base, "head": commit, "loadavg_start": load0,
+           "loadavg_end": os.getloadavg(), "runs": runs}
+    (Path(__file__).parent / "results.json").write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        worker(Path(sys.argv[2]), Path(sys.argv[3]), "--full" in sys.argv)
+    else:
+        main()
