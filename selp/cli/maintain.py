@@ -23,12 +23,13 @@ from selp.cli.root import load_program
 @click.option("--batch", is_flag=True, help="Apply all the changes as one batch (one set of view changes).")
 @click.option("--formulas", type=click.Choice(["bdd", "monomials"]), default="bdd", show_default=True, help="Absorption formulas as BDDs (CUDD, depth-first variable order) or as minimal monomial sets.")
 @click.option("--cap", type=click.IntRange(min=1), default=None, help="Monomials per formula before absorption falls back to DRed [default: 4096].")
+@click.option("--node-cap", type=click.IntRange(min=1), default=None, help="Live BDD nodes (all formulas together) before absorption falls back to DRed [default: 4000000].")
 @click.option("--engine", type=click.Choice(["embedded", "reference"]), default="reference", show_default=True, help="The engine --strategy recompute evaluates with.")
 @click.option("--show", multiple=True, metavar="REL", help="Print only the changes of REL; repeatable.")
 @click.option("--stats", is_flag=True, help="Print the view's size, provenance bytes and timing as JSON on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
 def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: str, state_file: str | None, reset: bool, batch: bool,
-                 formulas: str, cap: int | None, engine: str, show: tuple[str, ...], stats: bool, quiet: bool) -> None:
+                 formulas: str, cap: int | None, node_cap: int | None, engine: str, show: tuple[str, ...], stats: bool, quiet: bool) -> None:
     """Maintain PROGRAM's derived relations under insertions and deletions of base tuples.
 
     The first run builds the view from --db; every run applies --changes to it and saves it
@@ -43,7 +44,7 @@ def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: 
     """
     from selp.errors import SelpError
     from selp.maintain.changes import parse_changes
-    from selp.maintain.formula import DEFAULT_CAP
+    from selp.maintain.formula import DEFAULT_CAP, DEFAULT_NODE_CAP
     from selp.maintain.session import apply, default_state_path, open_state, save_state, state_bytes
 
     analysis = load_program(program)
@@ -53,7 +54,7 @@ def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: 
     warn = lambda m: click.echo(f"warning: {m}" if not m.startswith("absorption") else m, err=True)  # noqa: E731
     path = Path(state_file) if state_file else default_state_path(program, db_dir)
     t0 = time.perf_counter()
-    state, built = open_state(analysis, db_dir, path, strategy, cap or DEFAULT_CAP, engine, reset, warn, formulas)
+    state, built = open_state(analysis, db_dir, path, strategy, cap or DEFAULT_CAP, engine, reset, warn, formulas, node_cap or DEFAULT_NODE_CAP)
     t_open = time.perf_counter() - t0
     applied = view_changes = 0
     t1 = time.perf_counter()

@@ -59,12 +59,15 @@ class Absorption(Maintainer):
     """A view maintained with absorption provenance (see the module docstring)."""
 
     strategy = "absorption"
+    work = 0  # derivations formed (the unit DRed's ``work`` counts too)
+    touched = 0  # stored formulas a deletion's restriction changed
 
     def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = pb.DEFAULT_CAP, formulas: str = "monomials",
-                 order: str = "dfs") -> None:
+                 order: str = "dfs", node_cap: int = pb.DEFAULT_NODE_CAP) -> None:
         super().__init__(analysis)
         self.cap = cap
-        self.alg = ALGEBRAS[formulas](cap)
+        self.node_cap = node_cap
+        self.alg = Bdds(cap, node_cap) if formulas == "bdd" else ALGEBRAS[formulas](cap)
         self.order = order  # of the first batch's variables: depth-first over the base, or as given
         self.aggregated = analysis.program.aggregated()
         self.kinds = [kind(c, self.aggregated) for c in analysis.components]
@@ -175,6 +178,8 @@ class Absorption(Maintainer):
                     gone.append(f)
                 elif rest != form:
                     table[f] = rest
+                    self.touched += 1
+        self.touched += len(gone)
         for f in gone:
             del table[f]
         return gone
@@ -205,6 +210,7 @@ class Absorption(Maintainer):
                         fact = build(env)
                         parts.append(d[fact] if j == i else forms[rel][fact])
                     out.append((rule, list(env), head(env), self.alg.conj(parts)))
+        self.work += len(out)
         return out
 
     # -- positive components ---------------------------------------------------------------
@@ -220,12 +226,16 @@ class Absorption(Maintainer):
                     changed.add(rel)
         current = {rel: d for rel, d in delta.items() if d}
         while current:
-            fresh: Delta = {}
+            # the round's derivations per head first, then one OR of the batch per head: the
+            # formula algebra is paid once per head and round, not once per derivation
+            batch: dict[tuple[str, Fact], list[Formula]] = {}
             for rule, _, head, new in self._derive(comp.rules, current, self.stores, self.formulas):
-                rel = rule.head.relation
+                batch.setdefault((rule.head.relation, head), []).append(new)
+            fresh: Delta = {}
+            for (rel, head), news in batch.items():
                 table = self.formulas[rel]
                 old = table.get(head)
-                form, gained = self.alg.disj(old, new)
+                form, gained = self.alg.disj(old, news[0] if len(news) == 1 else self.alg.union(news))
                 if gained is None:
                     continue
                 table[head] = form
@@ -233,13 +243,13 @@ class Absorption(Maintainer):
                     self.stores[rel].add_all((head,))
                     changes.add(rel, head)
                     changed.add(rel)
-                d = fresh.setdefault(rel, {})
-                d[head] = self.alg.disj(d.get(head), gained)[0]
+                fresh.setdefault(rel, {})[head] = gained
             for rel, d in fresh.items():
                 acc = delta.setdefault(rel, {})
                 for f, g in d.items():
                     acc[f] = self.alg.disj(acc.get(f), g)[0]
             current = fresh  # only the component's own relations change now
+            self.alg.check()
 
     # -- min/max through recursion: aggregate selection with a reserve -----------------------
     def _selective(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
@@ -274,6 +284,7 @@ class Absorption(Maintainer):
                     self._reselect(rel, key, start[rel], current)
                 touched[rel] = set()
             rounds += 1
+            self.alg.check()
             groups = sum(len(self.internal[r]) for r in members)
             # a batch's improvements and new monomials each travel at most once through every
             # group when the recursion converges; twice that bound leaves room for both
@@ -435,13 +446,13 @@ class Absorption(Maintainer):
         state["formulas"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.formulas.items()}
         state["internal"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.internal.items()}
         state["candidates"] = {rel: {c: (h, ref(x)) for c, (h, x) in t.items()} for rel, t in self.candidates.items()}
-        state["alg"] = ("bdd", self.cap, self.alg.dump(roots))
+        state["alg"] = ("bdd", self.cap, self.alg.dump(roots), self.alg.node_cap)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         if isinstance(state["alg"], tuple):
-            _, cap, text = state["alg"]
-            alg = Bdds(cap)
+            _, cap, text, *node_cap = state["alg"]  # states written before the node cap have none
+            alg = Bdds(cap, *node_cap)
             roots = alg.load(text)
             state["alg"] = alg
             state["formulas"] = {rel: {f: roots[i] for f, i in t.items()} for rel, t in state["formulas"].items()}

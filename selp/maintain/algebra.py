@@ -72,6 +72,9 @@ class Monomials:
         rest = pb.restrict(form, kill)
         return rest or None
 
+    def check(self) -> None:
+        """Nothing: the monomial cap is checked as formulas grow."""
+
     def nbytes(self, form: Any) -> int:
         return pb.stored_bytes(form)
 
@@ -85,9 +88,17 @@ class Bdds:
     name = "bdd"
     NODE_BYTES = 12  # a node serialised columnarly: its variable and two child ids, int32 each
 
-    def __init__(self, cap: int = 0) -> None:
+    def __init__(self, cap: int = 0, node_cap: int = pb.DEFAULT_NODE_CAP) -> None:
         self._manager()
         self.cap = cap
+        self.node_cap = node_cap
+
+    def check(self) -> None:
+        """Raise :class:`~selp.maintain.formula.Blowup` when the manager holds more live nodes
+        than ``node_cap`` (reading the count costs ~0.1 ms: once per round, not per operation)."""
+        nodes = len(self.bdd)
+        if nodes > self.node_cap:
+            raise pb.Blowup(nodes, "live BDD nodes", self.node_cap)
 
     def _manager(self) -> None:
         from dd import cudd
