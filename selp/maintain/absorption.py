@@ -89,6 +89,11 @@ class Absorption(Maintainer):
                     if k == "selective":
                         self.internal[rel], self.internal_stores[rel] = {}, FactStore()
         self._cache_plans: dict[tuple[Rule, int | None], tuple[BodyPlan, Callable, list]] = {}
+        # BDDs: variable -> the tuples of a positive relation whose formula may mention it (a
+        # superset: restriction only shrinks supports), built at the first deletion, and the
+        # tuples whose formula changed since (their supports are read at the next deletion)
+        self._cache_support: dict[str, dict[int, set[Fact]]] = {}
+        self._cache_dirty: dict[str, set[Fact]] = {}
         self.apply({rel: base.get(rel, ()) for rel in analysis.edb}, {})
 
     # -- variables ---------------------------------------------------------------------------
@@ -165,13 +170,45 @@ class Absorption(Maintainer):
             got = self._cache_plans[key] = (plan, plan.head_builder(), atoms)
         return got
 
-    def _restrict(self, table: dict[Fact, Formula], killed: set[int]) -> list[Fact]:
-        """Set the ``killed`` variables false in every formula of ``table``; returns the tuples
-        whose formula became false (removed from ``table``)."""
+    def _mentioning(self, rel: str, killed: set[int]) -> Iterable[Fact]:
+        """The tuples of ``rel`` whose formula may mention a ``killed`` variable: with BDDs
+        through the support index (testing a BDD costs as much as restricting it, and a link
+        is on the paths of a fraction of the tuples), with monomials all of them (a test is
+        one ``&`` per monomial)."""
+        table = self.formulas[rel]
+        if not isinstance(self.alg, Bdds):
+            return list(table)
+        index = self._cache_support.get(rel)
+        if index is None:
+            index = self._cache_support[rel] = {}
+            self._cache_dirty[rel] = set(table)
+        dirty = self._cache_dirty[rel]
+        for f in dirty:
+            form = table.get(f)
+            if form is not None:
+                for v in self.alg.support(form):
+                    index.setdefault(v, set()).add(f)
+        dirty.clear()
+        out: set[Fact] = set()
+        for v in killed:
+            out |= index.pop(v, set())  # a killed variable never comes back
+        return [f for f in out if f in table]
+
+    def _changed(self, rel: str, fact: Fact) -> None:
+        """``fact``'s formula in ``rel`` grew: its support is re-read at the next deletion."""
+        dirty = self._cache_dirty.get(rel)
+        if dirty is not None:
+            dirty.add(fact)
+
+    def _restrict(self, table: dict[Fact, Formula], killed: set[int], only: Iterable[Fact] | None = None) -> list[Fact]:
+        """Set the ``killed`` variables false in every formula of ``table`` (of the tuples
+        ``only`` when given); returns the tuples whose formula became false (removed from
+        ``table``)."""
         gone = []
         alg = self.alg
         kill = alg.killer(killed)
-        for f, form in table.items():
+        for f in table if only is None else only:
+            form = table[f]
             if alg.mentions(form, kill):
                 rest = alg.restrict(form, kill)
                 if rest is None:
@@ -218,7 +255,7 @@ class Absorption(Maintainer):
         members = comp.relations
         if killed:
             for rel in members:
-                gone = self._restrict(self.formulas[rel], killed)
+                gone = self._restrict(self.formulas[rel], killed, self._mentioning(rel, killed))
                 if gone:
                     self.stores[rel].discard_all(gone)
                     for f in gone:
@@ -239,6 +276,7 @@ class Absorption(Maintainer):
                 if gained is None:
                     continue
                 table[head] = form
+                self._changed(rel, head)
                 if old is None:
                     self.stores[rel].add_all((head,))
                     changes.add(rel, head)
@@ -450,6 +488,8 @@ class Absorption(Maintainer):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        for cache in ("_cache_support", "_cache_dirty"):  # states saved before the index
+            state.setdefault(cache, {})
         if isinstance(state["alg"], tuple):
             _, cap, text, *node_cap = state["alg"]  # states written before the node cap have none
             alg = Bdds(cap, *node_cap)

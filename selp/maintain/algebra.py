@@ -156,6 +156,10 @@ class Bdds:
         rest = self.bdd.let(kill, form)
         return None if rest == self.bdd.false else rest
 
+    def support(self, form: Any) -> list[int]:
+        """The variables ``form`` depends on."""
+        return [int(name[1:]) for name in self.bdd.support(form)]
+
     def nbytes(self, form: Any) -> int:
         return self.NODE_BYTES * form.dag_size
 
