@@ -45,27 +45,28 @@ STRATEGIES: dict[str, Callable[[Analysis, dict], Maintainer]] = {
 }
 
 
-def generate(generator: str, out_dir: Path, seed: int, stub_extra: int) -> dict[str, Any]:
-    """Write a workload's data; its statistics."""
+def generate(generator: str, out_dir: Path, seed: int, density: int) -> dict[str, Any]:
+    """Write a workload's data (``density``: extra links per stub, or the sensors' range k in
+    metres); its statistics."""
     from selp.gen.network import sensor_grid, transit_stub
 
     if generator == "transit-stub":
-        return transit_stub(out_dir, seed, stub_extra=stub_extra)
-    return sensor_grid(out_dir, seed)
+        return transit_stub(out_dir, seed, stub_extra=density)
+    return sensor_grid(out_dir, seed, k=density)
 
 
 def run(workloads: list[str], strategies: list[str], deletions: int, seed: int, stub_extra: int | list[int], out_dir: str | Path,
-        say: Callable[[str], None] = lambda s: None) -> list[dict[str, Any]]:
-    """Run the experiments, for every density in ``stub_extra`` (transit-stub workloads; the
-    sensor grid has one); writes ``results.csv``, ``results.json``, ``table.md`` and plots into
-    ``out_dir`` as it goes."""
+        say: Callable[[str], None] = lambda s: None, grid_k: list[int] | None = None) -> list[dict[str, Any]]:
+    """Run the experiments, for every density: ``stub_extra`` for the transit-stub workloads,
+    ``grid_k`` (the sensors' range, default 20 m) for the sensor grid; writes ``results.csv``,
+    ``results.json`` and plots into ``out_dir`` as it goes."""
     out = Path(out_dir)
     rows: list[dict[str, Any]] = []
-    densities = [stub_extra] if isinstance(stub_extra, int) else list(stub_extra)
+    densities = {"transit-stub": [stub_extra] if isinstance(stub_extra, int) else list(stub_extra), "sensor-grid": grid_k or [20]}
     for w in workloads:
         program, generator, deleted_rel = WORKLOADS[w]
-        for extra in densities if generator == "transit-stub" else [densities[0]]:
-            _workload(w, program, generator, deleted_rel, extra, strategies, deletions, seed, out, rows, say)
+        for density in densities[generator]:
+            _workload(w, program, generator, deleted_rel, density, strategies, deletions, seed, out, rows, say)
     _write(out, rows)
     plots(rows, out)
     return rows
@@ -73,7 +74,7 @@ def run(workloads: list[str], strategies: list[str], deletions: int, seed: int, 
 
 def _workload(w: str, program: str, generator: str, deleted_rel: str, extra: int, strategies: list[str], deletions: int, seed: int,
               out: Path, rows: list[dict[str, Any]], say: Callable[[str], None]) -> None:
-    data = out / "data" / (f"{w}-extra{extra}" if generator == "transit-stub" else w)
+    data = out / "data" / (f"{w}-extra{extra}" if generator == "transit-stub" else f"{w}-k{extra}")
     stats = generate(generator, data, seed, extra)
     analysis = analyze(parse_program_file(PROGRAMS / program))
     base = {rel: set(fs) for rel, fs in load_database(analysis, data).facts.items() if rel in analysis.edb}

@@ -32,4 +32,4 @@ def test_bench_maintain_records_each_density_and_strategy(tmp_path: Path) -> Non
 
 def test_bench_maintain_refuses_a_bad_density(tmp_path: Path) -> None:
     line = one_error_line(selp("bench", "maintain", "--stub-extra", "1,x", "--out", str(tmp_path)))
-    assert "--stub-extra" in line and "'1,x'" in line
+    assert "--stub-extra" in line and "'1,x'" in line and "integers >= 0" in line
