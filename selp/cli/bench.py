@@ -337,7 +337,7 @@ def anchors_cmd(nodes: str | None, engines: tuple[str, ...], repeat: int, warmup
 @click.option("--strategies", default="absorption-bdd,absorption-monomials,dred,recompute", show_default=True, help="Comma-separated maintenance strategies.")
 @click.option("--deletions", type=click.IntRange(min=0), default=10, show_default=True, help="Base tuples deleted one at a time after the insert-all build.")
 @click.option("--stub-extra", type=IntList(0), default="8", show_default=True, help="Extra links per stub domain beyond a spanning tree (8: the paper's ~400 directed links; fewer: sparser); comma-separated for several densities.")
-@click.option("--grid-k", type=IntList(1), default="20", show_default=True, help="The sensors' range in metres for the regions workload (20: about 12 neighbours, 10: 4); comma-separated for several densities.")
+@click.option("--grid-k", type=IntList(1), default="20", show_default=True, help="The sensors' range in metres for the regions workload (20: 12 neighbours, 15: 8, 10: 4); comma-separated for several densities.")
 @_SEED
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out/maintain", show_default=True, help="Where results.csv/results.json and the generated data go.")
 @_QUIET

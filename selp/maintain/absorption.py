@@ -171,13 +171,10 @@ class Absorption(Maintainer):
         return got
 
     def _mentioning(self, rel: str, killed: set[int]) -> Iterable[Fact]:
-        """The tuples of ``rel`` whose formula may mention a ``killed`` variable: with BDDs
-        through the support index (testing a BDD costs as much as restricting it, and a link
-        is on the paths of a fraction of the tuples), with monomials all of them (a test is
-        one ``&`` per monomial)."""
+        """The tuples of ``rel`` whose formula may mention a ``killed`` variable, through the
+        support index: a link is on the paths of a fraction of the tuples, and testing every
+        formula is a Python step per tuple (for a BDD, as dear as restricting it)."""
         table = self.formulas[rel]
-        if not isinstance(self.alg, Bdds):
-            return list(table)
         index = self._cache_support.get(rel)
         if index is None:
             index = self._cache_support[rel] = {}

@@ -75,6 +75,10 @@ class Monomials:
     def check(self) -> None:
         """Nothing: the monomial cap is checked as formulas grow."""
 
+    def support(self, form: Any) -> list[int]:
+        """The variables ``form`` depends on."""
+        return pb.variables(form)
+
     def nbytes(self, form: Any) -> int:
         return pb.stored_bytes(form)
 
