@@ -26,7 +26,8 @@ from selp.maintain.absorption import Absorption
 from selp.maintain.base import Maintainer
 from selp.maintain.dred import DRed
 from selp.maintain.recompute import Recompute
-from selp.maintain.session import state_bytes
+from selp.maintain.formula import DEFAULT_CAP, Blowup
+from selp.maintain.session import fallback_message, state_bytes
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 WORKLOADS = {
@@ -36,8 +37,9 @@ WORKLOADS = {
     "regions": ("regions.dl", "sensor-grid", "triggered"),
 }
 STRATEGIES: dict[str, Callable[[Analysis, dict], Maintainer]] = {
-    "absorption-bdd": lambda a, b: Absorption(a, b, cap=10**9, formulas="bdd"),
-    "absorption-monomials": lambda a, b: Absorption(a, b, cap=10**9, formulas="monomials"),
+    # the caps bound a build that would not end (dense networks): past them the row says so
+    "absorption-bdd": lambda a, b: Absorption(a, b, formulas="bdd"),
+    "absorption-monomials": lambda a, b: Absorption(a, b, formulas="monomials"),
     "dred": lambda a, b: DRed(a, b),
     "recompute": lambda a, b: Recompute(a, b),
     # the distributed form on 4 nodes, its rounds run in this process (selp.maintain.spark), and
@@ -55,67 +57,94 @@ def _distributed(analysis: Analysis, base: dict, mode: str) -> Maintainer:
     return Distributed(analysis, base, minship=mode, cap=10**9, runner="local")
 
 
-def generate(generator: str, out_dir: Path, seed: int, stub_extra: int) -> dict[str, Any]:
-    """Write a workload's data; its statistics."""
+def generate(generator: str, out_dir: Path, seed: int, density: int) -> dict[str, Any]:
+    """Write a workload's data (``density``: extra links per stub, or the sensors' range k in
+    metres); its statistics."""
     from selp.gen.network import sensor_grid, transit_stub
 
     if generator == "transit-stub":
-        return transit_stub(out_dir, seed, stub_extra=stub_extra)
-    return sensor_grid(out_dir, seed)
+        return transit_stub(out_dir, seed, stub_extra=density)
+    return sensor_grid(out_dir, seed, k=density)
 
 
-def run(workloads: list[str], strategies: list[str], deletions: int, seed: int, stub_extra: int, out_dir: str | Path,
-        say: Callable[[str], None] = lambda s: None) -> list[dict[str, Any]]:
-    """Run the experiments; writes ``results.csv`` and ``results.json`` into ``out_dir``."""
+def run(workloads: list[str], strategies: list[str], deletions: int, seed: int, stub_extra: int | list[int], out_dir: str | Path,
+        say: Callable[[str], None] = lambda s: None, grid_k: list[int] | None = None) -> list[dict[str, Any]]:
+    """Run the experiments, for every density: ``stub_extra`` for the transit-stub workloads,
+    ``grid_k`` (the sensors' range, default 20 m) for the sensor grid; writes ``results.csv``,
+    ``results.json`` and plots into ``out_dir`` as it goes."""
     out = Path(out_dir)
     rows: list[dict[str, Any]] = []
+    densities = {"transit-stub": [stub_extra] if isinstance(stub_extra, int) else list(stub_extra), "sensor-grid": grid_k or [20]}
     for w in workloads:
         program, generator, deleted_rel = WORKLOADS[w]
-        data = out / "data" / w
-        stats = generate(generator, data, seed, stub_extra)
-        analysis = analyze(parse_program_file(PROGRAMS / program))
-        base = {rel: set(fs) for rel, fs in load_database(analysis, data).facts.items() if rel in analysis.edb}
-        victims = sorted(base[deleted_rel], key=repr)
-        random.Random(seed).shuffle(victims)
-        victims = victims[:deletions]
-        built: dict[str, Maintainer] = {}
-        for s in strategies:
-            t0 = time.perf_counter()
-            m = STRATEGIES[s](analysis, base)
-            build = time.perf_counter() - t0
-            built[s] = m
-            say(f"{w} {s}: built in {build:.2f}s")
-            rows.append({"workload": w, "strategy": s, "phase": "insert-all", "seconds": round(build, 4),
-                         "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_shipped(m, {}, 1), **_data(stats)})
-        times = {s: 0.0 for s in strategies}
-        work0 = {s: getattr(m, "work", 0) for s, m in built.items()}
-        shipped0 = {s: dict(getattr(m, "total", {})) for s, m in built.items()}
-        for victim in victims:
-            views = []
-            for s, m in built.items():
-                t0 = time.perf_counter()
-                m.apply({}, {deleted_rel: {victim}})
-                times[s] += time.perf_counter() - t0
-                views.append(m.view())
-            if any(v != views[0] for v in views):
-                raise AssertionError(f"{w}: the strategies disagree after deleting {victim}")
-        for s, m in built.items():
-            n = max(len(victims), 1)
-            rows.append({"workload": w, "strategy": s, "phase": "delete-one", "seconds": round(times[s] / n, 5),
-                         "deletions": len(victims), "work_per_deletion": (getattr(m, "work", 0) - work0[s]) / n,
-                         "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_shipped(m, shipped0[s], n),
-                         **_data(stats)})
-            say(f"{w} {s}: {times[s] / n * 1000:.1f} ms per deletion")
-        _write(out, rows)  # as it goes: the order comparison below can take long on dense graphs
-        if "absorption-bdd" in strategies and w != "shortest":
-            for order in ("dfs", "random"):
-                t0 = time.perf_counter()
-                m = Absorption(analysis, base, cap=10**9, formulas="bdd", order=order)
-                rows.append({"workload": w, "strategy": f"absorption-bdd-{order}-order", "phase": "insert-all",
-                             "seconds": round(time.perf_counter() - t0, 4), "tuples": sum(map(len, m.view().values())), **_prov(m), **_data(stats)})
-                _write(out, rows)
+        for density in densities[generator]:
+            _workload(w, program, generator, deleted_rel, density, strategies, deletions, seed, out, rows, say)
     _write(out, rows)
+    plots(rows, out)
     return rows
+
+
+def _workload(w: str, program: str, generator: str, deleted_rel: str, extra: int, strategies: list[str], deletions: int, seed: int,
+              out: Path, rows: list[dict[str, Any]], say: Callable[[str], None]) -> None:
+    data = out / "data" / (f"{w}-extra{extra}" if generator == "transit-stub" else f"{w}-k{extra}")
+    stats = generate(generator, data, seed, extra)
+    analysis = analyze(parse_program_file(PROGRAMS / program))
+    base = {rel: set(fs) for rel, fs in load_database(analysis, data).facts.items() if rel in analysis.edb}
+    victims = sorted(base[deleted_rel], key=repr)
+    random.Random(seed).shuffle(victims)
+    victims = victims[:deletions]
+    built: dict[str, Maintainer] = {}
+    for s in strategies:
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        try:
+            m = STRATEGIES[s](analysis, base)
+        except Blowup as err:  # recorded, and the strategy sits out the deletions
+            rows.append({"workload": w, "strategy": s, "phase": "insert-all", "status": fallback_message(err, DEFAULT_CAP),
+                         "seconds": round(time.perf_counter() - t0, 4), "cpu_seconds": round(time.process_time() - c0, 4), **_data(stats)})
+            say(f"{w} {s}: {rows[-1]['status']}")
+            _write(out, rows)
+            continue
+        build = time.perf_counter() - t0
+        built[s] = m
+        say(f"{w} {s}: built in {build:.2f}s")
+        rows.append({"workload": w, "strategy": s, "phase": "insert-all", "status": "ok", "seconds": round(build, 4),
+                     "cpu_seconds": round(time.process_time() - c0, 4), "derivations": getattr(m, "work", 0),
+                     "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_shipped(m, {}, 1), **_data(stats)})
+        _write(out, rows)
+    times = {s: 0.0 for s in built}
+    cpu = {s: 0.0 for s in built}
+    work0 = {s: (getattr(m, "work", 0), getattr(m, "touched", 0)) for s, m in built.items()}
+    shipped0 = {s: dict(getattr(m, "total", {})) for s, m in built.items()}
+    for victim in victims:
+        views = []
+        for s, m in built.items():
+            t0 = time.perf_counter()
+            c0 = time.process_time()
+            m.apply({}, {deleted_rel: {victim}})
+            times[s] += time.perf_counter() - t0
+            cpu[s] += time.process_time() - c0
+            views.append(m.view())
+        if any(v != views[0] for v in views):
+            raise AssertionError(f"{w}: the strategies disagree after deleting {victim}")
+    n = max(len(victims), 1)
+    for s, m in built.items():
+        rows.append({"workload": w, "strategy": s, "phase": "delete-one", "status": "ok", "seconds": round(times[s] / n, 5),
+                     "cpu_seconds": round(cpu[s] / n, 5), "deletions": len(victims),
+                     # derivations enumerated (DRed) or formed (absorption), and stored tuples or formulas changed
+                     "derivations_per_deletion": (getattr(m, "work", 0) - work0[s][0]) / n,
+                     "touched_per_deletion": (getattr(m, "touched", 0) - work0[s][1]) / n,
+                     "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_shipped(m, shipped0[s], n),
+                     **_data(stats)})
+        say(f"{w} {s}: {times[s] / n * 1000:.1f} ms per deletion")
+    _write(out, rows)  # as it goes: the order comparison below can take long on dense graphs
+    if "absorption-bdd" in built and w != "shortest":
+        for order in ("dfs", "random"):
+            t0 = time.perf_counter()
+            m = Absorption(analysis, base, formulas="bdd", order=order)
+            rows.append({"workload": w, "strategy": f"absorption-bdd-{order}-order", "phase": "insert-all", "status": "ok",
+                         "seconds": round(time.perf_counter() - t0, 4), "tuples": sum(map(len, m.view().values())), **_prov(m), **_data(stats)})
+            _write(out, rows)
 
 
 def _prov(m: Maintainer) -> dict[str, Any]:
@@ -134,8 +163,63 @@ def _shipped(m: Maintainer, before: dict[str, int], n: int) -> dict[str, Any]:
 
 def _data(stats: dict[str, Any]) -> dict[str, Any]:
     import os
+    import subprocess
 
-    return {"data": json.dumps(stats, sort_keys=True), "loadavg_1m": round(os.getloadavg()[0], 2)}
+    try:  # the machine's load as the row was measured (the benchmark shares its cores)
+        uptime = subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        uptime = ""
+    return {"data": json.dumps(stats, sort_keys=True), "links": stats.get("directed_links", stats.get("near")),
+            "loadavg_1m": round(os.getloadavg()[0], 2), "uptime": uptime}
+
+
+def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Per-deletion time and work by strategy and density, and provenance bytes per tuple in
+    depth-first vs arrival order, as PNG files (none without matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    made = []
+    dels = [r for r in rows if r["phase"] == "delete-one"]
+    for metric, label, name in (("seconds", "seconds per deletion (log)", "per-deletion-time.png"),
+                                ("derivations_per_deletion", "derivations per deletion (log)", "per-deletion-derivations.png")):
+        cases = list(dict.fromkeys((r["workload"], r["links"]) for r in dels))
+        strategies = list(dict.fromkeys(r["strategy"] for r in dels))
+        if not cases:
+            continue
+        fig, ax = plt.subplots(figsize=(8, 4))
+        width = 0.8 / max(len(strategies), 1)
+        for k, s in enumerate(strategies):
+            ys = [next((max(r[metric], 1e-6) for r in dels if (r["workload"], r["links"]) == c and r["strategy"] == s), 0) for c in cases]
+            ax.bar([i + k * width for i in range(len(cases))], ys, width, label=s)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))], [f"{w}\n{n} links" for w, n in cases])
+        ax.set_yscale("log")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=100)
+        plt.close(fig)
+        made.append(out / name)
+    orders = [r for r in rows if r["strategy"].endswith("-order")]
+    if orders:
+        cases = list(dict.fromkeys((r["workload"], r["links"]) for r in orders))
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for k, order in enumerate(("dfs", "random")):
+            ys = [next((r["provenance_bytes_per_tuple"] for r in orders if (r["workload"], r["links"]) == c and f"-{order}-" in r["strategy"]), 0)
+                  for c in cases]
+            ax.bar([i + k * 0.4 for i in range(len(cases))], ys, 0.4, label=f"{order} order")
+        ax.set_xticks([i + 0.2 for i in range(len(cases))], [f"{w}\n{n} links" for w, n in cases])
+        ax.set_ylabel("BDD provenance bytes per tuple")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "dfs-vs-arrival-order.png", dpi=100)
+        plt.close(fig)
+        made.append(out / "dfs-vs-arrival-order.png")
+    return made
 
 
 def _write(out: Path, rows: list[dict[str, Any]]) -> None:

@@ -23,6 +23,7 @@ from selp.cli.root import load_program
 @click.option("--batch", is_flag=True, help="Apply all the changes as one batch (one set of view changes).")
 @click.option("--formulas", type=click.Choice(["bdd", "monomials"]), default="bdd", show_default=True, help="Absorption formulas as BDDs (CUDD, depth-first variable order) or as minimal monomial sets.")
 @click.option("--cap", type=click.IntRange(min=1), default=None, help="Monomials per formula before absorption falls back to DRed [default: 4096].")
+@click.option("--node-cap", type=click.IntRange(min=1), default=None, help="Live BDD nodes (all formulas together) before absorption falls back to DRed [default: 4000000].")
 @click.option("--engine", type=click.Choice(["embedded", "reference", "spark"]), default="reference", show_default=True, help="The engine --strategy recompute evaluates with; spark: absorption distributed over Spark partitions (monomial formulas).")
 @click.option("--minship", type=click.Choice(["eager", "lazy", "off"]), default="lazy", show_default=True, help="--engine spark: how derivations are shipped between nodes (MinShip).")
 @click.option("--nodes", type=click.IntRange(min=1), default=4, show_default=True, help="--engine spark: the number of nodes (tuples placed by their first value); fixed when the state is built.")
@@ -31,8 +32,8 @@ from selp.cli.root import load_program
 @click.option("--stats", is_flag=True, help="Print the view's size, provenance bytes and timing as JSON on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
 def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: str, state_file: str | None, reset: bool, batch: bool,
-                 formulas: str, cap: int | None, engine: str, minship: str, nodes: int, master: str | None, show: tuple[str, ...], stats: bool,
-                 quiet: bool) -> None:
+                 formulas: str, cap: int | None, node_cap: int | None, engine: str, minship: str, nodes: int, master: str | None,
+                 show: tuple[str, ...], stats: bool, quiet: bool) -> None:
     """Maintain PROGRAM's derived relations under insertions and deletions of base tuples.
 
     The first run builds the view from --db; every run applies --changes to it and saves it
@@ -48,7 +49,7 @@ def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: 
     """
     from selp.errors import SelpError
     from selp.maintain.changes import parse_changes
-    from selp.maintain.formula import DEFAULT_CAP
+    from selp.maintain.formula import DEFAULT_CAP, DEFAULT_NODE_CAP
     from selp.maintain.session import apply, default_state_path, open_state, save_state, state_bytes
 
     analysis = load_program(program)
@@ -64,7 +65,8 @@ def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: 
 
         spark = open_spark(analysis, strategy, master, quiet)
     distributed = {"nodes": nodes, "minship": minship, "spark": spark}
-    state, built = open_state(analysis, db_dir, path, strategy, cap or DEFAULT_CAP, engine, reset, warn, formulas, distributed)
+    state, built = open_state(analysis, db_dir, path, strategy, cap or DEFAULT_CAP, engine, reset, warn, formulas, distributed,
+                              node_cap or DEFAULT_NODE_CAP)
     shipped_before = dict(getattr(state.maintainer, "total", {}))
     if engine == "spark" or shipped_before:
         from selp.cli.maintain_spark import check_loaded

@@ -71,3 +71,22 @@ def monoid_plugin_option(f: Callable) -> Callable:
         "--monoid-plugin", "monoid_plugins", multiple=True, metavar="MODULE:ATTR",
         callback=_load_plugins, expose_value=False, is_eager=True, help=MONOID_PLUGIN_HELP,
     )(f)
+
+
+class IntList(click.ParamType):
+    """A comma-separated list of integers of at least ``minimum`` (``--stub-extra 1,2,8``); a bad
+    value is one ``error:`` line naming it."""
+
+    name = "integers"
+
+    def __init__(self, minimum: int = 0) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[int]:
+        if isinstance(value, list):
+            return value
+        parts = [p for p in str(value).split(",") if p.strip()]
+        option = f"--{param.name.replace('_', '-')}" if param is not None and param.name else "value"
+        if not parts or not all(_INT.fullmatch(p) and len(p.strip()) < 12 for p in parts) or min(int(p) for p in parts) < self.minimum:
+            raise SelpError(f"{option}: {clip(str(value))!r} is not a comma-separated list of integers >= {self.minimum}")
+        return [int(p) for p in parts]

@@ -59,12 +59,15 @@ class Absorption(Maintainer):
     """A view maintained with absorption provenance (see the module docstring)."""
 
     strategy = "absorption"
+    work = 0  # derivations formed (the unit DRed's ``work`` counts too)
+    touched = 0  # stored formulas a deletion's restriction changed
 
     def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = pb.DEFAULT_CAP, formulas: str = "monomials",
-                 order: str = "dfs") -> None:
+                 order: str = "dfs", node_cap: int = pb.DEFAULT_NODE_CAP) -> None:
         super().__init__(analysis)
         self.cap = cap
-        self.alg = ALGEBRAS[formulas](cap)
+        self.node_cap = node_cap
+        self.alg = Bdds(cap, node_cap) if formulas == "bdd" else ALGEBRAS[formulas](cap)
         self.order = order  # of the first batch's variables: depth-first over the base, or as given
         self.aggregated = analysis.program.aggregated()
         self.kinds = [kind(c, self.aggregated) for c in analysis.components]
@@ -86,6 +89,11 @@ class Absorption(Maintainer):
                     if k == "selective":
                         self.internal[rel], self.internal_stores[rel] = {}, FactStore()
         self._cache_plans: dict[tuple[Rule, int | None], tuple[BodyPlan, Callable, list]] = {}
+        # BDDs: variable -> the tuples of a positive relation whose formula may mention it (a
+        # superset: restriction only shrinks supports), built at the first deletion, and the
+        # tuples whose formula changed since (their supports are read at the next deletion)
+        self._cache_support: dict[str, dict[int, set[Fact]]] = {}
+        self._cache_dirty: dict[str, set[Fact]] = {}
         self.apply({rel: base.get(rel, ()) for rel in analysis.edb}, {})
 
     # -- variables ---------------------------------------------------------------------------
@@ -162,19 +170,50 @@ class Absorption(Maintainer):
             got = self._cache_plans[key] = (plan, plan.head_builder(), atoms)
         return got
 
-    def _restrict(self, table: dict[Fact, Formula], killed: set[int]) -> list[Fact]:
-        """Set the ``killed`` variables false in every formula of ``table``; returns the tuples
-        whose formula became false (removed from ``table``)."""
+    def _mentioning(self, rel: str, killed: set[int]) -> Iterable[Fact]:
+        """The tuples of ``rel`` whose formula may mention a ``killed`` variable, through the
+        support index: a link is on the paths of a fraction of the tuples, and testing every
+        formula is a Python step per tuple (for a BDD, as dear as restricting it)."""
+        table = self.formulas[rel]
+        index = self._cache_support.get(rel)
+        if index is None:
+            index = self._cache_support[rel] = {}
+            self._cache_dirty[rel] = set(table)
+        dirty = self._cache_dirty[rel]
+        for f in dirty:
+            form = table.get(f)
+            if form is not None:
+                for v in self.alg.support(form):
+                    index.setdefault(v, set()).add(f)
+        dirty.clear()
+        out: set[Fact] = set()
+        for v in killed:
+            out |= index.pop(v, set())  # a killed variable never comes back
+        return [f for f in out if f in table]
+
+    def _changed(self, rel: str, fact: Fact) -> None:
+        """``fact``'s formula in ``rel`` grew: its support is re-read at the next deletion."""
+        dirty = self._cache_dirty.get(rel)
+        if dirty is not None:
+            dirty.add(fact)
+
+    def _restrict(self, table: dict[Fact, Formula], killed: set[int], only: Iterable[Fact] | None = None) -> list[Fact]:
+        """Set the ``killed`` variables false in every formula of ``table`` (of the tuples
+        ``only`` when given); returns the tuples whose formula became false (removed from
+        ``table``)."""
         gone = []
         alg = self.alg
         kill = alg.killer(killed)
-        for f, form in table.items():
+        for f in table if only is None else only:
+            form = table[f]
             if alg.mentions(form, kill):
                 rest = alg.restrict(form, kill)
                 if rest is None:
                     gone.append(f)
                 elif rest != form:
                     table[f] = rest
+                    self.touched += 1
+        self.touched += len(gone)
         for f in gone:
             del table[f]
         return gone
@@ -205,6 +244,7 @@ class Absorption(Maintainer):
                         fact = build(env)
                         parts.append(d[fact] if j == i else forms[rel][fact])
                     out.append((rule, list(env), head(env), self.alg.conj(parts)))
+        self.work += len(out)
         return out
 
     # -- positive components ---------------------------------------------------------------
@@ -212,7 +252,7 @@ class Absorption(Maintainer):
         members = comp.relations
         if killed:
             for rel in members:
-                gone = self._restrict(self.formulas[rel], killed)
+                gone = self._restrict(self.formulas[rel], killed, self._mentioning(rel, killed))
                 if gone:
                     self.stores[rel].discard_all(gone)
                     for f in gone:
@@ -220,26 +260,31 @@ class Absorption(Maintainer):
                     changed.add(rel)
         current = {rel: d for rel, d in delta.items() if d}
         while current:
-            fresh: Delta = {}
+            # the round's derivations per head first, then one OR of the batch per head: the
+            # formula algebra is paid once per head and round, not once per derivation
+            batch: dict[tuple[str, Fact], list[Formula]] = {}
             for rule, _, head, new in self._derive(comp.rules, current, self.stores, self.formulas):
-                rel = rule.head.relation
+                batch.setdefault((rule.head.relation, head), []).append(new)
+            fresh: Delta = {}
+            for (rel, head), news in batch.items():
                 table = self.formulas[rel]
                 old = table.get(head)
-                form, gained = self.alg.disj(old, new)
+                form, gained = self.alg.disj(old, news[0] if len(news) == 1 else self.alg.union(news))
                 if gained is None:
                     continue
                 table[head] = form
+                self._changed(rel, head)
                 if old is None:
                     self.stores[rel].add_all((head,))
                     changes.add(rel, head)
                     changed.add(rel)
-                d = fresh.setdefault(rel, {})
-                d[head] = self.alg.disj(d.get(head), gained)[0]
+                fresh.setdefault(rel, {})[head] = gained
             for rel, d in fresh.items():
                 acc = delta.setdefault(rel, {})
                 for f, g in d.items():
                     acc[f] = self.alg.disj(acc.get(f), g)[0]
             current = fresh  # only the component's own relations change now
+            self.alg.check()
 
     # -- min/max through recursion: aggregate selection with a reserve -----------------------
     def _selective(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
@@ -274,6 +319,7 @@ class Absorption(Maintainer):
                     self._reselect(rel, key, start[rel], current)
                 touched[rel] = set()
             rounds += 1
+            self.alg.check()
             groups = sum(len(self.internal[r]) for r in members)
             # a batch's improvements and new monomials each travel at most once through every
             # group when the recursion converges; twice that bound leaves room for both
@@ -435,13 +481,15 @@ class Absorption(Maintainer):
         state["formulas"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.formulas.items()}
         state["internal"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.internal.items()}
         state["candidates"] = {rel: {c: (h, ref(x)) for c, (h, x) in t.items()} for rel, t in self.candidates.items()}
-        state["alg"] = ("bdd", self.cap, self.alg.dump(roots))
+        state["alg"] = ("bdd", self.cap, self.alg.dump(roots), self.alg.node_cap)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        for cache in ("_cache_support", "_cache_dirty"):  # states saved before the index
+            state.setdefault(cache, {})
         if isinstance(state["alg"], tuple):
-            _, cap, text = state["alg"]
-            alg = Bdds(cap)
+            _, cap, text, *node_cap = state["alg"]  # states written before the node cap have none
+            alg = Bdds(cap, *node_cap)
             roots = alg.load(text)
             state["alg"] = alg
             state["formulas"] = {rel: {f: roots[i] for f, i in t.items()} for rel, t in state["formulas"].items()}

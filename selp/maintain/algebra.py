@@ -72,6 +72,13 @@ class Monomials:
         rest = pb.restrict(form, kill)
         return rest or None
 
+    def check(self) -> None:
+        """Nothing: the monomial cap is checked as formulas grow."""
+
+    def support(self, form: Any) -> list[int]:
+        """The variables ``form`` depends on."""
+        return pb.variables(form)
+
     def nbytes(self, form: Any) -> int:
         return pb.stored_bytes(form)
 
@@ -85,9 +92,17 @@ class Bdds:
     name = "bdd"
     NODE_BYTES = 12  # a node serialised columnarly: its variable and two child ids, int32 each
 
-    def __init__(self, cap: int = 0) -> None:
+    def __init__(self, cap: int = 0, node_cap: int = pb.DEFAULT_NODE_CAP) -> None:
         self._manager()
         self.cap = cap
+        self.node_cap = node_cap
+
+    def check(self) -> None:
+        """Raise :class:`~selp.maintain.formula.Blowup` when the manager holds more live nodes
+        than ``node_cap`` (reading the count costs ~0.1 ms: once per round, not per operation)."""
+        nodes = len(self.bdd)
+        if nodes > self.node_cap:
+            raise pb.Blowup(nodes, "live BDD nodes", self.node_cap)
 
     def _manager(self) -> None:
         from dd import cudd
@@ -144,6 +159,10 @@ class Bdds:
     def restrict(self, form: Any, kill: Any) -> Any | None:
         rest = self.bdd.let(kill, form)
         return None if rest == self.bdd.false else rest
+
+    def support(self, form: Any) -> list[int]:
+        """The variables ``form`` depends on."""
+        return [int(name[1:]) for name in self.bdd.support(form)]
 
     def nbytes(self, form: Any) -> int:
         return self.NODE_BYTES * form.dag_size

@@ -31,6 +31,7 @@ class DRed(Maintainer):
     """A view maintained by delete-and-rederive (see the module docstring)."""
 
     strategy = "dred"
+    touched = 0  # (a class default: states saved before it was counted load without it)
 
     def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], view: Mapping[str, set[Fact]] | None = None) -> None:
         super().__init__(analysis)
@@ -43,6 +44,7 @@ class DRed(Maintainer):
             self.stores[rel].add_all(view.get(rel, ()))
         self._cache_plans: dict[tuple[Rule, int | None], tuple[BodyPlan, Callable]] = {}
         self.work = 0  # derivations enumerated (the cost DRed pays for over-deleting)
+        self.touched = 0  # tuples over-deleted, re-derived or inserted
 
     def apply(self, inserts: Mapping[str, Iterable[Fact]], deletes: Mapping[str, Iterable[Fact]]) -> ViewChanges:
         ins, dels = present_changes(self.stores, inserts, deletes)
@@ -129,6 +131,7 @@ class DRed(Maintainer):
                     new[rel].add(f)
                     fresh.setdefault(rel, set()).add(f)
             current = fresh
+        self.touched += sum(len(over[r]) + len(back.get(r, ())) + len(new[r]) for r in members)
         added = {rel: new[rel] - over[rel] for rel in members}
         removed = {rel: over[rel] - stores[rel].facts for rel in members}
         for rel in members:

@@ -21,10 +21,14 @@ Monomial = int
 Formula = list[Monomial]  # minimal: no monomial contains another
 TRUE: Formula = [0]
 DEFAULT_CAP = 4096  # monomials per formula before the fallback to DRed
+# live BDD nodes of the whole manager (about 40 bytes each in CUDD) before the fallback to DRed:
+# checked once per semi-naive round, the size of one formula is a traversal, the manager's a read
+DEFAULT_NODE_CAP = 4_000_000
 
 
 class Blowup(Exception):
-    """A formula grew past the cap (too many minimal derivations to keep as monomials)."""
+    """Formulas grew past the cap: ``Blowup(count)`` for monomials of one formula (too many
+    minimal derivations), ``Blowup(count, "live BDD nodes", cap)`` for a BDD manager."""
 
 
 def absorb(formula: Formula, m: Monomial, cap: int = DEFAULT_CAP) -> bool:

@@ -22,7 +22,7 @@ from selp.language.validate import Analysis
 from selp.maintain.absorption import Absorption
 from selp.maintain.base import Maintainer, present_changes
 from selp.maintain.dred import DRed
-from selp.maintain.formula import DEFAULT_CAP, Blowup
+from selp.maintain.formula import DEFAULT_CAP, DEFAULT_NODE_CAP, Blowup
 from selp.maintain.program import Fact, ViewChanges, diff
 from selp.maintain.recompute import Recompute, from_scratch
 
@@ -32,10 +32,12 @@ Warn = Callable[[str], None]
 
 
 def build(strategy: str, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = DEFAULT_CAP, engine: str = "reference",
-          warn: Warn | None = None, formulas: str = "bdd", order: str = "dfs", distributed: dict | None = None) -> Maintainer:
+          warn: Warn | None = None, formulas: str = "bdd", order: str = "dfs", distributed: dict | None = None,
+          node_cap: int = DEFAULT_NODE_CAP) -> Maintainer:
     """A new maintainer of ``strategy`` over ``base`` (absorption falls back to DRed when its
-    initial formulas already pass ``cap``); ``engine`` ``spark``: the distributed form, with
-    ``distributed``'s options (:class:`selp.maintain.spark.Distributed`)."""
+    initial formulas already pass ``cap`` monomials, or ``node_cap`` live BDD nodes); ``engine``
+    ``spark``: the distributed form, with ``distributed``'s options
+    (:class:`selp.maintain.spark.Distributed`)."""
     if engine == "spark":
         if strategy != "absorption":
             raise SelpError(f"--engine spark maintains with --strategy absorption only (got {strategy}); DRed's shipping is measured by selp bench maintain")
@@ -44,7 +46,7 @@ def build(strategy: str, analysis: Analysis, base: Mapping[str, Iterable[Fact]],
         return Distributed(analysis, base, cap=cap, **(distributed or {}))
     if strategy == "absorption":
         try:
-            return Absorption(analysis, base, cap, formulas, order)
+            return Absorption(analysis, base, cap, formulas, order, node_cap)
         except Blowup as err:
             if warn:
                 warn(fallback_message(err, cap))
@@ -58,6 +60,9 @@ def build(strategy: str, analysis: Analysis, base: Mapping[str, Iterable[Fact]],
 
 def fallback_message(err: Blowup, cap: int) -> str:
     """What is said on stderr when absorption gives way to DRed."""
+    if len(err.args) == 3:  # the BDD manager's node cap
+        count, unit, cap = err.args
+        return f"absorption: the formulas reached {count} {unit} (cap {cap}); falling back to DRed for this view"
     return f"absorption: a formula reached {err.args[0]} monomials (cap {cap}); falling back to DRed for this view"
 
 
@@ -106,7 +111,8 @@ def default_state_path(program: str | Path, db_dir: str | Path) -> Path:
 
 
 def open_state(analysis: Analysis, db_dir: str | Path, path: Path, strategy: str, cap: int = DEFAULT_CAP, engine: str = "reference",
-               reset: bool = False, warn: Warn | None = None, formulas: str = "bdd", distributed: dict | None = None) -> tuple[State, bool]:
+               reset: bool = False, warn: Warn | None = None, formulas: str = "bdd", distributed: dict | None = None,
+               node_cap: int = DEFAULT_NODE_CAP) -> tuple[State, bool]:
     """The state at ``path`` (built from ``db_dir`` when absent or ``reset``); True when built."""
     digest = program_hash(analysis)
     if path.exists() and not reset:
@@ -127,7 +133,7 @@ def open_state(analysis: Analysis, db_dir: str | Path, path: Path, strategy: str
         if warn:
             warn(w)
     base = {rel: db.facts.get(rel, set()) for rel in analysis.edb}
-    maintainer = build(strategy, analysis, base, cap, engine, warn, formulas, distributed=distributed)
+    maintainer = build(strategy, analysis, base, cap, engine, warn, formulas, distributed=distributed, node_cap=node_cap)
     return State(STATE_VERSION, digest, strategy, dict(db.types), maintainer), True
 
 

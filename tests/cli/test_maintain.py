@@ -73,6 +73,19 @@ def test_fallback_to_dred_is_said_on_stderr(tmp_path: Path) -> None:
     assert "falling back to DRed" in r.stderr and "dred, after falling back from absorption" in r.stderr
 
 
+def test_bdd_node_cap_falls_back_to_dred_with_the_same_changes(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    db.mkdir()
+    rows = [f"n{a},n{b},1" for a in range(5) for b in range(5) if a != b]
+    (db / "link.csv").write_text("src,dst,latency\n" + "\n".join(rows) + "\n")
+    change = "-link(n0, n1, 1)\n-link(n1, n0, 1)\n-link(n2, n0, 1)\n"
+    capped = selp("maintain", PROGRAM, "--db", str(db), "--node-cap", "20", "--state", str(tmp_path / "a.state"), "--changes", "-", input=change)
+    assert capped.returncode == 0, capped.stderr
+    assert "live BDD nodes (cap 20); falling back to DRed" in capped.stderr
+    dred = selp("maintain", PROGRAM, "--db", str(db), "--strategy", "dred", "--state", str(tmp_path / "b.state"), "--changes", "-", input=change)
+    assert capped.stdout == dred.stdout and "-reachable(n0, n0)" not in capped.stdout
+
+
 def test_gen_transit_stub_has_the_papers_shape(tmp_path: Path) -> None:
     r = selp("gen", "transit-stub", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr

@@ -1,0 +1,35 @@
+"""``selp bench maintain`` through a real process: every strategy is measured over the same
+deletions (the run stops if their views differ), densities are separate rows, the work per
+deletion is counted, a capped build is a recorded row and not a crash, and plots are written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import one_error_line, selp
+
+
+@pytest.mark.slow
+def test_bench_maintain_records_each_density_and_strategy(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = selp("bench", "maintain", "--workloads", "reachable", "--strategies", "absorption-monomials,dred,recompute",
+             "--stub-extra", "0,1", "--deletions", "2", "--out", str(out), "-q")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads((out / "results.json").read_text())
+    deletes = [x for x in rows if x["phase"] == "delete-one"]
+    assert {(x["strategy"], x["links"]) for x in deletes} == {(s, n) for s in ("absorption-monomials", "dred", "recompute") for n in (204, 228)}
+    for x in deletes:
+        assert x["deletions"] == 2 and x["uptime"] and x["status"] == "ok"
+    by = {(x["strategy"], x["links"]): x for x in deletes}
+    # DRed over-deletes and re-derives; absorption forms no derivation and only restricts formulas
+    assert by[("absorption-monomials", 228)]["derivations_per_deletion"] == 0 < by[("dred", 228)]["derivations_per_deletion"]
+    assert by[("dred", 228)]["touched_per_deletion"] > 10 * by[("absorption-monomials", 228)]["touched_per_deletion"]
+    assert (out / "per-deletion-time.png").stat().st_size > 0
+
+
+def test_bench_maintain_refuses_a_bad_density(tmp_path: Path) -> None:
+    line = one_error_line(selp("bench", "maintain", "--stub-extra", "1,x", "--out", str(tmp_path)))
+    assert "--stub-extra" in line and "'1,x'" in line and "integers >= 0" in line
