@@ -85,7 +85,9 @@ def plan_of(result: EvalResult) -> list[dict[str, Any]]:
 def plan_line(step: dict[str, Any]) -> str:
     """One component's plan as ``selp eval`` prints it on stderr."""
     rels = ", ".join(step["relations"])
-    line = f"  plan: stratum {step['stratum']} [{rels}] {step['mode']}"
+    # a whole-task step (goal-directed top-k) belongs to no stratum
+    where = f"stratum {step['stratum']} " if "stratum" in step else ""
+    line = f"  plan: {where}[{rels}] {step['mode']}"
     if step["mode"] == "partition-local":
         line += f" on position {step['position']} ({step['partitions']} partitions"
         if step.get("broadcast"):
@@ -93,6 +95,8 @@ def plan_line(step: dict[str, Any]) -> str:
         if step.get("keyed"):
             line += f"; co-partitioned {', '.join(step['keyed'])}"
         line += ")"
+    elif step["mode"] == "goal-directed" and step.get("demand"):
+        line += ": constants bound at " + ", ".join(f"{rel} position(s) {', '.join(map(str, ps))}" for rel, ps in step["demand"].items())
     elif step.get("reason"):
         line += f": {step['reason']}"
     return line

@@ -869,7 +869,7 @@ def run_topk_spark(
             for comp in batch:
                 if _reads_demand(comp):
                     # the partition-local DTable takes no filter atoms (as for agg@ filters)
-                    engine.plan.append({"relations": list(comp.relations), "mode": "global rounds" if comp.recursive else "one pass",
+                    engine.plan.append({"stratum": comp.stratum, "relations": list(comp.relations), "mode": "global rounds" if comp.recursive else "one pass",
                                         **({"reason": "it reads demand facts (goal-directed)"} if comp.recursive else {})})
                     rest.append(comp)
                     continue
