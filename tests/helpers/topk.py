@@ -55,3 +55,33 @@ def weighted_case(tmp_path_factory, case, data) -> tuple:
     constants = sorted({v for facts in edb.values() for f in facts for v in f}, key=repr)[:6]
     pattern = data.draw(st.none() | random_patterns(analysis.arities, constants, sorted(analysis.idb)))
     return analysis, db_dir, monoid, pattern
+
+
+def checked_case(tmp_path_factory, case, data) -> tuple:
+    """:func:`weighted_case` with a pattern the CLI would accept (a constant of the wrong type is
+    refused there): the draw is rejected otherwise."""
+    from hypothesis import reject
+
+    from selp.database import load_database
+    from selp.language.pattern_parser import PatternError, check_pattern
+
+    analysis, db_dir, monoid, pattern = weighted_case(tmp_path_factory, case, data)
+    if pattern is not None:
+        try:
+            check_pattern(pattern, analysis, load_database(analysis, db_dir).types)
+        except PatternError:
+            reject()
+    return analysis, db_dir, monoid, pattern
+
+
+def drawn_goal(data, table):
+    """A fact filter drawn from ``table``'s answers (a fact, or a family of facts: a prefix of
+    its positions bound), or None when there are no answers."""
+    from selp.language.pattern import PatternNode
+
+    facts = sorted(table.answers(), key=repr)
+    if not facts:
+        return None
+    rel, values = data.draw(st.sampled_from(facts))
+    bound = data.draw(st.integers(1, max(1, len(values))))
+    return PatternNode(rel, tuple(v if i < bound else None for i, v in enumerate(values)) if values else ())

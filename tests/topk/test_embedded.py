@@ -7,16 +7,14 @@ import functools
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.budget import examples
 from helpers.randprog import programs_with_databases
-from helpers.topk import ranking, weighted_case
-from selp.database import load_database
-from selp.language.pattern_parser import PatternError, check_pattern
+from helpers.topk import checked_case, drawn_goal, ranking
 from selp.language import parse_program
-from selp.language.pattern import PatternNode, TreePattern
+from selp.language.pattern import TreePattern
 from selp.language.validate import analyze
 from selp.topk import embedded
 from selp.topk.api import parse_fact_filter, topk
@@ -26,12 +24,7 @@ SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_ch
 
 
 def _case(tmp_path_factory, case, data):
-    analysis, db_dir, monoid, pattern = weighted_case(tmp_path_factory, case, data)
-    if pattern is not None:
-        try:  # the generator may put a constant of the wrong type: the CLI refuses those
-            check_pattern(pattern, analysis, load_database(analysis, db_dir).types)
-        except PatternError:
-            reject()
+    analysis, db_dir, monoid, pattern = checked_case(tmp_path_factory, case, data)
     return analysis, str(db_dir), monoid, pattern
 
 
@@ -52,13 +45,9 @@ def test_goal_directed_explain_returns_what_full_evaluation_returns(tmp_path_fac
     analysis, db_dir, monoid, pattern = _case(tmp_path_factory, case, data)
     k = data.draw(st.integers(1, 4))
     full = topk(analysis, db_dir, pattern, k, monoid, engine="embedded", goal_directed=False)
-    facts = sorted(full.answers(), key=repr)
-    if not facts:
+    node = drawn_goal(data, full)
+    if node is None:
         return
-    rel, values = data.draw(st.sampled_from(facts))
-    # bind some positions (all of them, or a prefix): a fact, or a family of facts
-    bound = data.draw(st.integers(1, max(1, len(values))))
-    node = PatternNode(rel, tuple(v if i < bound else None for i, v in enumerate(values)) if values else ())
     expect = {key: v for key, v in full.answers().items() if node.matches_fact(*key)}
     got_table = topk(analysis, db_dir, pattern, k, monoid, engine="embedded", fact=node)
     got = {key: v for key, v in got_table.answers().items() if node.matches_fact(*key)}

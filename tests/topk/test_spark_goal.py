@@ -6,16 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.budget import examples
 from helpers.randprog import programs_with_databases
-from helpers.topk import weighted_case
+from helpers.topk import checked_case, drawn_goal
 from selp.database import load_database
 from selp.language import parse_program
 from selp.language.pattern import PatternNode, TreePattern
-from selp.language.pattern_parser import PatternError, check_pattern
 from selp.language.validate import analyze
 from selp.topk.api import parse_fact_filter, topk
 from selp.topk.trees import answers, render_text
@@ -41,20 +40,12 @@ def test_goal_directed_spark_returns_what_full_evaluation_returns(spark, tmp_pat
     """Random programs (negation, several IDB relations), monoids, patterns (NOT/AND/OR among
     them) and bound facts: Spark goal-directed = Spark full evaluation, entry for entry (origins
     included), and = the embedded engine's full evaluation in weights and sizes."""
-    analysis, db_dir, monoid, pattern = weighted_case(tmp_path_factory, case, data)
-    if pattern is not None:
-        try:  # the generator may put a constant of the wrong type: the CLI refuses those
-            check_pattern(pattern, analysis, load_database(analysis, db_dir).types)
-        except PatternError:
-            reject()
+    analysis, db_dir, monoid, pattern = checked_case(tmp_path_factory, case, data)
     k = data.draw(st.integers(1, 3))
     full = topk(analysis, str(db_dir), pattern, k, monoid, engine="embedded", goal_directed=False)
-    facts = sorted(full.answers(), key=repr)
-    if not facts:
+    node = drawn_goal(data, full)
+    if node is None:
         return
-    rel, values = data.draw(st.sampled_from(facts))
-    bound = data.draw(st.integers(1, max(1, len(values))))
-    node = PatternNode(rel, tuple(v if i < bound else None for i, v in enumerate(values)) if values else ())
     # global rounds throughout: they break ties on the origin exactly, the partition-local
     # kernel as well as its lazy enumeration allows (docs/topk.md), and a goal-directed
     # component reading demand facts always runs in global rounds
