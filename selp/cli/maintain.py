@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from selp.cli.root import load_program
+from selp.engines.registry import get_engine
 
 
 @click.command(name="maintain")
@@ -60,7 +61,9 @@ def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: 
     path = Path(state_file) if state_file else default_state_path(program, db_dir)
     t0 = time.perf_counter()
     spark = None
-    if engine == "spark":  # the distributed form (selp.maintain.spark); refused early for other strategies
+    # an engine on a Spark session maintains in the distributed form (selp.maintain.spark)
+    distributed_form = get_engine(engine).needs_spark_session
+    if distributed_form:  # refused early for other strategies
         from selp.cli.maintain_spark import open_spark
 
         spark = open_spark(analysis, strategy, master, quiet)
@@ -68,10 +71,10 @@ def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: 
     state, built = open_state(analysis, db_dir, path, strategy, cap or DEFAULT_CAP, engine, reset, warn, formulas, distributed,
                               node_cap or DEFAULT_NODE_CAP)
     shipped_before = dict(getattr(state.maintainer, "total", {}))
-    if engine == "spark" or shipped_before:
+    if distributed_form or shipped_before:
         from selp.cli.maintain_spark import check_loaded
 
-        check_loaded(state.maintainer, path, engine, nodes, minship, spark)
+        check_loaded(state.maintainer, path, distributed_form, nodes, minship, spark)
     t_open = time.perf_counter() - t0
     applied = view_changes = 0
     t1 = time.perf_counter()
@@ -109,14 +112,14 @@ def maintain_cmd(program: str, db_dir: str, changes_file: str | None, strategy: 
                 "tuples": {r: len(v) for r, v in sorted(view.items())}, "changes": applied, "view_changes": view_changes,
                 "seconds_build_or_load": round(t_open, 4), "seconds_apply": round(t_apply, 4), "state_bytes": state_bytes(state.maintainer),
                 **state.maintainer.provenance_stats()}
-        if engine == "spark":
+        if distributed_form:
             from selp.cli.maintain_spark import shipped
 
             info.update(shipped(state.maintainer, shipped_before))
         click.echo(json.dumps(info, indent=2), err=True)
     elif not quiet:
         how = state.strategy if state.running == state.strategy else f"{state.running}, after falling back from {state.strategy}"
-        if engine == "spark":
+        if distributed_form:
             from selp.cli.maintain_spark import shipped
 
             got = shipped(state.maintainer, shipped_before)

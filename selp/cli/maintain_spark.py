@@ -25,13 +25,13 @@ def open_spark(analysis: Analysis, strategy: str, master: str | None, quiet: boo
     return start_spark(master, {"spark.driver.memory": "2g"}, say)
 
 
-def check_loaded(maintainer: Any, path: Path, engine: str, nodes: int, minship: str, spark: Any) -> None:
+def check_loaded(maintainer: Any, path: Path, distributed_form: bool, nodes: int, minship: str, spark: Any) -> None:
     """Refuse a state built for the other form or another number of nodes; a loaded
     distributed state takes this run's MinShip mode and Spark session."""
     from selp.maintain.spark import Distributed
 
     distributed = isinstance(maintainer, Distributed)
-    if distributed != (engine == "spark"):
+    if distributed != distributed_form:
         built = "with --engine spark" if distributed else "without --engine spark"
         raise SelpError(f"{path}: built {built}; pass the same --engine, or --reset to rebuild it")
     if maintainer.n != nodes:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from selp.database import load_database, write_bytes
+from selp.engines.registry import get_engine
 from selp.errors import SelpError
 from selp.language.validate import Analysis
 from selp.maintain.absorption import Absorption
@@ -38,7 +39,7 @@ def build(strategy: str, analysis: Analysis, base: Mapping[str, Iterable[Fact]],
     initial formulas already pass ``cap`` monomials, or ``node_cap`` live BDD nodes); ``engine``
     ``spark``: the distributed form, with ``distributed``'s options
     (:class:`selp.maintain.spark.Distributed`)."""
-    if engine == "spark":
+    if get_engine(engine).needs_spark_session:  # the distributed form runs over Spark partitions
         if strategy != "absorption":
             raise SelpError(f"--engine spark maintains with --strategy absorption only (got {strategy}); DRed's shipping is measured by selp bench maintain")
         from selp.maintain.spark import Distributed
