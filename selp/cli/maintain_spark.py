@@ -37,7 +37,7 @@ def check_loaded(maintainer: Any, path: Path, distributed_form: bool, nodes: int
     if maintainer.n != nodes:
         raise SelpError(f"{path}: built on {maintainer.n} nodes, not --nodes {nodes}; pass --reset to rebuild it")
     maintainer.minship = minship
-    maintainer._cache_spark["session"] = spark
+    maintainer.use_session(spark)
 
 
 def shipped(maintainer: Any, before: dict[str, int]) -> dict[str, int]:

@@ -102,6 +102,10 @@ class Distributed(Maintainer):
             node.changes = ViewChanges()
         return changes
 
+    def use_session(self, spark: Any) -> None:
+        """Run the next rounds on ``spark`` (a loaded state has no session of its own)."""
+        self._cache_spark["session"] = spark
+
     def _run_spark(self, nodes: list[Node], msgs: list[Message], prog: Localized, mode: str) -> tuple[list[Node], dict[str, int]]:
         spark = self._cache_spark.get("session")
         if spark is None:
