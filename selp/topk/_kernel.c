@@ -283,10 +283,105 @@ static run_t *new_run(int64_t F, int64_t I, int64_t k) {
     return r;
 }
 
+/* ---- what the per-component loops share ---------------------------------------------------- */
+
+typedef struct {
+    const double *rule_w; const int64_t *rule_size, *rule_hash; const uint8_t *rule_copy;
+    int combine, origin_mode; double sign;
+} prm_t;
+
 /* ---- top-1: Knuth ------------------------------------------------------------------------ */
+
+/* Knuth's loop over one component: instance records IR at positions lo..hi-1; FR the fact
+ * records (below); rem[p] the children of instance p without their entry; the instances
+ * released by fact h are uses[uptr[h - fbase]..uptr[h - fbase + 1]) (~p: h was p's only child
+ * left); todo has room for hi - lo positions. The heap is empty on return. Returns 0, -1 when
+ * out of memory or stopped. */
+static int comp_top1(const int64_t *IR, int64_t si, int64_t lo, int64_t hi, int64_t *FR, int32_t *rem,
+                     const int64_t *uptr, const int64_t *uses, int64_t fbase, int64_t *todo, heap_t *hp,
+                     const prm_t *P) {
+    int64_t nt = 0;
+    for (int64_t p = hi - 1; p >= lo; p--)
+        if (rem[p] == 0) todo[nt++] = p;
+    for (;;) {
+        while (nt > 0) {
+            int64_t p = todo[--nt];
+            const int64_t *d = IR + p * si;
+            int64_t *hq = FR + 8 * d[IR_HEAD];
+            if (hq[3] != -2) continue; /* the head is final already */
+            int64_t r = d[IR_RULE], m = d[IR_M];
+            double w = P->rule_w[r];
+            int64_t s = P->rule_size[r];
+            uint64_t hh = (uint64_t)P->rule_hash[r];
+            for (int64_t j = 0; j < m; j++) {
+                int64_t *c = FR + 8 * d[IR_KIDS + j];
+                w = comb(P->combine, w, as_f(c[0]));
+                s += c[1];
+                hh = origin_step(P->origin_mode, hh, c[2]);
+            }
+            int64_t o = P->rule_copy[r] ? FR[8 * d[IR_KIDS] + 2] : origin_end(P->origin_mode, hh, m);
+            double kw = P->sign * w;
+            if (hq[7] >= 0 && !less4(kw, s, o, p, as_f(hq[4]), hq[5], hq[6], hq[7])) continue;
+            hq[4] = as_i(kw); hq[5] = s; hq[6] = o; hq[7] = p;
+            /* the heap holds facts: an item is live while it is its fact's best candidate */
+            if (heap_push(hp, kw, s, o, d[IR_HEAD])) return -1;
+        }
+        if (stop_flag) return -1;
+        int found = 0;
+        while (hp->n > 0) {
+            int64_t *top = hp->a;
+            double kw = as_f(top[0]);
+            int64_t s = top[1], o = top[2], h = top[3];
+            heap_pop(hp);
+            int64_t *hq = FR + 8 * h;
+            /* stale: the fact is final, or has a better candidate since (an equal one from
+             * another instance leaves a twin item, which then finds the fact final) */
+            if (hq[3] != -2 || as_f(hq[4]) != kw || hq[5] != s || hq[6] != o) continue;
+            /* the entry is the best candidate's, not the item's (0.0 and -0.0 are equal keys) */
+            hq[0] = as_i(P->sign * as_f(hq[4])); /* sign is +-1: exact */
+            hq[1] = s; hq[2] = o; hq[3] = hq[7];
+            for (int64_t u = uptr[h - fbase]; u < uptr[h - fbase + 1]; u++) {
+                int64_t q = uses[u];
+                if (q < 0) todo[nt++] = ~q; /* its only child without an entry */
+                else if (--rem[q] == 0) todo[nt++] = q;
+            }
+            found = 1;
+            break;
+        }
+        if (!found) return 0;
+    }
+}
+
+/* rem and the uses lists (CSR uptr/uses, facts >= L counted from fbase) of instances lo..hi-1:
+ * for each non-leaf child occurrence, the instance's position (~position when it is the
+ * instance's only child without an entry). uptr has room for nf + 2, fill for nf + 1. */
+static void uses_of(const int64_t *IR, int64_t si, int64_t lo, int64_t hi, int64_t L, int64_t fbase, int64_t nf,
+                    int32_t *rem, int64_t *uptr, int64_t *uses, int64_t *fill) {
+    memset(uptr, 0, ((size_t)nf + 2) * sizeof(int64_t));
+    for (int64_t p = lo; p < hi; p++) {
+        const int64_t *d = IR + p * si;
+        int32_t n = 0;
+        for (int64_t j = 0; j < d[IR_M]; j++)
+            if (d[IR_KIDS + j] >= L) { uptr[d[IR_KIDS + j] - fbase + 1]++; n++; }
+        rem[p] = n;
+    }
+    for (int64_t f = 0; f < nf; f++) uptr[f + 1] += uptr[f];
+    memcpy(fill, uptr, (size_t)nf * sizeof(int64_t));
+    for (int64_t p = lo; p < hi; p++) {
+        const int64_t *d = IR + p * si;
+        for (int64_t j = 0; j < d[IR_M]; j++)
+            if (d[IR_KIDS + j] >= L) uses[fill[d[IR_KIDS + j] - fbase]++] = rem[p] == 1 ? ~p : p;
+    }
+}
 
 /* Fact record (8 int64): entry weight, size, origin, position (-1 leaf, -2 none yet); best
  * candidate key, size, origin, position (-1 none). */
+static void fr_init(int64_t *q, int is_leaf, double w, int64_t size, int64_t origin) {
+    if (is_leaf) { q[0] = as_i(w); q[1] = size; q[2] = origin; q[3] = -1; }
+    else q[3] = -2;
+    q[7] = -1;
+}
+
 EXPORT run_t *selp_top1(int64_t F, int64_t I, const uint8_t *leaf, const double *leaf_w,
                         const int64_t *leaf_origin, const int32_t *inst_rule, const int64_t *inst_head,
                         const int64_t *child_ptr, const int64_t *child_fact, const double *rule_w,
@@ -299,95 +394,27 @@ EXPORT run_t *selp_top1(int64_t F, int64_t I, const uint8_t *leaf, const double 
     run->IR = IR;
     int64_t si = run->si, L = run->L;
     const int64_t *nid = run->nid, *cptr = run->cptr;
+    prm_t P = {rule_w, rule_size, rule_hash, rule_copy, combine, origin_mode, sign};
     int64_t *FR = malloc(((size_t)F * 8 + 1) * sizeof(int64_t));
     int32_t *rem = malloc(((size_t)I + 1) * sizeof(int32_t));
-    int64_t *uptr = calloc((size_t)F + 2, sizeof(int64_t));
+    int64_t *uptr = malloc(((size_t)F + 2) * sizeof(int64_t));
+    int64_t *fill = malloc(((size_t)F + 1) * sizeof(int64_t));
     int64_t *uses = NULL;
     int64_t *todo = malloc(((size_t)I + 1) * sizeof(int64_t));
     heap_t hp = {NULL, 0, 0};
-    if (!IR || !FR || !rem || !uptr || !todo) goto fail;
-    for (int64_t f = 0; f < F; f++) {
-        int64_t *q = FR + 8 * nid[f];
-        if (leaf[f]) { q[0] = as_i(leaf_w[f]); q[1] = leaf_size ? leaf_size[f] : 0; q[2] = leaf_origin[f]; q[3] = -1; }
-        else q[3] = -2;
-        q[7] = -1;
-    }
-    /* uses: for each non-leaf fact, the positions of the instances it is a child of (once per
-     * occurrence); rem: an instance's children without their entry */
-    for (int64_t p = 0; p < I; p++) {
-        int64_t *d = IR + p * si;
-        int32_t n = 0;
-        for (int64_t j = 0; j < d[IR_M]; j++)
-            if (d[IR_KIDS + j] >= L) { uptr[d[IR_KIDS + j] + 1]++; n++; }
-        rem[p] = n;
-    }
-    for (int64_t f = 0; f < F; f++) uptr[f + 1] += uptr[f];
-    uses = malloc(((size_t)uptr[F] + 1) * sizeof(int64_t));
-    if (!uses) goto fail;
+    if (!IR || !FR || !rem || !uptr || !fill || !todo) goto fail;
+    for (int64_t f = 0; f < F; f++)
+        fr_init(FR + 8 * nid[f], leaf[f], leaf_w[f], leaf_size ? leaf_size[f] : 0, leaf_origin[f]);
     {
-        int64_t *fill = malloc(((size_t)F + 1) * sizeof(int64_t));
-        if (!fill) goto fail;
-        memcpy(fill, uptr, (size_t)F * sizeof(int64_t));
-        for (int64_t p = 0; p < I; p++) {
-            int64_t *d = IR + p * si;
-            for (int64_t j = 0; j < d[IR_M]; j++)
-                if (d[IR_KIDS + j] >= L) uses[fill[d[IR_KIDS + j]]++] = rem[p] == 1 ? ~p : p;
-        }
-        free(fill);
+        int64_t links = 0;
+        for (int64_t p = 0; p < I; p++) links += IR[p * si + IR_M];
+        uses = malloc(((size_t)links + 1) * sizeof(int64_t));
+        if (!uses) goto fail;
     }
+    uses_of(IR, si, 0, I, L, 0, F, rem, uptr, uses, fill);
     /* one component after another (see "Components"): the heap holds one component's facts */
-    for (int64_t comp = 0; comp < run->ncomp; comp++) {
-    int64_t nt = 0;
-    for (int64_t p = cptr[comp + 1] - 1; p >= cptr[comp]; p--)
-        if (rem[p] == 0) todo[nt++] = p;
-    for (;;) {
-        while (nt > 0) {
-            int64_t p = todo[--nt];
-            int64_t *d = IR + p * si;
-            int64_t *hq = FR + 8 * d[IR_HEAD];
-            if (hq[3] != -2) continue; /* the head is final already */
-            int64_t r = d[IR_RULE], m = d[IR_M];
-            double w = rule_w[r];
-            int64_t s = rule_size[r];
-            uint64_t hh = (uint64_t)rule_hash[r];
-            for (int64_t j = 0; j < m; j++) {
-                int64_t *c = FR + 8 * d[IR_KIDS + j];
-                w = comb(combine, w, as_f(c[0]));
-                s += c[1];
-                hh = origin_step(origin_mode, hh, c[2]);
-            }
-            int64_t o = rule_copy[r] ? FR[8 * d[IR_KIDS] + 2] : origin_end(origin_mode, hh, m);
-            double kw = sign * w;
-            if (hq[7] >= 0 && !less4(kw, s, o, p, as_f(hq[4]), hq[5], hq[6], hq[7])) continue;
-            hq[4] = as_i(kw); hq[5] = s; hq[6] = o; hq[7] = p;
-            /* the heap holds facts: an item is live while it is its fact's best candidate */
-            if (heap_push(&hp, kw, s, o, d[IR_HEAD])) goto fail;
-        }
-        if (stop_flag) goto fail;
-        int found = 0;
-        while (hp.n > 0) {
-            int64_t *top = hp.a;
-            double kw = as_f(top[0]);
-            int64_t s = top[1], o = top[2], h = top[3];
-            heap_pop(&hp);
-            int64_t *hq = FR + 8 * h;
-            /* stale: the fact is final, or has a better candidate since (an equal one from
-             * another instance leaves a twin item, which then finds the fact final) */
-            if (hq[3] != -2 || as_f(hq[4]) != kw || hq[5] != s || hq[6] != o) continue;
-            /* the entry is the best candidate's, not the item's (0.0 and -0.0 are equal keys) */
-            hq[0] = as_i(sign * as_f(hq[4])); /* sign is +-1: exact */
-            hq[1] = s; hq[2] = o; hq[3] = hq[7];
-            for (int64_t u = uptr[h]; u < uptr[h + 1]; u++) {
-                int64_t q = uses[u];
-                if (q < 0) todo[nt++] = ~q; /* its only child without an entry */
-                else if (--rem[q] == 0) todo[nt++] = q;
-            }
-            found = 1;
-            break;
-        }
-        if (!found) break;
-    }
-    }
+    for (int64_t comp = 0; comp < run->ncomp; comp++)
+        if (comp_top1(IR, si, cptr[comp], cptr[comp + 1], FR, rem, uptr, uses, 0, todo, &hp, &P)) goto fail;
     /* the entries: slot f holds fact f's entry if it has one */
     for (int64_t f = 0; f < F; f++) {
         int64_t *q = FR + 8 * f, *e = run->S + 4 * f;
@@ -397,10 +424,10 @@ EXPORT run_t *selp_top1(int64_t F, int64_t I, const uint8_t *leaf, const double 
         run->n_entries++;
         if (q[3] >= 0) run->n_ranks += IR[q[3] * si + IR_M];
     }
-    free(FR); free(rem); free(uptr); free(uses); free(todo); free(hp.a);
+    free(FR); free(rem); free(uptr); free(fill); free(uses); free(todo); free(hp.a);
     return run;
 fail:
-    free(FR); free(rem); free(uptr); free(uses); free(todo); free(hp.a);
+    free(FR); free(rem); free(uptr); free(fill); free(uses); free(todo); free(hp.a);
     selp_free(run);
     return NULL;
 }
@@ -425,50 +452,52 @@ fail:
 #define C_NEXT 2
 #define C_RANKS 3 /* int32 ranks from int64 slot 3 on */
 
-EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double *leaf_w,
-                        const int64_t *leaf_origin, const int32_t *inst_rule, const int64_t *inst_head,
-                        const int64_t *child_ptr, const int64_t *child_fact, const double *rule_w,
-                        const int64_t *rule_size, const int64_t *rule_hash, const uint8_t *rule_copy,
-                        int combine, double sign, const int64_t *leaf_size, int origin_mode, int64_t k) {
-    stop_flag = 0;
-    run_t *run = calloc(1, sizeof(run_t));
-    if (!run) return NULL;
-    run->F = F; run->I = I; run->k = k;
-    int64_t *IR = pack(run, leaf, inst_rule, inst_head, child_ptr, child_fact);
-    run->IR = IR;
-    int64_t M = run->M, si = run->si;
-    const int64_t *nid = run->nid, *cptr = run->cptr;
-    int64_t sc = C_RANKS + (M + 1) / 2;
-    run->sc = sc;
-    int64_t se = E_RANKS + (M + 1) / 2;
-    run->se = se;
-    int64_t fb = (1 + k + se * k + 7) / 8 * 8;
-    run->fb = fb;
-    int64_t big = 0; /* the most instances of one component */
-    for (int64_t comp = 0; IR && comp < run->ncomp; comp++)
-        if (cptr[comp + 1] - cptr[comp] > big) big = cptr[comp + 1] - cptr[comp];
-    int64_t *FB = aligned_alloc(64, ((size_t)F * fb + 8) * sizeof(int64_t));
-    run->FB = FB;
-    int64_t ccap = 2 * big + M + 16;
-    int64_t *C = malloc((size_t)ccap * sc * sizeof(int64_t)); /* one component's candidates */
-    int64_t *todo = malloc(((size_t)big + M + 16) * sizeof(int64_t));
-    heap_t hp = {NULL, 0, 0};
-    if (!IR || !FB || !C || !todo) goto fail;
-    for (int64_t f = 0; f < F; f++) {
-        int64_t *b = FB + nid[f] * fb;
-        b[0] = 0;
-        for (int64_t r = 0; r < k; r++) FB_WAIT(b, r) = -1;
-        if (!leaf[f]) continue;
-        int64_t *q = FB_ENTRY(b, k, 0);
-        q[0] = as_i(leaf_w[f]); q[1] = leaf_size ? leaf_size[f] : 0; q[2] = leaf_origin[f]; q[3] = -1;
-        b[0] = 1 + ((int64_t)1 << 32);
+typedef struct {
+    int64_t k, fb, se, sc, M;
+    int64_t *C, ccap;  /* one component's candidates */
+    int64_t *todo, tcap;
+    heap_t hp;
+} kbest_t;
+
+/* room for a component of n instances: candidates and worklist; -1 when out of memory */
+static int kbest_room(kbest_t *B, int64_t n) {
+    if (n + B->M + 16 > B->ccap) {
+        int64_t cap = 2 * n + B->M + 16;
+        int64_t *c = realloc(B->C, (size_t)cap * B->sc * sizeof(int64_t));
+        if (!c) return -1;
+        B->C = c; B->ccap = cap;
     }
-    /* one component after another (see "Components"): the heap holds one component's
-     * candidates, numbered from 0 -- its instances (in sorted order) with every rank 1, then
-     * the modifications in the order they are formed, as in the global loop */
-    for (int64_t comp = 0; comp < run->ncomp; comp++) {
-    int64_t base = cptr[comp], nc = cptr[comp + 1] - base, nt = 0, rel = -1;
-    for (int64_t p = base; p < cptr[comp + 1]; p++) {
+    if (n + B->M + 16 > B->tcap) {
+        int64_t cap = n + B->M + 16;
+        int64_t *t = realloc(B->todo, (size_t)cap * sizeof(int64_t));
+        if (!t) return -1;
+        B->todo = t; B->tcap = cap;
+    }
+    return 0;
+}
+
+/* a fact's block, empty or holding its leaf entry */
+static void fb_init(int64_t *b, int64_t k, int64_t se, int is_leaf, double w, int64_t size, int64_t origin) {
+    b[0] = 0;
+    for (int64_t r = 0; r < k; r++) FB_WAIT(b, r) = -1;
+    if (!is_leaf) return;
+    int64_t *q = FB_ENTRY(b, k, 0);
+    q[0] = as_i(w); q[1] = size; q[2] = origin; q[3] = -1;
+    b[0] = 1 + ((int64_t)1 << 32);
+}
+
+/* Lazy k-best over one component: instance records IR at positions base..hi-1, FB the fact
+ * blocks. Candidates are numbered from 0 -- the instances (in sorted order) with every rank 1,
+ * then the modifications in the order they are formed, as in the global loop. Returns 0, -1
+ * when out of memory or stopped. */
+static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
+                     const prm_t *P) {
+    int64_t k = B->k, fb = B->fb, se = B->se, sc = B->sc, M = B->M;
+    int64_t nc = hi - base, nt = 0, rel = -1;
+    if (kbest_room(B, nc)) return -1;
+    int64_t *C = B->C, *todo = B->todo;
+    heap_t *hp = &B->hp;
+    for (int64_t p = base; p < hi; p++) {
         int64_t *c = C + (p - base) * sc;
         c[C_POS] = p;
         c[C_HEAD] = IR[p * si + IR_HEAD];
@@ -486,7 +515,7 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
             else c = todo[--nt];
             int64_t *cr = C + c * sc;
             if (FB_CNT(FB + cr[C_HEAD] * fb) >= k) continue;
-            int64_t *d = IR + cr[C_POS] * si;
+            const int64_t *d = IR + cr[C_POS] * si;
             int64_t m = d[IR_M];
             int32_t *rk = (int32_t *)(cr + C_RANKS);
             int ready = 1;
@@ -502,32 +531,32 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
             }
             if (!ready) continue;
             int64_t rl = d[IR_RULE];
-            double w = rule_w[rl];
-            int64_t s = rule_size[rl];
-            uint64_t hh = (uint64_t)rule_hash[rl];
+            double w = P->rule_w[rl];
+            int64_t s = P->rule_size[rl];
+            uint64_t hh = (uint64_t)P->rule_hash[rl];
             for (int64_t j = 0; j < m; j++) {
                 int64_t *e = FB_ENTRY(FB + d[IR_KIDS + j] * fb, k, rk[j] - 1);
-                w = comb(combine, w, as_f(e[0]));
+                w = comb(P->combine, w, as_f(e[0]));
                 s += e[1];
-                hh = origin_step(origin_mode, hh, e[2]);
+                hh = origin_step(P->origin_mode, hh, e[2]);
             }
-            int64_t o = rule_copy[rl] ? FB_ENTRY(FB + d[IR_KIDS] * fb, k, rk[0] - 1)[2]
-                                      : origin_end(origin_mode, hh, m);
-            if (heap_push(&hp, sign * w, s, o, c)) goto fail;
+            int64_t o = P->rule_copy[rl] ? FB_ENTRY(FB + d[IR_KIDS] * fb, k, rk[0] - 1)[2]
+                                         : origin_end(P->origin_mode, hh, m);
+            if (heap_push(hp, P->sign * w, s, o, c)) return -1;
         }
-        if (hp.n == 0) break;
-        if (stop_flag) goto fail;
-        if ((nc + M) > ccap) {
-            int64_t cap = 2 * ccap;
+        if (hp->n == 0) return 0;
+        if (stop_flag) return -1;
+        if ((nc + M) > B->ccap) {
+            int64_t cap = 2 * B->ccap;
             int64_t *nb = realloc(C, (size_t)cap * sc * sizeof(int64_t));
-            if (!nb) goto fail;
-            C = nb;
-            ccap = cap;
+            if (!nb) return -1;
+            B->C = C = nb;
+            B->ccap = cap;
         }
-        int64_t *top = hp.a;
+        int64_t *top = hp->a;
         double kw = as_f(top[0]);
         int64_t s = top[1], o = top[2], c = top[3];
-        heap_pop(&hp);
+        heap_pop(hp);
         int64_t *cr = C + c * sc;
         int64_t h = cr[C_HEAD];
         int64_t *b = FB + h * fb;
@@ -538,7 +567,7 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
             if (FB_ENTRY(b, k, r)[2] == o) { dup = 1; break; }
         if (!dup) {
             int64_t *e = FB_ENTRY(b, k, n);
-            e[0] = as_i(sign * kw); /* sign is +-1: exact */
+            e[0] = as_i(P->sign * kw); /* sign is +-1: exact */
             e[1] = s; e[2] = o; e[3] = cr[C_POS];
             memcpy(e + E_RANKS, cr + C_RANKS, (size_t)(sc - C_RANKS) * sizeof(int64_t));
             b[0] += 1;
@@ -549,7 +578,7 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
         /* modifications at positions >= the last rank above 1, never beyond rank k, never at
          * a leaf child */
         int64_t pos = cr[C_POS];
-        int64_t *d = IR + pos * si;
+        const int64_t *d = IR + pos * si;
         int64_t m = d[IR_M];
         int32_t *rk = (int32_t *)(cr + C_RANKS);
         int64_t last = 0;
@@ -567,7 +596,43 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
             todo[nt++] = nc++;
         }
     }
-    }
+}
+
+static void kbest_init(kbest_t *B, int64_t k, int64_t M) {
+    memset(B, 0, sizeof(*B));
+    B->k = k; B->M = M;
+    B->sc = C_RANKS + (M + 1) / 2;
+    B->se = E_RANKS + (M + 1) / 2;
+    B->fb = (1 + k + B->se * k + 7) / 8 * 8;
+}
+
+static void kbest_free(kbest_t *B) { free(B->C); free(B->todo); free(B->hp.a); }
+
+EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double *leaf_w,
+                        const int64_t *leaf_origin, const int32_t *inst_rule, const int64_t *inst_head,
+                        const int64_t *child_ptr, const int64_t *child_fact, const double *rule_w,
+                        const int64_t *rule_size, const int64_t *rule_hash, const uint8_t *rule_copy,
+                        int combine, double sign, const int64_t *leaf_size, int origin_mode, int64_t k) {
+    stop_flag = 0;
+    run_t *run = calloc(1, sizeof(run_t));
+    if (!run) return NULL;
+    run->F = F; run->I = I; run->k = k;
+    int64_t *IR = pack(run, leaf, inst_rule, inst_head, child_ptr, child_fact);
+    run->IR = IR;
+    kbest_t B;
+    kbest_init(&B, k, run->M);
+    int64_t si = run->si, fb = B.fb, se = B.se;
+    run->sc = B.sc; run->se = se; run->fb = fb;
+    const int64_t *nid = run->nid, *cptr = run->cptr;
+    prm_t P = {rule_w, rule_size, rule_hash, rule_copy, combine, origin_mode, sign};
+    int64_t *FB = aligned_alloc(64, ((size_t)F * fb + 8) * sizeof(int64_t));
+    run->FB = FB;
+    if (!IR || !FB) goto fail;
+    for (int64_t f = 0; f < F; f++)
+        fb_init(FB + nid[f] * fb, k, se, leaf[f], leaf_w[f], leaf_size ? leaf_size[f] : 0, leaf_origin[f]);
+    /* one component after another (see "Components"): the heap holds one component's candidates */
+    for (int64_t comp = 0; comp < run->ncomp; comp++)
+        if (comp_topk(IR, si, cptr[comp], cptr[comp + 1], FB, &B, &P)) goto fail;
     for (int64_t f = 0; f < F; f++) {
         int64_t *b = FB + f * fb;
         run->n_entries += FB_CNT(b);
@@ -576,10 +641,10 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
             if (pos >= 0) run->n_ranks += IR[pos * si + IR_M];
         }
     }
-    free(C); free(todo); free(hp.a);
+    kbest_free(&B);
     return run;
 fail:
-    free(C); free(todo); free(hp.a);
+    kbest_free(&B);
     selp_free(run);
     return NULL;
 }
