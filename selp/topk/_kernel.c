@@ -169,7 +169,11 @@ typedef struct {
     int64_t *nid;            /* input fact id -> the kernel's (grouped by component) */
     int64_t L;               /* leaves: the kernel's facts 0..L-1 */
     int64_t *cptr, ncomp;    /* component c's instances: positions cptr[c]..cptr[c+1]-1 */
+    struct acc *acc;         /* selp_static: the entries, appended component by component */
 } run_t;
+
+struct acc;
+static void acc_free(struct acc *a);
 
 EXPORT void selp_free(run_t *r) {
     if (!r) return;
@@ -179,6 +183,7 @@ EXPORT void selp_free(run_t *r) {
     free(r->FB);
     free(r->nid);
     free(r->cptr);
+    acc_free(r->acc);
     free(r);
 }
 
@@ -754,8 +759,9 @@ done:
  * editable install whose extension was built from an older _kernel.c is then not called (the
  * pure-Python twin runs, and says so). 2: selp_fill returns int; entries hold their ranks.
  * 3: leaf sizes and origin modes (selp_top1/selp_topk take leaf_size and origin_mode).
- * 4: rule instances formed here (selp_head, selp_join and their helpers). */
-EXPORT int64_t selp_abi(void) { return 4; }
+ * 4: rule instances formed here (selp_head, selp_join and their helpers).
+ * 5: instances formed and ranked component by component (selp_join_prepare, selp_static). */
+EXPORT int64_t selp_abi(void) { return 5; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
 EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origins, int64_t n, int mode) {
@@ -909,9 +915,15 @@ typedef struct {
     int64_t vals[64], fid[16];
     int64_t *out, n, cap;     /* instances: head id then the children's ids, m + 1 int64 each */
     int err;
+    /* prepared for selp_static (selp_join_prepare): atom 0 is the driver, set by the caller;
+     * an instance goes to grp's records, each atom a child at body position cpos[a] */
+    struct grp *grp; const int64_t *cpos; int64_t rule;
 } join_t;
 
+static void grp_emit(join_t *j);
+
 static void join_emit(join_t *j) {
+    if (j->grp) { grp_emit(j); return; }
     int64_t key[16];
     for (int64_t c = 0; c < j->hk; c++) key[c] = j->hslot[c] >= 0 ? j->vals[j->hslot[c]] : j->hconst[c];
     int64_t h = head_find(j->head, key);
@@ -963,6 +975,49 @@ static void join_rec(join_t *j, int64_t a) {
     }
 }
 
+/* A join over `na` atoms with indexes on every later atom's bound columns (see selp_join);
+ * NULL when out of memory, err 1 when an index could not be built. */
+static join_t *join_new(int64_t na, const int64_t *rows, const int64_t *const *ids,
+                        const int64_t *ncol, const int64_t *const *cols, const int64_t *slot,
+                        const uint8_t *bound, const uint8_t *child, const head_t *head, int64_t hk,
+                        const int64_t *hslot, const int64_t *hconst) {
+    join_t *j = calloc(1, sizeof(join_t));
+    if (!j) return NULL;
+    int64_t *coff = calloc((size_t)na + 1, sizeof(int64_t));
+    j->idx = calloc((size_t)na + 1, sizeof(index_t *));
+    j->free_of = calloc((size_t)na + 1, sizeof(int64_t *));
+    j->na = na; j->rows = rows; j->ids = ids; j->ncol = ncol; j->cols = cols;
+    j->slot = slot; j->coff = coff; j->bound = bound; j->child = child; j->head = head; j->hk = hk;
+    j->hslot = hslot; j->hconst = hconst;
+    if (!coff || !j->idx || !j->free_of) { j->err = 1; return j; }
+    for (int64_t a = 0; a < na; a++) coff[a + 1] = coff[a] + ncol[a];
+    for (int64_t a = 0; a < na; a++) if (child[a]) j->m++;
+    for (int64_t a = 0; a < na; a++) {
+        const int64_t *cc[16];
+        int64_t nk = 0, nf = 0, *fs = malloc(((size_t)ncol[a] + 1) * sizeof(int64_t));
+        if (!fs) { j->err = 1; return j; }
+        j->free_of[a] = fs;
+        for (int64_t c = 0; c < ncol[a]; c++) if (bound[coff[a] + c]) cc[nk++] = cols[coff[a] + c];
+        if (nk == 0) continue;
+        for (int64_t c = 0; c < ncol[a]; c++)
+            if (!bound[coff[a] + c]) { cc[nk + nf] = cols[coff[a] + c]; fs[nf++] = slot[coff[a] + c]; }
+        j->idx[a] = index_new(rows[a], nk, ncol[a], cc, ids[a]);
+        if (!j->idx[a]) { j->err = 1; return j; }
+    }
+    return j;
+}
+
+/* the indexes and plan copies of a join (its instances stay) */
+static void join_drop(join_t *j) {
+    for (int64_t a = 0; a < j->na; a++) {
+        if (j->idx) index_free(j->idx[a]);
+        if (j->free_of) free(j->free_of[a]);
+    }
+    free(j->idx); j->idx = NULL;
+    free(j->free_of); j->free_of = NULL;
+    free((int64_t *)j->coff); j->coff = NULL;
+}
+
 /* The instances of one rule: returns a handle (NULL when out of memory) whose selp_join_count
  * instances selp_join_fill copies out; selp_join_error: 0; 1 out of memory; 2 an instance's
  * head is not among the head's facts; 3 stopped (selp_stop). Later atoms with bound columns get
@@ -972,38 +1027,25 @@ EXPORT join_t *selp_join(int64_t na, const int64_t *rows, const int64_t *const *
                          const uint8_t *bound, const uint8_t *child, const head_t *head, int64_t hk,
                          const int64_t *hslot, const int64_t *hconst) {
     stop_flag = 0;
-    join_t *j = calloc(1, sizeof(join_t));
+    join_t *j = join_new(na, rows, ids, ncol, cols, slot, bound, child, head, hk, hslot, hconst);
     if (!j) return NULL;
-    int64_t *coff = calloc((size_t)na + 1, sizeof(int64_t));
-    j->idx = calloc((size_t)na + 1, sizeof(index_t *));
-    j->free_of = calloc((size_t)na + 1, sizeof(int64_t *));
-    j->na = na; j->rows = rows; j->ids = ids; j->ncol = ncol; j->cols = cols;
-    j->slot = slot; j->coff = coff; j->bound = bound; j->child = child; j->head = head; j->hk = hk;
-    j->hslot = hslot; j->hconst = hconst;
-    if (!coff || !j->idx || !j->free_of) { j->err = 1; goto done; }
-    for (int64_t a = 0; a < na; a++) coff[a + 1] = coff[a] + ncol[a];
-    for (int64_t a = 0; a < na; a++) if (child[a]) j->m++;
-    for (int64_t a = 0; a < na; a++) {
-        const int64_t *cc[16];
-        int64_t nk = 0, nf = 0, *fs = malloc(((size_t)ncol[a] + 1) * sizeof(int64_t));
-        if (!fs) { j->err = 1; goto done; }
-        j->free_of[a] = fs;
-        for (int64_t c = 0; c < ncol[a]; c++) if (bound[coff[a] + c]) cc[nk++] = cols[coff[a] + c];
-        if (nk == 0) continue;
-        for (int64_t c = 0; c < ncol[a]; c++)
-            if (!bound[coff[a] + c]) { cc[nk + nf] = cols[coff[a] + c]; fs[nf++] = slot[coff[a] + c]; }
-        j->idx[a] = index_new(rows[a], nk, ncol[a], cc, ids[a]);
-        if (!j->idx[a]) { j->err = 1; goto done; }
-    }
-    join_rec(j, 0);
-done:
-    for (int64_t a = 0; a < na; a++) {
-        if (j->idx) index_free(j->idx[a]);
-        if (j->free_of) free(j->free_of[a]);
-    }
-    free(j->idx); j->idx = NULL;
-    free(j->free_of); j->free_of = NULL;
-    free(coff); j->coff = NULL;
+    if (!j->err) join_rec(j, 0);
+    join_drop(j);
+    return j;
+}
+
+/* A join kept for selp_static: atom 0 is the driver (the recursive atom, its columns cols[0..]
+ * read at the driver fact's row of the component relation, ids unused), the other atoms indexed
+ * as in selp_join with kernel fact ids; child atom a is child cpos[a] of the instance (body
+ * order), the instances are of rule `rule`. Freed by selp_join_free; selp_join_error says
+ * whether it was built (1: out of memory). */
+EXPORT join_t *selp_join_prepare(int64_t na, const int64_t *rows, const int64_t *const *ids,
+                                 const int64_t *ncol, const int64_t *const *cols, const int64_t *slot,
+                                 const uint8_t *bound, const uint8_t *child, int64_t hk,
+                                 const int64_t *hslot, const int64_t *hconst, const int64_t *cpos, int64_t rule) {
+    join_t *j = join_new(na, rows, ids, ncol, cols, slot, bound, child, NULL, hk, hslot, hconst);
+    if (!j) return NULL;
+    j->cpos = cpos; j->rule = rule;
     return j;
 }
 
@@ -1022,7 +1064,358 @@ EXPORT void selp_join_fill(const join_t *j, int64_t *heads, int64_t *kids) {
 
 EXPORT void selp_join_free(join_t *j) {
     if (!j) return;
+    join_drop(j);
     free(j->out); free(j);
+}
+
+/* ---- the static path: instances formed and ranked component by component ----------------- */
+
+/* When the recursion is decomposable on a key position (selp.engines.decompose: right-recursive
+ * transitive closure passes z, so path(*, z) is one component), the components are known before
+ * any instance exists. selp.topk.embedded then numbers the facts: the leaves 0..L-1, then the
+ * component relation's facts grouped by their key (a group's in input order), and calls
+ * selp_static, which for each group forms its instances -- the exit rules' (formed before by
+ * selp_join, handed over grouped), then for each of the group's facts in order and each
+ * recursive rule in program order, the rule's other atoms joined with it (selp_join_prepare),
+ * the head found in a hash table of the group's facts -- into one reused buffer, in exactly
+ * the order the global kernel sorts them (no non-leaf child first, then by the last non-leaf
+ * child, then rule and join order), runs comp_top1/comp_topk on it with the group's facts
+ * numbered locally after the leaves (their records in cache), and appends the group's entries
+ * to the result. No global instance array, union-find or sort. An instance id in the result
+ * is then the entry's own index (the entry holds its rule and children). */
+
+typedef struct grp {
+    int64_t *tab; uint64_t mask;            /* local fact ids (L + i), -1 empty: open addressing */
+    const int64_t *const *cols; int64_t hk; /* the component relation's columns, by kernel id - L */
+    int64_t L, off;                         /* local id L + i is the group's fact off + i (from L) */
+    int64_t *IR, n, cap, si;                /* the group's instance records */
+    int err;
+} grp_t;
+
+typedef struct acc {
+    int64_t L, F;
+    double *lw; int64_t *ls, *lo;           /* the leaves' entries, by kernel id */
+    int64_t *cnt;                           /* entries per non-leaf fact (kernel id - L), then offsets */
+    double *w; int64_t *s, *o, *rp; int32_t *rule; int64_t n, cap; /* entries, kernel order */
+    int32_t *rank; int64_t *kid; int64_t nr, rcap;                  /* their ranks, children */
+    int64_t *inv;                           /* kernel id -> input id */
+    int64_t bound;                          /* top-k: the most trees of any fact (capped at k), -1 cyclic */
+} acc_t;
+
+/* The derivation trees of a group's facts counted (capped at cap) in Kahn's order over its
+ * instances, as selp_tree_count_bound does over all of them: the largest count, or -1 when the
+ * group's instances have a cycle. rem/uptr/uses as uses_of left them (rem is consumed);
+ * cnt, open: nf slots; stack: nf + n slots. */
+static int64_t grp_count(const int64_t *IR, int64_t si, int64_t n, int64_t L, int64_t nf, int64_t cap,
+                         int32_t *rem, const int64_t *uptr, const int64_t *uses, int64_t *cnt, int64_t *open,
+                         int64_t *stack) {
+    memset(cnt, 0, (size_t)nf * sizeof(int64_t));
+    memset(open, 0, (size_t)nf * sizeof(int64_t));
+    for (int64_t p = 0; p < n; p++) open[IR[p * si + IR_HEAD] - L]++;
+    int64_t ns = 0, final = 0, best = 0;
+    for (int64_t p = 0; p < n; p++) if (rem[p] == 0) stack[ns++] = ~p; /* ~p: an instance */
+    for (int64_t f = 0; f < nf; f++) if (open[f] == 0) stack[ns++] = f;
+    while (ns > 0) {
+        int64_t x = stack[--ns];
+        if (x < 0) {
+            const int64_t *d = IR + (~x) * si;
+            int64_t c = 1;
+            for (int64_t j = 0; j < d[IR_M]; j++) {
+                int64_t kid = d[IR_KIDS + j];
+                c *= kid >= L ? cnt[kid - L] : 1;
+                if (c > cap) c = cap;
+            }
+            int64_t h = d[IR_HEAD] - L;
+            cnt[h] = cnt[h] + c < cap ? cnt[h] + c : cap;
+            if (--open[h] == 0) stack[ns++] = h;
+            continue;
+        }
+        final++;
+        if (cnt[x] > best) best = cnt[x];
+        for (int64_t u = uptr[x]; u < uptr[x + 1]; u++) {
+            int64_t q = uses[u] < 0 ? ~uses[u] : uses[u];
+            if (--rem[q] == 0) stack[ns++] = ~q;
+        }
+    }
+    return final < nf ? -1 : best;
+}
+
+static void acc_free(acc_t *a) {
+    if (!a) return;
+    free(a->lw); free(a->ls); free(a->lo); free(a->cnt); free(a->w); free(a->s); free(a->o);
+    free(a->rp); free(a->rule); free(a->rank); free(a->kid); free(a->inv); free(a);
+}
+
+static int grow(void **p, int64_t n, size_t size) {
+    void *q = realloc(*p, (size_t)n * size + size);
+    if (!q) return -1;
+    *p = q;
+    return 0;
+}
+
+/* append one entry of a non-leaf fact: m children (kernel ids) with these ranks */
+static int acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rule, int64_t m, const int64_t *kids,
+                   const int32_t *ranks, int64_t L, int64_t off) {
+    if (a->n == a->cap) {
+        int64_t cap = 2 * a->cap + 4096;
+        if (grow((void **)&a->w, cap, 8) || grow((void **)&a->s, cap, 8) || grow((void **)&a->o, cap, 8)
+            || grow((void **)&a->rule, cap, 4) || grow((void **)&a->rp, cap + 1, 8)) return -1;
+        a->cap = cap;
+    }
+    if (a->nr + m > a->rcap) {
+        int64_t cap = 2 * a->rcap + m + 4096;
+        if (grow((void **)&a->rank, cap, 4) || grow((void **)&a->kid, cap, 8)) return -1;
+        a->rcap = cap;
+    }
+    int64_t e = a->n++;
+    a->w[e] = w; a->s[e] = s; a->o[e] = o; a->rule[e] = rule;
+    a->rp[e] = a->nr;
+    for (int64_t j = 0; j < m; j++) {
+        a->kid[a->nr] = kids[j] >= L ? kids[j] + off : kids[j]; /* local -> kernel id */
+        a->rank[a->nr++] = ranks ? ranks[j] : 1;
+    }
+    return 0;
+}
+
+static inline int64_t grp_find(const grp_t *g, const int64_t *key) {
+    uint64_t b = key_hash(key, g->hk) & g->mask;
+    for (;;) {
+        int64_t x = g->tab[b];
+        if (x < 0) return -1;
+        int64_t r = g->off + x - g->L, c = 0;
+        for (; c < g->hk; c++) if (g->cols[c][r] != key[c]) break;
+        if (c == g->hk) return x;
+        b = (b + 1) & g->mask;
+    }
+}
+
+static void grp_emit(join_t *j) {
+    grp_t *g = j->grp;
+    int64_t key[16];
+    for (int64_t c = 0; c < j->hk; c++) key[c] = j->hslot[c] >= 0 ? j->vals[j->hslot[c]] : j->hconst[c];
+    int64_t h = grp_find(g, key);
+    if (h < 0) { j->err = 2; return; } /* the head is not a fact of the group: plan or facts wrong */
+    if (g->n == g->cap) {
+        int64_t cap = 2 * g->cap + 1024;
+        if (grow((void **)&g->IR, cap * g->si, 8)) { j->err = 1; return; }
+        g->cap = cap;
+    }
+    int64_t *d = g->IR + g->n * g->si;
+    d[IR_HEAD] = h; d[IR_RULE] = j->rule; d[IR_M] = j->m; d[IR_ID] = g->n;
+    for (int64_t a = 0; a < j->na; a++) if (j->child[a]) d[IR_KIDS + j->cpos[a]] = j->fid[a];
+    g->n++;
+}
+
+/* Top-1 (k == 1) or top-k of every fact, component by component (see above). F facts, of which
+ * kernel ids 0..L-1 are the leaves; nid: input id -> kernel id; group g's facts are kernel ids
+ * L + gptr[g] .. L + gptr[g+1] - 1, their hk columns gcols[c][kernel id - L]. Exit instances,
+ * grouped: eptr[g]..eptr[g+1]-1, rule erule, head ehead and children ekids[ecptr[i]..] (kernel
+ * ids, in the order the global kernel sorts them). nj recursive rules in program order, each a
+ * prepared join (atom 0 the driver) with the driver's filter masks[r] (by kernel id - L; NULL
+ * none); M the most children of any instance. Returns NULL when out of memory or stopped (*err
+ * 1), or when a join finds a head that is not a fact of its group (*err 2). */
+EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_t *leaf, const double *leaf_w,
+                          const int64_t *leaf_origin, const int64_t *leaf_size, int64_t ng, const int64_t *gptr,
+                          int64_t hk, const int64_t *const *gcols, const int64_t *eptr, const int32_t *erule,
+                          const int64_t *ehead, const int64_t *ecptr, const int64_t *ekids, int64_t nj,
+                          join_t *const *joins, const uint8_t *const *masks, int64_t M, const double *rule_w,
+                          const int64_t *rule_size, const int64_t *rule_hash, const uint8_t *rule_copy,
+                          int combine, double sign, int origin_mode, int64_t k, int32_t *err) {
+    stop_flag = 0;
+    *err = 1;
+    run_t *run = calloc(1, sizeof(run_t));
+    acc_t *A = calloc(1, sizeof(acc_t));
+    if (!run || !A) { free(run); free(A); return NULL; }
+    run->F = F; run->k = k; run->acc = A; run->L = L;
+    A->L = L; A->F = F;
+    prm_t P = {rule_w, rule_size, rule_hash, rule_copy, combine, origin_mode, sign};
+    kbest_t B;
+    kbest_init(&B, k, M);
+    int64_t si = IR_KIDS + M, big = 0;
+    for (int64_t g = 0; g < ng; g++) if (gptr[g + 1] - gptr[g] > big) big = gptr[g + 1] - gptr[g];
+    int64_t rec = k == 1 ? 8 : B.fb; /* a fact's record: top-1's 8 int64, top-k's block */
+    int64_t *ST = malloc(((size_t)(L + big) * rec + 1) * sizeof(int64_t));
+    grp_t G = {0};
+    G.si = si; G.cols = gcols; G.hk = hk; G.L = L;
+    int64_t tcap = 0, icap = 0, fcap = 0;
+    int32_t *rem = NULL;
+    int64_t *uptr = NULL, *fill = NULL, *uses = NULL, *todo = NULL, *cnt = NULL, *stack = NULL;
+    heap_t hp = {NULL, 0, 0};
+    A->bound = F > L ? 0 : 1; /* a leaf has one tree */
+    if (L > 0) A->bound = 1;
+    A->lw = malloc(((size_t)L + 1) * sizeof(double));
+    A->ls = malloc(((size_t)L + 1) * sizeof(int64_t));
+    A->lo = malloc(((size_t)L + 1) * sizeof(int64_t));
+    A->cnt = calloc((size_t)(F - L) + 2, sizeof(int64_t));
+    A->inv = malloc(((size_t)F + 1) * sizeof(int64_t));
+    run->nid = malloc(((size_t)F + 1) * sizeof(int64_t));
+    if (!ST || !A->lw || !A->ls || !A->lo || !A->cnt || !A->inv || !run->nid) goto fail;
+    memcpy(run->nid, nid, (size_t)F * sizeof(int64_t));
+    for (int64_t f = 0; f < F; f++) {
+        int64_t x = nid[f];
+        A->inv[x] = f;
+        if (x >= L) continue;
+        A->lw[x] = leaf_w[f]; A->ls[x] = leaf_size ? leaf_size[f] : 0; A->lo[x] = leaf_origin[f];
+        if (k == 1) fr_init(ST + 8 * x, 1, leaf_w[f], A->ls[x], leaf_origin[f]);
+        else fb_init(ST + x * rec, k, B.se, 1, leaf_w[f], A->ls[x], leaf_origin[f]);
+    }
+    for (int64_t j = 0; j < nj; j++) joins[j]->grp = &G;
+    for (int64_t g = 0; g < ng; g++) {
+        int64_t off = gptr[g], nf = gptr[g + 1] - off;
+        G.off = off; G.n = 0;
+        /* the group's facts: fresh records after the leaves, a hash table by their columns */
+        for (int64_t i = 0; i < nf; i++) {
+            if (k == 1) fr_init(ST + 8 * (L + i), 0, 0.0, 0, 0);
+            else fb_init(ST + (L + i) * rec, k, B.se, 0, 0.0, 0, 0);
+        }
+        int64_t T = 16;
+        while (T < 2 * nf) T <<= 1;
+        if (T > tcap) {
+            if (grow((void **)&G.tab, T, 8)) goto fail;
+            tcap = T;
+        }
+        memset(G.tab, 0xff, (size_t)T * sizeof(int64_t));
+        G.mask = (uint64_t)(T - 1);
+        for (int64_t i = 0; i < nf; i++) {
+            int64_t key[16];
+            for (int64_t c = 0; c < hk; c++) key[c] = gcols[c][off + i];
+            uint64_t b = key_hash(key, hk) & G.mask;
+            while (G.tab[b] >= 0) b = (b + 1) & G.mask;
+            G.tab[b] = L + i;
+        }
+        /* its instances: the exit rules' first, then by driver fact, rule and join order */
+        for (int64_t i = eptr[g]; i < eptr[g + 1]; i++) {
+            if (G.n == G.cap) {
+                int64_t cap = 2 * G.cap + 1024;
+                if (grow((void **)&G.IR, cap * si, 8)) goto fail;
+                G.cap = cap;
+            }
+            int64_t *d = G.IR + G.n * si, m = ecptr[i + 1] - ecptr[i];
+            d[IR_HEAD] = ehead[i] - off; d[IR_RULE] = erule[i]; d[IR_M] = m; d[IR_ID] = G.n;
+            for (int64_t j = 0; j < m; j++) {
+                int64_t x = ekids[ecptr[i] + j];
+                d[IR_KIDS + j] = x >= L ? x - off : x;
+            }
+            G.n++;
+        }
+        for (int64_t i = 0; i < nf; i++) {
+            for (int64_t r = 0; r < nj; r++) {
+                join_t *j = joins[r];
+                if (masks[r] && !masks[r][off + i]) continue;
+                for (int64_t c = 0; c < j->ncol[0]; c++) j->vals[j->slot[c]] = j->cols[c][off + i];
+                j->fid[0] = L + i;
+                join_rec(j, 1);
+                if (j->err) { if (j->err == 2) *err = 2; goto fail; }
+            }
+        }
+        if (stop_flag) goto fail;
+        int64_t n = G.n;
+        if (k == 1) {
+            int64_t links = 0;
+            for (int64_t p = 0; p < n; p++) links += G.IR[p * si + IR_M];
+            if (n + 1 > icap) {
+                icap = 2 * n + 1;
+                if (grow((void **)&rem, icap, 4) || grow((void **)&todo, icap, 8)) goto fail;
+            }
+            if (nf + 2 > fcap) {
+                fcap = 2 * nf + 2;
+                if (grow((void **)&uptr, fcap, 8) || grow((void **)&fill, fcap, 8)) goto fail;
+            }
+            if (grow((void **)&uses, links, 8)) goto fail;
+            uses_of(G.IR, si, 0, n, L, L, nf, rem, uptr, uses, fill);
+            if (comp_top1(G.IR, si, 0, n, ST, rem, uptr, uses, L, todo, &hp, &P)) goto fail;
+            for (int64_t i = 0; i < nf; i++) {
+                int64_t *q = ST + 8 * (L + i);
+                if (q[3] == -2) continue;
+                const int64_t *d = G.IR + q[3] * si;
+                if (acc_add(A, as_f(q[0]), q[1], q[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS, NULL, L, off)) goto fail;
+                A->cnt[off + i] = 1;
+            }
+        } else {
+            if (A->bound >= 0) {
+                /* the tree-count bound, as selp_tree_count_bound gives it on the global path */
+                int64_t links = 0;
+                for (int64_t p = 0; p < n; p++) links += G.IR[p * si + IR_M];
+                if (n + 1 > icap) {
+                    icap = 2 * n + 1;
+                    if (grow((void **)&rem, icap, 4) || grow((void **)&todo, icap, 8)) goto fail;
+                }
+                if (nf + 2 > fcap) {
+                    fcap = 2 * nf + 2;
+                    if (grow((void **)&uptr, fcap, 8) || grow((void **)&fill, fcap, 8)) goto fail;
+                }
+                if (grow((void **)&uses, links, 8) || grow((void **)&cnt, nf + n, 8) || grow((void **)&stack, nf + n, 8)) goto fail;
+                uses_of(G.IR, si, 0, n, L, L, nf, rem, uptr, uses, fill);
+                int64_t b = grp_count(G.IR, si, n, L, nf, k, rem, uptr, uses, cnt, fill, stack);
+                A->bound = b < 0 ? -1 : (b > A->bound ? b : A->bound);
+            }
+            if (comp_topk(G.IR, si, 0, n, ST, &B, &P)) goto fail;
+            for (int64_t i = 0; i < nf; i++) {
+                int64_t *b = ST + (L + i) * rec, se = B.se;
+                for (int32_t r = 0; r < FB_CNT(b); r++) {
+                    int64_t *e = FB_ENTRY(b, k, r);
+                    const int64_t *d = G.IR + e[3] * si;
+                    if (acc_add(A, as_f(e[0]), e[1], e[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS,
+                                (const int32_t *)(e + E_RANKS), L, off)) goto fail;
+                }
+                A->cnt[off + i] = FB_CNT(b);
+            }
+        }
+    }
+    /* offsets of each non-leaf fact's entries */
+    {
+        int64_t t = 0;
+        for (int64_t x = 0; x < F - L; x++) { int64_t c = A->cnt[x]; A->cnt[x] = t; t += c; }
+        A->cnt[F - L] = t;
+        if (A->n == A->cap && grow((void **)&A->rp, A->n + 1, 8)) goto fail;
+        A->rp[A->n] = A->nr;
+    }
+    run->n_entries = A->n + L;
+    run->n_ranks = A->nr;
+    *err = 0;
+    free(ST); free(G.tab); free(G.IR); free(rem); free(uptr); free(fill); free(uses); free(todo); free(hp.a);
+    free(cnt); free(stack);
+    kbest_free(&B);
+    for (int64_t j = 0; j < nj; j++) joins[j]->grp = NULL;
+    return run;
+fail:
+    for (int64_t j = 0; j < nj; j++) joins[j]->grp = NULL;
+    free(ST); free(G.tab); free(G.IR); free(rem); free(uptr); free(fill); free(uses); free(todo); free(hp.a);
+    free(cnt); free(stack);
+    kbest_free(&B);
+    selp_free(run);
+    return NULL;
+}
+
+/* top-k: the largest number of derivation trees of any fact, capped at k (-1: some fact has
+ * infinitely many); what selp_tree_count_bound gives for all the instances. */
+EXPORT int64_t selp_static_bound(const run_t *r) { return r->acc->bound; }
+
+/* The result of selp_static in input fact order (see KernelResult): as selp_fill, plus each
+ * entry's children kid[crp[e]..] (input ids) and rule (-1 for a leaf); inst[e] is e itself for
+ * a rule entry (the entry is its own instance), -1 for a leaf. */
+EXPORT void selp_static_fill(const run_t *r, int64_t *fact_ptr, double *w, int64_t *size, int64_t *origin,
+                             int64_t *inst, int64_t *crp, int32_t *cr, int64_t *kid, int32_t *rule) {
+    const acc_t *A = r->acc;
+    int64_t p = 0, L = A->L;
+    fact_ptr[0] = 0;
+    crp[0] = 0;
+    for (int64_t f = 0; f < r->F; f++) {
+        int64_t x = r->nid[f];
+        if (x < L) {
+            w[p] = A->lw[x]; size[p] = A->ls[x]; origin[p] = A->lo[x]; inst[p] = -1; rule[p] = -1;
+            crp[p + 1] = crp[p];
+            p++;
+        } else {
+            for (int64_t e = A->cnt[x - L]; e < A->cnt[x - L + 1]; e++, p++) {
+                w[p] = A->w[e]; size[p] = A->s[e]; origin[p] = A->o[e]; inst[p] = p; rule[p] = A->rule[e];
+                int64_t a = A->rp[e], b = A->rp[e + 1], t = crp[p];
+                for (int64_t u = a; u < b; u++, t++) { cr[t] = A->rank[u]; kid[t] = A->inv[A->kid[u]]; }
+                crp[p + 1] = t;
+            }
+        }
+        fact_ptr[f + 1] = p;
+    }
 }
 
 /* ---- a module, so that setuptools builds it as one and importlib finds its file ---------- */

@@ -35,6 +35,7 @@ from selp.instrument.witness import is_filter_relation
 from selp.language.ast import Atom
 from selp.language.pattern import PatternNode
 from selp.language.validate import analyze
+from selp.topk.decomposed import run_static, static_plan
 from selp.topk.demand import is_demand, rewrite
 from selp.topk.dtable import DTable, Entry, FactKey
 from selp.topk.joins import Former, plan
@@ -51,14 +52,23 @@ COMPILED = {
 }
 
 
-# where rule instances are formed: "auto" (the kernel's join where a rule allows it, else DuckDB)
-# or "sql" (always DuckDB: the tests compare the two)
+# where rule instances are formed: "auto" (component by component where the recursion is
+# decomposable, else the kernel's join where a rule allows it, else DuckDB), "global" (never
+# component by component) or "sql" (always DuckDB): the tests compare the three
 FORM_INSTANCES = "auto"
 
+# the static path (selp.topk.decomposed) keeps a block of k entries per leaf and per fact of one
+# component; beyond this k the global path runs, whose tree-count bound can shrink k first
+STATIC_MAX_K = 64
 
-def formed_text(formed: Mapping[str, int]) -> str:
+
+def formed_text(formed: Mapping[str, Any], why_not: str = "") -> str:
     """Which path formed the rule instances, for progress and stats lines."""
-    return f"instances of {formed.get('kernel', 0)} rule(s) formed by the kernel's join, {formed.get('sql', 0)} by DuckDB"
+    if formed.get("components"):
+        return (f"instances of {formed.get('kernel', 0)} rule(s) formed and ranked component by component"
+                f" ({formed['components']} components of {formed.get('relation', '?')} by position {formed.get('position', 0)})")
+    text = f"instances of {formed.get('kernel', 0)} rule(s) formed by the kernel's join, {formed.get('sql', 0)} by DuckDB"
+    return f"{text} (not component by component: {why_not})" if why_not else text
 
 
 def _h64(text: str) -> int:
@@ -123,13 +133,22 @@ def run_topk_embedded(
     store = Store(con, analysis, {r: types[r] for r in analysis.arities}, kinds, store_p.columns, store_p.weighted)
     evaluate_store(store)
     say(f"facts of P_p in {time.perf_counter() - t0:.2f}s")
-    graph, meta = _hypergraph(task, store, FORM_INSTANCES)
+    combine, sign = COMPILED[task.monoid.name]
+    k = task.k
+    meta, leaves = _facts(task, store)
+    static = _run_static(task, store, meta, leaves, combine, sign, k) if k <= STATIC_MAX_K else f"k > {STATIC_MAX_K}"
+    if not isinstance(static, str):
+        graph, result = static.graph, static.result
+        say(f"{graph.n_facts} facts, {result.n_entries} entries, component by component ({formed_text(meta.formed)}) in {time.perf_counter() - t0:.2f}s")
+        if k > 1 and 0 <= static.bound < k:
+            warn(f"k={k} is more than any fact's number of derivation trees (at most {static.bound}): every tree is listed")
+        return _to_dtable(task, store, graph, meta, result, fact_filter)
+    meta.static_reason = static
+    graph, meta = _hypergraph(task, store, FORM_INSTANCES, meta, leaves)
     graph = checked(graph)  # once: the count and the kernel both read it
     say(f"{graph.n_facts} facts, {graph.n_instances} rule instances ({formed_text(meta.formed)}) in {time.perf_counter() - t0:.2f}s")
-    combine, sign = COMPILED[task.monoid.name]
     if not compiled_available() and graph.n_instances > 10_000:
         warn("the compiled top-k kernel was not built (no C compiler at install time): running it in Python (slower)")
-    k = task.k
     bound = tree_count_bound(graph, k) if k > 1 else None
     if bound is not None and bound < k:
         # no fact has more than `bound` trees, so k' = bound finds every one of them and the
@@ -153,16 +172,22 @@ class _Meta:
     def __init__(self) -> None:
         self.offsets: dict[str, tuple[int, int]] = {}  # relation -> (first id, count)
         self.rules: list[str] = []
-        self.formed = {"kernel": 0, "sql": 0}  # rules whose instances the kernel's join / DuckDB formed
+        self.formed: dict[str, Any] = {"kernel": 0, "sql": 0}  # rules whose instances the kernel's join / DuckDB formed
+        self.components = 0  # groups ranked one by one on the static path (0: the global path ran)
+        self.static_reason = ""  # why the static path did not run
+        self.rule_index: dict[str, int] = {}
 
 
-def _hypergraph(task: Task, store: Store, form: str = "auto") -> tuple[Hypergraph, _Meta]:
-    """The facts of ``store`` and the rule instances over them as a :class:`Hypergraph`.
-    ``form``: "auto" forms each rule's instances in the kernel's join when the rule allows it
-    (:mod:`selp.topk.joins`) and the C kernel is built, else in DuckDB; "sql" always in DuckDB."""
+def _facts(task: Task, store: Store) -> tuple[_Meta, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Every fact of ``store`` numbered (the ``i:REL`` tables), the rules by kernel index, and
+    the leaves: (leaf, leaf weight, leaf origin) per fact id."""
     con = store.con
     analysis = store.analysis
     meta = _Meta()
+    for rule in analysis.program.rules:
+        if not _is_filter(rule.head.relation):
+            meta.rule_index.setdefault(rule.name, len(meta.rule_index))
+            meta.rules.append(rule.name)
     rels = sorted(r for r in analysis.arities if not _is_filter(r))
     offset = 0
     for rel in rels:
@@ -190,16 +215,65 @@ def _hypergraph(task: Task, store: Store, form: str = "auto") -> tuple[Hypergrap
         if rel in store.weighted:
             ids, weights = _leaf_weights(con, rel, cols, monoid, origin_rel)
             leaf_w[ids] = weights
-    heads, rules, childs, ptr_parts = [], [], [], []
-    rule_index: dict[str, int] = {}
+    return meta, (leaf, leaf_w, leaf_origin)
+
+
+def _former(store: Store) -> Former:
+    """The kernel's join over ``store``'s numbered facts (filter relations as plain tables)."""
     source = lambda r: (ident(f"i:{r}"), True) if not _is_filter(r) else (table(r), False)  # noqa: E731
-    former = Former(con, dict(store.kinds), source) if form != "sql" and compiled_available() else None
+    return Former(store.con, dict(store.kinds), source)
+
+
+def _rule_arrays(task: Task, meta: _Meta) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per kernel rule index: weight, size, origin hash, whether a copy step."""
+    names = meta.rules
+    rule_w = np.array([task.rule_weight[r] for r in names], dtype=np.float64)
+    rule_size = np.array([task.rule_size[r] for r in names], dtype=np.int64)
+    rule_copy = np.array([task.inst.rule_origin.get(r) is None for r in names], dtype=np.bool_)
+    rule_hash = np.array([_h64("N" + (task.inst.rule_origin.get(r) or "")) for r in names], dtype=np.int64)
+    return rule_w, rule_size, rule_hash, rule_copy
+
+
+def _run_static(task: Task, store: Store, meta: _Meta, leaves: tuple[np.ndarray, ...], combine: int, sign: float,
+                k: int) -> Any:
+    """Top-k component by component (:mod:`selp.topk.decomposed`), or why it did not run."""
+    if FORM_INSTANCES != "auto":
+        return f"instances formed by {FORM_INSTANCES}"
+    if not compiled_available():
+        return "the compiled kernel was not built"
+    sp = static_plan(store.analysis, store.kinds, _is_filter, meta.rule_index)
+    if isinstance(sp, str):
+        return sp
+    former = _former(store)
+    try:
+        got = run_static(sp, former, meta.offsets, *leaves, _rule_arrays(task, meta), combine, sign, k)
+    finally:
+        former.close()
+    if got is None:
+        return "a rule's instances could not be formed component by component"
+    meta.formed.update(kernel=len(sp.exit_rules) + len(sp.recursive), components=got.groups,
+                       relation=sp.relation, position=sp.position)
+    return got
+
+
+def _hypergraph(task: Task, store: Store, form: str = "auto", meta: _Meta | None = None,
+                leaves: tuple[np.ndarray, ...] | None = None) -> tuple[Hypergraph, _Meta]:
+    """The facts of ``store`` and the rule instances over them as a :class:`Hypergraph`.
+    ``form``: "auto" forms each rule's instances in the kernel's join when the rule allows it
+    (:mod:`selp.topk.joins`) and the C kernel is built, else in DuckDB; "sql" always in DuckDB.
+    ``meta``/``leaves``: what :func:`_facts` gave, when it was called already."""
+    con = store.con
+    analysis = store.analysis
+    if meta is None or leaves is None:
+        meta, leaves = _facts(task, store)
+    leaf, leaf_w, leaf_origin = leaves
+    heads, rules, childs, ptr_parts = [], [], [], []
+    former = _former(store) if form != "sql" and compiled_available() else None
     try:
         for rule in analysis.program.rules:
             if _is_filter(rule.head.relation):
                 continue
-            idx = rule_index.setdefault(rule.name, len(rule_index))
-            meta.rules.append(rule.name)
+            idx = meta.rule_index[rule.name]
             kids = [j for j, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and not _is_filter(b.relation)]
             m = len(kids)
             p = plan(rule, store.kinds, _is_filter) if former is not None else None
@@ -224,11 +298,7 @@ def _hypergraph(task: Task, store: Store, form: str = "auto") -> tuple[Hypergrap
     counts = np.concatenate(ptr_parts) if ptr_parts else np.zeros(0, np.int64)
     child_ptr = np.zeros(len(inst_head) + 1, dtype=np.int64)
     np.cumsum(counts, out=child_ptr[1:])
-    names = meta.rules
-    rule_w = np.array([task.rule_weight[r] for r in names], dtype=np.float64)
-    rule_size = np.array([task.rule_size[r] for r in names], dtype=np.int64)
-    rule_copy = np.array([task.inst.rule_origin.get(r) is None for r in names], dtype=np.bool_)
-    rule_hash = np.array([_h64("N" + (task.inst.rule_origin.get(r) or "")) for r in names], dtype=np.int64)
+    rule_w, rule_size, rule_hash, rule_copy = _rule_arrays(task, meta)
     graph = Hypergraph(leaf, leaf_w, leaf_origin, inst_rule, inst_head, child_ptr, child_fact,
                        rule_w, rule_size, rule_hash, rule_copy)
     return graph, meta
@@ -438,7 +508,7 @@ class ArrayDTable(DTable):
     @property
     def stats_note(self) -> str:
         """Which path formed the rule instances (for the command's closing stats line)."""
-        return formed_text(self.meta.formed)
+        return formed_text(self.meta.formed, self.meta.static_reason)
 
     def close(self) -> None:
         """Release the DuckDB database behind the facts."""

@@ -24,7 +24,7 @@ P, so which one is reported does not change any answer.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,16 +48,24 @@ class Plan:
     atoms: list[tuple[str, str, list[int], list[int], list[bool], bool]]
     n_slots: int
     head: list[int | Const]
+    # each planned atom's child position in the instance (body order among the children), -1
+    # for a filter atom: the atoms are in body order unless a driver was put first
+    child_pos: list[int] = field(default_factory=list)
 
 
-def plan(rule: Rule, kinds: dict[str, tuple[Any, ...]], is_filter: Any) -> Plan | None:
+def plan(rule: Rule, kinds: dict[str, tuple[Any, ...]], is_filter: Any, first: int | None = None) -> Plan | None:
     """The join plan of ``rule``, or None when its instances must be formed by SQL. Filters
-    read the fetched table as ``t``."""
-    atoms = rule.body
-    if not atoms or len(atoms) > MAX_ATOMS or len(rule.head.args) > MAX_HEAD:
+    read the fetched table as ``t``. ``first``: the body atom joined first (the driver of
+    :mod:`selp.topk.decomposed`), the others following in body order."""
+    body = rule.body
+    if not body or len(body) > MAX_ATOMS or len(rule.head.args) > MAX_HEAD:
         return None
-    if not all(isinstance(b, Atom) and not b.negated for b in atoms):
+    if not all(isinstance(b, Atom) and not b.negated for b in body):
         return None
+    order = list(range(len(body))) if first is None else [first] + [i for i in range(len(body)) if i != first]
+    atoms = [body[i] for i in order]
+    children = [i for i, b in enumerate(body) if not is_filter(b.relation)]  # type: ignore[union-attr]
+    child_pos = [children.index(i) if i in children else -1 for i in order]
     if any(k.sql not in ("BIGINT", "VARCHAR") for b in atoms for k in kinds[b.relation]):  # type: ignore[union-attr]
         return None
     if any(k.sql not in ("BIGINT", "VARCHAR") for k in kinds[rule.head.relation]):
@@ -94,7 +102,7 @@ def plan(rule: Rule, kinds: dict[str, tuple[Any, ...]], is_filter: Any) -> Plan 
             return None
     if len(slots) > MAX_SLOTS:
         return None
-    return Plan(rule, out, len(slots), head)
+    return Plan(rule, out, len(slots), head, child_pos)
 
 
 class Former:
@@ -109,7 +117,7 @@ class Former:
         self._heads: dict[str, tuple[int | None, np.ndarray, list[np.ndarray]]] = {}  # the arrays: alive while C reads them
         self._dict = False
 
-    def _coded(self, rel: str, where: str) -> tuple[np.ndarray, list[np.ndarray]]:
+    def coded(self, rel: str, where: str) -> tuple[np.ndarray, list[np.ndarray]]:
         """(ids, every column's codes) of ``rel``'s facts passing ``where`` (fetched once for a
         head and a body use)."""
         key = (rel, where)
@@ -161,14 +169,14 @@ class Former:
     def _head_index(self, rel: str) -> int | None:
         """The C index of ``rel``'s facts, None when it cannot be built."""
         if rel not in self._heads:
-            ids, cols = self._coded(rel, "")
+            ids, cols = self.coded(rel, "")
             keys = (ctypes.c_void_p * max(len(cols), 1))(*[_ptr(c) for c in cols])
             self._heads[rel] = (self.lib.selp_head(len(ids), len(cols), keys, _ptr(ids)) or None, ids, cols)
         return self._heads[rel][0]
 
-    def form(self, p: Plan) -> tuple[np.ndarray, np.ndarray] | None:
-        """``(heads, children)`` of ``p``'s rule (children row-major, one row per instance), or
-        None when a head is missing from its relation (then the SQL path forms them)."""
+    def _head_codes(self, p: Plan) -> tuple[list[int], list[int]] | None:
+        """Per head column a slot (-1 for a constant) and a constant's code; None when a
+        constant cannot be coded (then the SQL path forms the instances)."""
         head_kinds = self.kinds[p.rule.head.relation]
         hslot, hconst = [], []
         for i, h in enumerate(p.head):
@@ -181,6 +189,15 @@ class Former:
             else:
                 hslot.append(h)
                 hconst.append(0)
+        return hslot, hconst
+
+    def form(self, p: Plan) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(heads, children)`` of ``p``'s rule (children row-major, one row per instance), or
+        None when a head is missing from its relation (then the SQL path forms them)."""
+        codes = self._head_codes(p)
+        if codes is None:
+            return None
+        hslot, hconst = codes
         idx = self._head_index(p.rule.head.relation)
         if idx is None:
             return None
@@ -188,7 +205,7 @@ class Former:
         keep: list[np.ndarray] = []  # the arrays the C side reads, alive until it returns
         rows, ids, ncol, cols, slot, bound, child = [], [], [], [], [], [], []
         for rel, where, cs, sl, bd, ch in p.atoms:
-            aids, acols = self._coded(rel, where)
+            aids, acols = self.coded(rel, where)
             keep += [aids, *acols]
             rows.append(len(aids))
             ids.append(_ptr(aids))
@@ -222,6 +239,50 @@ class Former:
             lib.selp_join_free(j)
             del keep
 
+    def prepare(self, p: Plan, driver_cols: list[np.ndarray], kernel_id: np.ndarray, rule: int) -> "Prepared | None":
+        """The join of ``p`` kept in C for :mod:`selp.topk.decomposed`: atom 0 is the driver,
+        its columns read from ``driver_cols`` (the component relation's codes, in the kernel's
+        order); the other atoms' facts fetched and indexed, their ids mapped to kernel ids by
+        ``kernel_id`` (input id -> kernel id). None when a head constant cannot be coded."""
+        codes = self._head_codes(p)
+        if codes is None:
+            return None
+        hslot, hconst = codes
+        keep: list[np.ndarray] = [*driver_cols]
+        rows, ids, ncol, cols, slot, bound, child = [], [], [], [], [], [], []
+        for a, (rel, where, cs, sl, bd, ch) in enumerate(p.atoms):
+            if a == 0:
+                aids, acols = driver_cols[0], driver_cols
+            else:
+                aids, acols = self.coded(rel, where)
+                if ch:
+                    aids = np.ascontiguousarray(kernel_id[aids])
+            keep += [aids, *acols]
+            rows.append(len(aids))
+            ids.append(_ptr(aids))
+            ncol.append(len(cs))
+            cols += [_ptr(acols[c]) for c in cs]
+            slot += sl
+            bound += bd
+            child.append(ch)
+        i64 = lambda xs: np.ascontiguousarray(xs, dtype=np.int64)  # noqa: E731
+        arrays = [i64(rows), i64(ncol), i64(slot), np.ascontiguousarray(bound, dtype=np.uint8),
+                  np.ascontiguousarray(child, dtype=np.uint8), i64(hslot), i64(hconst), i64(p.child_pos)]
+        keep += arrays
+        P = ctypes.c_void_p
+        pids, pcols = (P * len(p.atoms))(*ids), (P * max(len(cols), 1))(*cols)
+        lib = self.lib
+        j = lib.selp_join_prepare(len(p.atoms), _ptr(arrays[0]), pids, _ptr(arrays[1]), pcols, _ptr(arrays[2]),
+                                  _ptr(arrays[3]), _ptr(arrays[4]), len(p.head), _ptr(arrays[5]), _ptr(arrays[6]),
+                                  _ptr(arrays[7]), rule)
+        if not j:
+            raise MemoryError("forming rule instances: out of memory")
+        out = Prepared(lib, j, [pids, pcols], keep)
+        if lib.selp_join_error(j):
+            out.close()
+            raise MemoryError("forming rule instances: out of memory")
+        return out
+
     def close(self) -> None:
         """Free the head indexes (the C side's)."""
         for idx, _, _ in self._heads.values():
@@ -231,3 +292,19 @@ class Former:
         if self._dict:
             self.con.execute(f"DROP TABLE IF EXISTS {_DICT}")
 
+
+
+@dataclass
+class Prepared:
+    """A join kept in C (:meth:`Former.prepare`) and the arrays it reads, alive until closed."""
+
+    lib: Any
+    handle: int
+    pointers: list[Any]
+    arrays: list[np.ndarray]
+
+    def close(self) -> None:
+        """Free the C side's join and indexes."""
+        if self.handle:
+            self.lib.selp_join_free(self.handle)
+            self.handle = 0

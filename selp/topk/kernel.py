@@ -254,7 +254,7 @@ def compiled_available() -> bool:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
-_ABI = 4  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+_ABI = 5  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _kernel_file() -> str:
@@ -319,6 +319,13 @@ def _compiled() -> Any:
         lib.selp_join_error.argtypes, lib.selp_join_error.restype = [P], ctypes.c_int
         lib.selp_join_fill.argtypes, lib.selp_join_fill.restype = [P, P, P], None
         lib.selp_join_free.argtypes, lib.selp_join_free.restype = [P], None
+        # instances formed and ranked component by component (selp.topk.decomposed)
+        lib.selp_join_prepare.argtypes, lib.selp_join_prepare.restype = [I64] + [P] * 7 + [I64, P, P, P, I64], P
+        lib.selp_static.argtypes = ([I64, I64] + [P] * 5 + [I64, P, I64] + [P] * 6 + [I64, P, P, I64] + [P] * 4
+                                    + [ctypes.c_int, F64, ctypes.c_int, I64, P])
+        lib.selp_static.restype = P
+        lib.selp_static_fill.argtypes, lib.selp_static_fill.restype = [P] * 10, None
+        lib.selp_static_bound.argtypes, lib.selp_static_bound.restype = [P], I64
         _LIB.append(lib)
     return _LIB[0]
 

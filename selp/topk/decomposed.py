@@ -1,0 +1,210 @@
+"""Top-k component by component when P_p's recursion is statically decomposable.
+
+The compiled kernel runs its loops one component of the instance graph at a time
+(:mod:`selp.topk.kernel`), but finding the components needs every instance first: the global
+path joins all of them (2.6M on the anchors graph), then splits them by union-find and sorts
+them. When the recursion is decomposable on a key position -- the analysis the Spark engine
+uses (:mod:`selp.engines.decompose`: right-recursive transitive closure passes ``z``, so one
+component is ``path(*, z)``) -- the components are known before the join. Here the component
+relation's facts are grouped by their key once, and the C kernel (``selp_static``) forms each
+group's instances (the other body atoms joined with each of the group's facts, the head found
+in a hash table of the group's facts), ranks them with the same per-component loop, appends the
+group's entries to the result and reuses its buffers: no global instance array, union-find or
+sort. The instances of a group are formed in exactly the order in which the global path ranks
+them, so every entry -- weight, size, origin, rule, children, ranks -- is the global path's
+(``tests/topk/test_decomposed.py``).
+
+Where it applies (:func:`static_plan`, else the global path runs and the stats line says why
+not): every derived relation of P_p other than filter relations (demand, witness copies) is one
+relation R, recursive, decomposable (``decompose``), not also loaded as EDB; every rule of R is
+one the kernel's join can form (:func:`selp.topk.joins.plan`); the monoid has a compiled form
+and the C kernel is built. Every other fact is then a leaf, and every rule instance lies in one
+group.
+
+An entry's instance id in the result is the entry itself: the result carries each entry's rule
+and children, so no instance is kept after its group (:class:`Static`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from selp.engines.decompose import Decomposition, decompose
+from selp.language.ast import Atom, Rule
+from selp.topk.joins import Former, Plan, Prepared, plan
+from selp.topk.kernel import Hypergraph, KernelResult, address as _ptr, interruptible as _interruptible, library as _compiled
+
+
+@dataclass
+class StaticPlan:
+    """The decomposable relation, its key position, and its rules' join plans (the recursive
+    ones with their driver -- the recursive atom -- first), each with its kernel rule index."""
+
+    relation: str
+    position: int
+    exit_rules: list[tuple[Plan, int]]
+    recursive: list[tuple[Plan, int]]
+
+
+def static_plan(analysis: Any, kinds: dict[str, tuple[Any, ...]], is_filter: Any,
+                rule_index: dict[str, int]) -> StaticPlan | str:
+    """The static plan of P_p (``analysis``), or why there is none (a reason for the stats)."""
+    derived = sorted({r.head.relation for r in analysis.program.rules if not is_filter(r.head.relation)})
+    if len(derived) != 1:
+        return f"{len(derived)} derived relations (one is needed)"
+    rel = derived[0]
+    if rel in analysis.edb:
+        return f"{rel} is also loaded as EDB"
+    comp = next(c for c in analysis.components if rel in c.relations)
+    if len(comp.relations) != 1:
+        return f"{rel} is mutually recursive with {len(comp.relations) - 1} relation(s)"
+    d = decompose(comp)
+    if not isinstance(d, Decomposition):
+        return d.reason
+    if len(kinds[rel]) > 16:
+        return f"{rel} has more than 16 columns"
+    exits, recursive = [], []
+    for rule in d.exit_rules:
+        p = plan(rule, kinds, is_filter)
+        if p is None:
+            return f"rule {rule.name} is not formed by the kernel's join"
+        exits.append((p, rule_index[rule.name]))
+    for rule in d.recursive_rules:
+        first = _driver(rule, rel)
+        p = plan(rule, kinds, is_filter, first)
+        if p is None:
+            return f"rule {rule.name} is not formed by the kernel's join"
+        recursive.append((p, rule_index[rule.name]))
+    # the kernel ranks a group's instances by their driver fact, then rule, so the rules keep
+    # program order within each list
+    order = {r.name: i for i, r in enumerate(analysis.program.rules)}
+    exits.sort(key=lambda x: order[x[0].rule.name])
+    recursive.sort(key=lambda x: order[x[0].rule.name])
+    return StaticPlan(rel, d.position, exits, recursive)
+
+
+def _driver(rule: Rule, rel: str) -> int:
+    """The body index of the one positive atom of ``rel`` (decompose checked it is linear)."""
+    return next(i for i, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and b.relation == rel)
+
+
+@dataclass
+class Static:
+    """What a static run gives the DTable: the kernel's result, and a hypergraph whose instance
+    ``e`` is entry ``e``'s own (its rule and children), which is all the DTable reads."""
+
+    result: KernelResult
+    graph: Hypergraph
+    groups: int
+    bound: int  # top-k: the most derivation trees of any fact, capped at k (-1: infinitely many)
+
+
+def run_static(sp: StaticPlan, former: Former, offsets: dict[str, tuple[int, int]], leaf: np.ndarray,
+               leaf_w: np.ndarray, leaf_origin: np.ndarray, rules: tuple[np.ndarray, ...], combine: int,
+               sign: float, k: int) -> Static | None:
+    """Top-k of every fact by ``sp``; ``offsets``: each relation's first fact id and count;
+    ``rules``: (weight, size, hash, copy) per kernel rule index. None when a rule's instances
+    cannot be formed here after all (a head constant without a code, an exit rule's head
+    missing): the caller then takes the global path. Raises MemoryError."""
+    lib = _compiled()
+    F = len(leaf)
+    first, n = offsets[sp.relation]
+    L = F - n
+    if int(leaf.sum()) != L or leaf[first:first + n].any():
+        return None  # some other fact is not a leaf: not the shape this path handles
+    ids, cols = former.coded(sp.relation, "")
+    key = cols[sp.position]
+    if len(ids) > 1 and not np.all(ids[1:] > ids[:-1]):
+        by_id = np.argsort(ids, kind="stable")
+        ids, key = ids[by_id], key[by_id]
+        cols = [c[by_id] for c in cols]
+    order = np.argsort(key, kind="stable")  # by key, then input id (ids ascend)
+    nid = np.empty(F, np.int64)
+    nid[np.flatnonzero(leaf)] = np.arange(L, dtype=np.int64)
+    nid[ids[order]] = L + np.arange(n, dtype=np.int64)
+    gcols = [np.ascontiguousarray(c[order]) for c in cols]
+    ks = gcols[sp.position]
+    gptr = np.concatenate(([0], np.flatnonzero(ks[1:] != ks[:-1]) + 1, [n])).astype(np.int64) if n else np.zeros(1, np.int64)
+    ng = len(gptr) - 1
+    # the exit rules' instances, formed by the kernel's join (their children are leaves),
+    # grouped by their head's group, each group's in input order
+    e_rule, e_head, e_m, e_kids = [], [], [], []
+    for p, r in sp.exit_rules:
+        got = former.form(p)
+        if got is None:
+            return None
+        h, kids = got
+        m = sum(1 for a in p.atoms if a[5])
+        e_rule.append(np.full(len(h), r, np.int32))
+        e_head.append(nid[h])
+        e_m.append(np.full(len(h), m, np.int64))
+        e_kids.append(nid[kids] if m else np.zeros(0, np.int64))
+    ehead = np.concatenate(e_head) if e_head else np.zeros(0, np.int64)
+    erule = np.concatenate(e_rule) if e_rule else np.zeros(0, np.int32)
+    em = np.concatenate(e_m) if e_m else np.zeros(0, np.int64)
+    ekids = np.concatenate(e_kids) if e_kids else np.zeros(0, np.int64)
+    ecptr = np.zeros(len(ehead) + 1, np.int64)
+    np.cumsum(em, out=ecptr[1:])
+    egroup = np.searchsorted(gptr, ehead - L, side="right") - 1
+    eo = np.argsort(egroup, kind="stable")
+    counts = em[eo]
+    new_ptr = np.zeros(len(eo) + 1, np.int64)
+    np.cumsum(counts, out=new_ptr[1:])
+    gather = np.repeat(ecptr[:-1][eo] - new_ptr[:-1], counts) + np.arange(int(new_ptr[-1]))
+    ekids, ecptr = np.ascontiguousarray(ekids[gather]), new_ptr
+    ehead, erule = np.ascontiguousarray(ehead[eo]), np.ascontiguousarray(erule[eo])
+    eptr = np.searchsorted(egroup[eo], np.arange(ng + 1)).astype(np.int64)
+    joins: list[Prepared] = []
+    masks: list[np.ndarray | None] = []
+    try:
+        for p, r in sp.recursive:
+            j = former.prepare(p, gcols, nid, r)
+            if j is None:
+                return None
+            joins.append(j)
+            where = p.atoms[0][1]
+            if where:  # the driver's constants and repeated variables
+                mids, _ = former.coded(sp.relation, where)
+                mask = np.zeros(n, np.uint8)
+                mask[nid[mids] - L] = 1
+                masks.append(mask)
+            else:
+                masks.append(None)
+        M = max([sum(1 for c in p.child_pos if c >= 0) for p, _ in sp.exit_rules + sp.recursive] + [1])
+        P = ctypes.c_void_p
+        pcols = (P * max(len(gcols), 1))(*[_ptr(c) for c in gcols])
+        pjoins = (P * max(len(joins), 1))(*[j.handle for j in joins])
+        pmasks = (P * max(len(masks), 1))(*[None if m is None else _ptr(m) for m in masks])
+        err = np.zeros(1, np.int32)
+        lu8 = leaf.view(np.uint8)
+        rw, rsize, rhash, rcopy = rules
+        rcopy8 = rcopy.view(np.uint8)
+        run = _interruptible(lambda: lib.selp_static(
+            F, L, _ptr(nid), _ptr(lu8), _ptr(leaf_w), _ptr(leaf_origin), None, ng, _ptr(gptr), len(gcols), pcols,
+            _ptr(eptr), _ptr(erule), _ptr(ehead), _ptr(ecptr), _ptr(ekids), len(joins), pjoins, pmasks, M,
+            _ptr(rw), _ptr(rsize), _ptr(rhash), _ptr(rcopy8), combine, sign, 0, k, _ptr(err)), lib)
+        if not run:
+            if int(err[0]) == 2:
+                return None  # a head the join formed is not a fact of its group
+            raise MemoryError("the top-k kernel could not allocate its tables")
+        try:
+            ne, nr = lib.selp_n_entries(run), lib.selp_n_ranks(run)
+            out = (np.empty(F + 1, np.int64), np.empty(ne, np.float64), np.empty(ne, np.int64), np.empty(ne, np.int64),
+                   np.empty(ne, np.int64), np.empty(ne + 1, np.int64), np.empty(nr, np.int32))
+            kid, rule = np.empty(nr, np.int64), np.empty(ne, np.int32)
+            lib.selp_static_fill(run, *(_ptr(a) for a in out), _ptr(kid), _ptr(rule))
+            bound = int(lib.selp_static_bound(run)) if k > 1 else -1
+        finally:
+            lib.selp_free(run)
+    finally:
+        for j in joins:
+            j.close()
+    res = KernelResult(*out)
+    heads = np.repeat(np.arange(F, dtype=np.int64), np.diff(res.fact_ptr))
+    graph = Hypergraph(leaf, leaf_w, leaf_origin, np.maximum(rule, 0), heads, res.child_rank_ptr, kid,
+                       rw, rsize, rhash, rcopy)
+    return Static(res, graph, ng, bound)
