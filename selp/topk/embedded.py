@@ -66,7 +66,7 @@ def formed_text(formed: Mapping[str, Any], why_not: str = "") -> str:
     """Which path formed the rule instances, for progress and stats lines."""
     if formed.get("components"):
         return (f"instances of {formed.get('kernel', 0)} rule(s) formed and ranked component by component"
-                f" ({formed['components']} components of {formed.get('relation', '?')} by position {formed.get('position', 0)})")
+                f" ({formed['components']} component(s) of {formed.get('relation', '?')} by position {formed.get('position', 0)})")
     text = f"instances of {formed.get('kernel', 0)} rule(s) formed by the kernel's join, {formed.get('sql', 0)} by DuckDB"
     return f"{text} (not component by component: {why_not})" if why_not else text
 
