@@ -1093,14 +1093,48 @@ typedef struct grp {
 } grp_t;
 
 typedef struct acc {
-    int64_t L, F;
+    int64_t L, F, M, aw;
     double *lw; int64_t *ls, *lo;           /* the leaves' entries, by kernel id */
     int64_t *cnt;                           /* entries per non-leaf fact (kernel id - L), then offsets */
-    double *w; int64_t *s, *o, *rp; int32_t *rule; int64_t n, cap; /* entries, kernel order */
-    int32_t *rank; int64_t *kid; int64_t nr, rcap;                  /* their ranks, children */
+    /* entries in kernel order, one record of aw int64 each (what the fill reads of an entry at
+     * random is then one or two cache lines): weight, size, origin, rule << 32 | children, the
+     * children's input ids (M slots), their ranks as int32 */
+    int64_t *rec, n, cap, nr;
     int64_t *inv;                           /* kernel id -> input id */
     int64_t bound;                          /* top-k: the most trees of any fact (capped at k), -1 cyclic */
 } acc_t;
+
+static void acc_free(acc_t *a) {
+    if (!a) return;
+    free(a->lw); free(a->ls); free(a->lo); free(a->cnt); free(a->rec); free(a->inv); free(a);
+}
+
+static int grow(void **p, int64_t n, size_t size) {
+    void *q = realloc(*p, (size_t)n * size + size);
+    if (!q) return -1;
+    *p = q;
+    return 0;
+}
+
+/* append one entry of a non-leaf fact: m children (local ids: leaves below L, the group's facts
+ * from L on, which are kernel ids off later) with these ranks (NULL: all 1) */
+static int acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rule, int64_t m, const int64_t *kids,
+                   const int32_t *ranks, int64_t L, int64_t off) {
+    if (a->n == a->cap) {
+        int64_t cap = 2 * a->cap + 4096;
+        if (grow((void **)&a->rec, cap * a->aw, 8)) return -1;
+        a->cap = cap;
+    }
+    int64_t *r = a->rec + a->n++ * a->aw;
+    r[0] = as_i(w); r[1] = s; r[2] = o; r[3] = ((int64_t)rule << 32) | m;
+    int32_t *rk = (int32_t *)(r + 4 + a->M);
+    for (int64_t j = 0; j < m; j++) {
+        r[4 + j] = a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
+        rk[j] = ranks ? ranks[j] : 1;
+    }
+    a->nr += m;
+    return 0;
+}
 
 /* The derivation trees of a group's facts counted (capped at cap) in Kahn's order over its
  * instances, as selp_tree_count_bound does over all of them: the largest count, or -1 when the
@@ -1138,43 +1172,6 @@ static int64_t grp_count(const int64_t *IR, int64_t si, int64_t n, int64_t L, in
         }
     }
     return final < nf ? -1 : best;
-}
-
-static void acc_free(acc_t *a) {
-    if (!a) return;
-    free(a->lw); free(a->ls); free(a->lo); free(a->cnt); free(a->w); free(a->s); free(a->o);
-    free(a->rp); free(a->rule); free(a->rank); free(a->kid); free(a->inv); free(a);
-}
-
-static int grow(void **p, int64_t n, size_t size) {
-    void *q = realloc(*p, (size_t)n * size + size);
-    if (!q) return -1;
-    *p = q;
-    return 0;
-}
-
-/* append one entry of a non-leaf fact: m children (kernel ids) with these ranks */
-static int acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rule, int64_t m, const int64_t *kids,
-                   const int32_t *ranks, int64_t L, int64_t off) {
-    if (a->n == a->cap) {
-        int64_t cap = 2 * a->cap + 4096;
-        if (grow((void **)&a->w, cap, 8) || grow((void **)&a->s, cap, 8) || grow((void **)&a->o, cap, 8)
-            || grow((void **)&a->rule, cap, 4) || grow((void **)&a->rp, cap + 1, 8)) return -1;
-        a->cap = cap;
-    }
-    if (a->nr + m > a->rcap) {
-        int64_t cap = 2 * a->rcap + m + 4096;
-        if (grow((void **)&a->rank, cap, 4) || grow((void **)&a->kid, cap, 8)) return -1;
-        a->rcap = cap;
-    }
-    int64_t e = a->n++;
-    a->w[e] = w; a->s[e] = s; a->o[e] = o; a->rule[e] = rule;
-    a->rp[e] = a->nr;
-    for (int64_t j = 0; j < m; j++) {
-        a->kid[a->nr] = kids[j] >= L ? kids[j] + off : kids[j]; /* local -> kernel id */
-        a->rank[a->nr++] = ranks ? ranks[j] : 1;
-    }
-    return 0;
 }
 
 static inline int64_t grp_find(const grp_t *g, const int64_t *key) {
@@ -1227,7 +1224,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     acc_t *A = calloc(1, sizeof(acc_t));
     if (!run || !A) { free(run); free(A); return NULL; }
     run->F = F; run->k = k; run->acc = A; run->L = L;
-    A->L = L; A->F = F;
+    A->L = L; A->F = F; A->M = M; A->aw = 4 + M + (M + 1) / 2;
     prm_t P = {rule_w, rule_size, rule_hash, rule_copy, combine, origin_mode, sign};
     kbest_t B;
     kbest_init(&B, k, M);
@@ -1367,8 +1364,6 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         int64_t t = 0;
         for (int64_t x = 0; x < F - L; x++) { int64_t c = A->cnt[x]; A->cnt[x] = t; t += c; }
         A->cnt[F - L] = t;
-        if (A->n == A->cap && grow((void **)&A->rp, A->n + 1, 8)) goto fail;
-        A->rp[A->n] = A->nr;
     }
     run->n_entries = A->n + L;
     run->n_ranks = A->nr;
@@ -1397,7 +1392,7 @@ EXPORT int64_t selp_static_bound(const run_t *r) { return r->acc->bound; }
 EXPORT void selp_static_fill(const run_t *r, int64_t *fact_ptr, double *w, int64_t *size, int64_t *origin,
                              int64_t *inst, int64_t *crp, int32_t *cr, int64_t *kid, int32_t *rule) {
     const acc_t *A = r->acc;
-    int64_t p = 0, L = A->L;
+    int64_t p = 0, L = A->L, aw = A->aw, M = A->M;
     fact_ptr[0] = 0;
     crp[0] = 0;
     for (int64_t f = 0; f < r->F; f++) {
@@ -1408,9 +1403,11 @@ EXPORT void selp_static_fill(const run_t *r, int64_t *fact_ptr, double *w, int64
             p++;
         } else {
             for (int64_t e = A->cnt[x - L]; e < A->cnt[x - L + 1]; e++, p++) {
-                w[p] = A->w[e]; size[p] = A->s[e]; origin[p] = A->o[e]; inst[p] = p; rule[p] = A->rule[e];
-                int64_t a = A->rp[e], b = A->rp[e + 1], t = crp[p];
-                for (int64_t u = a; u < b; u++, t++) { cr[t] = A->rank[u]; kid[t] = A->inv[A->kid[u]]; }
+                const int64_t *q = A->rec + e * aw;
+                const int32_t *rk = (const int32_t *)(q + 4 + M);
+                int64_t m = q[3] & 0xffffffff, t = crp[p];
+                w[p] = as_f(q[0]); size[p] = q[1]; origin[p] = q[2]; inst[p] = p; rule[p] = (int32_t)(q[3] >> 32);
+                for (int64_t j = 0; j < m; j++, t++) { cr[t] = rk[j]; kid[t] = q[4 + j]; }
                 crp[p + 1] = t;
             }
         }

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -103,11 +103,13 @@ class Static:
     bound: int  # top-k: the most derivation trees of any fact, capped at k (-1: infinitely many)
 
 
-def run_static(sp: StaticPlan, former: Former, offsets: dict[str, tuple[int, int]], leaf: np.ndarray,
+def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], tuple[np.ndarray, np.ndarray]],
+               offsets: dict[str, tuple[int, int]], leaf: np.ndarray,
                leaf_w: np.ndarray, leaf_origin: np.ndarray, rules: tuple[np.ndarray, ...], combine: int,
                sign: float, k: int) -> Static | None:
     """Top-k of every fact by ``sp``; ``offsets``: each relation's first fact id and count;
-    ``rules``: (weight, size, hash, copy) per kernel rule index. None when a rule's instances
+    ``rules``: (weight, size, hash, copy) per kernel rule index; ``exit_instances(rule)``: an
+    exit rule's (heads, children row-major) as input fact ids. None when a rule's instances
     cannot be formed here after all (a head constant without a code, an exit rule's head
     missing): the caller then takes the global path. Raises MemoryError."""
     lib = _compiled()
@@ -134,10 +136,7 @@ def run_static(sp: StaticPlan, former: Former, offsets: dict[str, tuple[int, int
     # grouped by their head's group, each group's in input order
     e_rule, e_head, e_m, e_kids = [], [], [], []
     for p, r in sp.exit_rules:
-        got = former.form(p)
-        if got is None:
-            return None
-        h, kids = got
+        h, kids = exit_instances(p.rule)
         m = sum(1 for a in p.atoms if a[5])
         e_rule.append(np.full(len(h), r, np.int32))
         e_head.append(nid[h])

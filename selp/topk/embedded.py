@@ -35,7 +35,7 @@ from selp.instrument.witness import is_filter_relation
 from selp.language.ast import Atom
 from selp.language.pattern import PatternNode
 from selp.language.validate import analyze
-from selp.topk.decomposed import run_static, static_plan
+from selp.topk.decomposed import StaticPlan, run_static, static_plan
 from selp.topk.demand import is_demand, rewrite
 from selp.topk.dtable import DTable, Entry, FactKey
 from selp.topk.joins import Former, plan
@@ -136,7 +136,8 @@ def run_topk_embedded(
     combine, sign = COMPILED[task.monoid.name]
     k = task.k
     meta, leaves = _facts(task, store)
-    static = _run_static(task, store, meta, leaves, combine, sign, k) if k <= STATIC_MAX_K else f"k > {STATIC_MAX_K}"
+    sp = _static_plan(store, meta, k)
+    static = sp if isinstance(sp, str) else _run_static(task, store, meta, leaves, sp, combine, sign, k)
     if not isinstance(static, str):
         graph, result = static.graph, static.result
         say(f"{graph.n_facts} facts, {result.n_entries} entries, component by component ({formed_text(meta.formed)}) in {time.perf_counter() - t0:.2f}s")
@@ -169,13 +170,17 @@ def run_topk_embedded(
 class _Meta:
     """Where each relation's ids start, and the rules by kernel index."""
 
-    def __init__(self) -> None:
+    def __init__(self, analysis: Any) -> None:
         self.offsets: dict[str, tuple[int, int]] = {}  # relation -> (first id, count)
         self.rules: list[str] = []
         self.formed: dict[str, Any] = {"kernel": 0, "sql": 0}  # rules whose instances the kernel's join / DuckDB formed
         self.components = 0  # groups ranked one by one on the static path (0: the global path ran)
         self.static_reason = ""  # why the static path did not run
         self.rule_index: dict[str, int] = {}
+        for rule in analysis.program.rules:
+            if not _is_filter(rule.head.relation):
+                self.rule_index.setdefault(rule.name, len(self.rule_index))
+                self.rules.append(rule.name)
 
 
 def _facts(task: Task, store: Store) -> tuple[_Meta, tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -183,11 +188,7 @@ def _facts(task: Task, store: Store) -> tuple[_Meta, tuple[np.ndarray, np.ndarra
     the leaves: (leaf, leaf weight, leaf origin) per fact id."""
     con = store.con
     analysis = store.analysis
-    meta = _Meta()
-    for rule in analysis.program.rules:
-        if not _is_filter(rule.head.relation):
-            meta.rule_index.setdefault(rule.name, len(meta.rule_index))
-            meta.rules.append(rule.name)
+    meta = _Meta(analysis)
     rels = sorted(r for r in analysis.arities if not _is_filter(r))
     offset = 0
     for rel in rels:
@@ -234,19 +235,29 @@ def _rule_arrays(task: Task, meta: _Meta) -> tuple[np.ndarray, np.ndarray, np.nd
     return rule_w, rule_size, rule_hash, rule_copy
 
 
-def _run_static(task: Task, store: Store, meta: _Meta, leaves: tuple[np.ndarray, ...], combine: int, sign: float,
-                k: int) -> Any:
-    """Top-k component by component (:mod:`selp.topk.decomposed`), or why it did not run."""
+def _static_plan(store: Store, meta: _Meta, k: int) -> StaticPlan | str:
+    """How the static path (:mod:`selp.topk.decomposed`) would run, or why it does not."""
     if FORM_INSTANCES != "auto":
         return f"instances formed by {FORM_INSTANCES}"
     if not compiled_available():
         return "the compiled kernel was not built"
-    sp = static_plan(store.analysis, store.kinds, _is_filter, meta.rule_index)
-    if isinstance(sp, str):
-        return sp
+    if k > STATIC_MAX_K:
+        return f"k > {STATIC_MAX_K}"
+    return static_plan(store.analysis, store.kinds, _is_filter, meta.rule_index)
+
+
+def _run_static(task: Task, store: Store, meta: _Meta, leaves: tuple[np.ndarray, ...], sp: StaticPlan, combine: int,
+                sign: float, k: int) -> Any:
+    """Top-k component by component (:mod:`selp.topk.decomposed`), or why it did not run."""
     former = _former(store)
+
+    def exit_instances(rule: Any) -> tuple[np.ndarray, np.ndarray]:
+        # a DuckDB join: the exit rules' few instances need no index of the component's facts
+        kids = [j for j, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and not _is_filter(b.relation)]
+        return _sql_instances(store.con, store, rule, kids)
+
     try:
-        got = run_static(sp, former, meta.offsets, *leaves, _rule_arrays(task, meta), combine, sign, k)
+        got = run_static(sp, former, exit_instances, meta.offsets, *leaves, _rule_arrays(task, meta), combine, sign, k)
     finally:
         former.close()
     if got is None:
