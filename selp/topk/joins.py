@@ -19,6 +19,9 @@ equalities. Everything else (comparisons, arithmetic, negation, Skolem terms in 
 ``DOUBLE`` columns) keeps the SQL join. Instances come out per rule in an order of their own:
 two instances of one fact's candidates that tie on (weight, size, origin) are the same tree of
 P, so which one is reported does not change any answer.
+
+:meth:`Former.prepare` keeps a rule's join in C for :mod:`selp.topk.decomposed`, which joins it
+with one driver fact (the recursive atom, planned first: :func:`plan`'s ``first``) at a time.
 """
 
 from __future__ import annotations

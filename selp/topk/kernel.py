@@ -64,6 +64,9 @@ component after the other, with a heap and a candidate buffer that hold that com
 (on transitive closure, ``path(*, z)`` for one ``z``: they stay in cache). Within a component
 every relative order that breaks ties is the global one, so the result is bit for bit that of
 the global loop, which the pure-Python twin keeps.
+When P_p's recursion is statically decomposable, :mod:`selp.topk.decomposed` skips the
+global instance array altogether: ``selp_static`` forms each component's instances itself, in
+the same order, and runs the same per-component loops (``comp_top1``/``comp_topk`` in C).
 
 Ties: candidates with equal (key, size, origin) are the same tree of P reached twice; the one
 with the smaller candidate id wins. Instances are first put in a fixed order -- stably by their
