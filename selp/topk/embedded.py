@@ -8,6 +8,8 @@
    and origin hashes in SQL.
 3. :func:`selp.topk.kernel.run_kernel` runs Knuth's algorithm (top-1) or lazy k-best (top-k) over
    the arrays, in C (its pure-Python twin where the C kernel was not built, which it says).
+   When P_p's only derived relation is decomposable (:mod:`selp.topk.decomposed`), steps 2 and
+   3 run together in C, one component at a time, and no global instance array is formed.
 4. Only the entries reachable from the requested answers are turned into a
    :class:`~selp.topk.dtable.DTable` (values decoded for those facts only), so explaining one
    fact builds one cone's worth of Python objects.
@@ -137,10 +139,15 @@ def run_topk_embedded(
     k = task.k
     meta, leaves = _facts(task, store)
     sp = _static_plan(store, meta, k)
-    static = sp if isinstance(sp, str) else _run_static(task, store, meta, leaves, sp, combine, sign, k)
+    try:
+        static = sp if isinstance(sp, str) else _run_static(task, store, meta, leaves, sp, combine, sign, k)
+    except MemoryError:
+        raise SelpError(
+            f"top-k with k={k} over {len(leaves[0])} facts needs more memory than is available; use a smaller -k"
+        ) from None
     if not isinstance(static, str):
         graph, result = static.graph, static.result
-        say(f"{graph.n_facts} facts, {result.n_entries} entries, component by component ({formed_text(meta.formed)}) in {time.perf_counter() - t0:.2f}s")
+        say(f"{graph.n_facts} facts, {result.n_entries} entries ({formed_text(meta.formed)}) in {time.perf_counter() - t0:.2f}s")
         if k > 1 and 0 <= static.bound < k:
             warn(f"k={k} is more than any fact's number of derivation trees (at most {static.bound}): every tree is listed")
         return _to_dtable(task, store, graph, meta, result, fact_filter)
