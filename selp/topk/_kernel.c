@@ -1203,6 +1203,29 @@ static void grp_emit(join_t *j) {
     g->n++;
 }
 
+/* A group's uses lists (uses_of) in buffers reused from group to group. */
+typedef struct {
+    int32_t *rem; int64_t *todo, icap; int64_t *uptr, *fill, fcap; int64_t *uses;
+} uses_t;
+
+/* uses_of over the group's nf facts and G->n instances, the buffers grown as needed; -1 when
+ * out of memory */
+static int grp_uses(const grp_t *G, int64_t L, int64_t nf, uses_t *U) {
+    int64_t n = G->n, si = G->si, links = 0;
+    for (int64_t p = 0; p < n; p++) links += G->IR[p * si + IR_M];
+    if (n + 1 > U->icap) {
+        U->icap = 2 * n + 1;
+        if (grow((void **)&U->rem, U->icap, 4) || grow((void **)&U->todo, U->icap, 8)) return -1;
+    }
+    if (nf + 2 > U->fcap) {
+        U->fcap = 2 * nf + 2;
+        if (grow((void **)&U->uptr, U->fcap, 8) || grow((void **)&U->fill, U->fcap, 8)) return -1;
+    }
+    if (grow((void **)&U->uses, links, 8)) return -1;
+    uses_of(G->IR, si, 0, n, L, L, nf, U->rem, U->uptr, U->uses, U->fill);
+    return 0;
+}
+
 /* Top-1 (k == 1) or top-k of every fact, component by component (see above). F facts, of which
  * kernel ids 0..L-1 are the leaves; nid: input id -> kernel id; group g's facts are kernel ids
  * L + gptr[g] .. L + gptr[g+1] - 1, their hk columns gcols[c][kernel id - L]. Exit instances,
@@ -1234,9 +1257,9 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     int64_t *ST = malloc(((size_t)(L + big) * rec + 1) * sizeof(int64_t));
     grp_t G = {0};
     G.si = si; G.cols = gcols; G.hk = hk; G.L = L;
-    int64_t tcap = 0, icap = 0, fcap = 0;
-    int32_t *rem = NULL;
-    int64_t *uptr = NULL, *fill = NULL, *uses = NULL, *todo = NULL, *cnt = NULL, *stack = NULL;
+    int64_t tcap = 0;
+    uses_t U = {0};
+    int64_t *cnt = NULL, *stack = NULL;
     heap_t hp = {NULL, 0, 0};
     A->bound = F > L ? 0 : 1; /* a leaf has one tree */
     if (L > 0) A->bound = 1;
@@ -1308,19 +1331,8 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         if (stop_flag) goto fail;
         int64_t n = G.n;
         if (k == 1) {
-            int64_t links = 0;
-            for (int64_t p = 0; p < n; p++) links += G.IR[p * si + IR_M];
-            if (n + 1 > icap) {
-                icap = 2 * n + 1;
-                if (grow((void **)&rem, icap, 4) || grow((void **)&todo, icap, 8)) goto fail;
-            }
-            if (nf + 2 > fcap) {
-                fcap = 2 * nf + 2;
-                if (grow((void **)&uptr, fcap, 8) || grow((void **)&fill, fcap, 8)) goto fail;
-            }
-            if (grow((void **)&uses, links, 8)) goto fail;
-            uses_of(G.IR, si, 0, n, L, L, nf, rem, uptr, uses, fill);
-            if (comp_top1(G.IR, si, 0, n, ST, rem, uptr, uses, L, todo, &hp, &P)) goto fail;
+            if (grp_uses(&G, L, nf, &U)) goto fail;
+            if (comp_top1(G.IR, si, 0, n, ST, U.rem, U.uptr, U.uses, L, U.todo, &hp, &P)) goto fail;
             for (int64_t i = 0; i < nf; i++) {
                 int64_t *q = ST + 8 * (L + i);
                 if (q[3] == -2) continue;
@@ -1331,19 +1343,8 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         } else {
             if (A->bound >= 0) {
                 /* the tree-count bound, as selp_tree_count_bound gives it on the global path */
-                int64_t links = 0;
-                for (int64_t p = 0; p < n; p++) links += G.IR[p * si + IR_M];
-                if (n + 1 > icap) {
-                    icap = 2 * n + 1;
-                    if (grow((void **)&rem, icap, 4) || grow((void **)&todo, icap, 8)) goto fail;
-                }
-                if (nf + 2 > fcap) {
-                    fcap = 2 * nf + 2;
-                    if (grow((void **)&uptr, fcap, 8) || grow((void **)&fill, fcap, 8)) goto fail;
-                }
-                if (grow((void **)&uses, links, 8) || grow((void **)&cnt, nf + n, 8) || grow((void **)&stack, nf + n, 8)) goto fail;
-                uses_of(G.IR, si, 0, n, L, L, nf, rem, uptr, uses, fill);
-                int64_t b = grp_count(G.IR, si, n, L, nf, k, rem, uptr, uses, cnt, fill, stack);
+                if (grp_uses(&G, L, nf, &U) || grow((void **)&cnt, nf + n, 8) || grow((void **)&stack, nf + n, 8)) goto fail;
+                int64_t b = grp_count(G.IR, si, n, L, nf, k, U.rem, U.uptr, U.uses, cnt, U.fill, stack);
                 A->bound = b < 0 ? -1 : (b > A->bound ? b : A->bound);
             }
             if (comp_topk(G.IR, si, 0, n, ST, &B, &P)) goto fail;
@@ -1368,14 +1369,14 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     run->n_entries = A->n + L;
     run->n_ranks = A->nr;
     *err = 0;
-    free(ST); free(G.tab); free(G.IR); free(rem); free(uptr); free(fill); free(uses); free(todo); free(hp.a);
+    free(ST); free(G.tab); free(G.IR); free(U.rem); free(U.uptr); free(U.fill); free(U.uses); free(U.todo); free(hp.a);
     free(cnt); free(stack);
     kbest_free(&B);
     for (int64_t j = 0; j < nj; j++) joins[j]->grp = NULL;
     return run;
 fail:
     for (int64_t j = 0; j < nj; j++) joins[j]->grp = NULL;
-    free(ST); free(G.tab); free(G.IR); free(rem); free(uptr); free(fill); free(uses); free(todo); free(hp.a);
+    free(ST); free(G.tab); free(G.IR); free(U.rem); free(U.uptr); free(U.fill); free(U.uses); free(U.todo); free(hp.a);
     free(cnt); free(stack);
     kbest_free(&B);
     selp_free(run);

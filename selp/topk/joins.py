@@ -205,21 +205,7 @@ class Former:
         if idx is None:
             return None
         na = len(p.atoms)
-        keep: list[np.ndarray] = []  # the arrays the C side reads, alive until it returns
-        rows, ids, ncol, cols, slot, bound, child = [], [], [], [], [], [], []
-        for rel, where, cs, sl, bd, ch in p.atoms:
-            aids, acols = self.coded(rel, where)
-            keep += [aids, *acols]
-            rows.append(len(aids))
-            ids.append(_ptr(aids))
-            ncol.append(len(cs))
-            cols += [_ptr(acols[c]) for c in cs]
-            slot += sl
-            bound += bd
-            child.append(ch)
-        i64 = lambda xs: np.ascontiguousarray(xs, dtype=np.int64)  # noqa: E731
-        u8 = lambda xs: np.ascontiguousarray(xs, dtype=np.uint8)  # noqa: E731
-        arrays = [i64(rows), i64(ncol), i64(slot), u8(bound), u8(child), i64(hslot), i64(hconst)]
+        keep, ids, cols, arrays = _atom_arrays(p, lambda a, rel, where, ch: self.coded(rel, where), hslot, hconst)
         P = ctypes.c_void_p
         pids, pcols = (P * na)(*ids), (P * max(len(cols), 1))(*cols)
         lib = self.lib
@@ -234,7 +220,7 @@ class Former:
                 raise MemoryError("forming rule instances: out of memory")
             if err:
                 return None
-            n, m = lib.selp_join_count(j), sum(child)
+            n, m = lib.selp_join_count(j), int(arrays[4].sum())
             heads, kids = np.empty(n, np.int64), np.empty(n * m, np.int64)
             lib.selp_join_fill(j, _ptr(heads), _ptr(kids))
             return heads, kids
@@ -251,26 +237,15 @@ class Former:
         if codes is None:
             return None
         hslot, hconst = codes
-        keep: list[np.ndarray] = [*driver_cols]
-        rows, ids, ncol, cols, slot, bound, child = [], [], [], [], [], [], []
-        for a, (rel, where, cs, sl, bd, ch) in enumerate(p.atoms):
+
+        def facts(a: int, rel: str, where: str, ch: bool) -> tuple[np.ndarray, list[np.ndarray]]:
             if a == 0:
-                aids, acols = driver_cols[0], driver_cols
-            else:
-                aids, acols = self.coded(rel, where)
-                if ch:
-                    aids = np.ascontiguousarray(kernel_id[aids])
-            keep += [aids, *acols]
-            rows.append(len(aids))
-            ids.append(_ptr(aids))
-            ncol.append(len(cs))
-            cols += [_ptr(acols[c]) for c in cs]
-            slot += sl
-            bound += bd
-            child.append(ch)
-        i64 = lambda xs: np.ascontiguousarray(xs, dtype=np.int64)  # noqa: E731
-        arrays = [i64(rows), i64(ncol), i64(slot), np.ascontiguousarray(bound, dtype=np.uint8),
-                  np.ascontiguousarray(child, dtype=np.uint8), i64(hslot), i64(hconst), i64(p.child_pos)]
+                return driver_cols[0], driver_cols
+            aids, acols = self.coded(rel, where)
+            return (np.ascontiguousarray(kernel_id[aids]) if ch else aids), acols
+
+        keep, ids, cols, arrays = _atom_arrays(p, facts, hslot, hconst)
+        arrays.append(np.ascontiguousarray(p.child_pos, dtype=np.int64))
         keep += arrays
         P = ctypes.c_void_p
         pids, pcols = (P * len(p.atoms))(*ids), (P * max(len(cols), 1))(*cols)
@@ -295,6 +270,28 @@ class Former:
         if self._dict:
             self.con.execute(f"DROP TABLE IF EXISTS {_DICT}")
 
+
+
+def _atom_arrays(p: Plan, facts: Any, hslot: list[int], hconst: list[int]
+                 ) -> tuple[list[np.ndarray], list[int], list[int], list[np.ndarray]]:
+    """What ``selp_join`` and ``selp_join_prepare`` read of a plan: the arrays to keep alive,
+    the atoms' id and column addresses, and (rows, ncol, slot, bound, child, hslot, hconst) as
+    arrays. ``facts(a, rel, where, child)`` gives atom a's (ids, columns)."""
+    keep: list[np.ndarray] = []  # the arrays the C side reads, alive until it returns
+    rows, ids, ncol, cols, slot, bound, child = [], [], [], [], [], [], []
+    for a, (rel, where, cs, sl, bd, ch) in enumerate(p.atoms):
+        aids, acols = facts(a, rel, where, ch)
+        keep += [aids, *acols]
+        rows.append(len(aids))
+        ids.append(_ptr(aids))
+        ncol.append(len(cs))
+        cols += [_ptr(acols[c]) for c in cs]
+        slot += sl
+        bound += bd
+        child.append(ch)
+    i64 = lambda xs: np.ascontiguousarray(xs, dtype=np.int64)  # noqa: E731
+    u8 = lambda xs: np.ascontiguousarray(xs, dtype=np.uint8)  # noqa: E731
+    return keep, ids, cols, [i64(rows), i64(ncol), i64(slot), u8(bound), u8(child), i64(hslot), i64(hconst)]
 
 
 @dataclass
