@@ -85,3 +85,26 @@ def drawn_goal(data, table):
     rel, values = data.draw(st.sampled_from(facts))
     bound = data.draw(st.integers(1, max(1, len(values))))
     return PatternNode(rel, tuple(v if i < bound else None for i, v in enumerate(values)) if values else ())
+
+
+def edge_db(tmp_path: Path, edges: list, program: str, weights: dict | None = None) -> tuple[str, str]:
+    """``tmp_path/p.dl`` holding ``program`` and ``tmp_path/db`` an ``edge`` relation (weight 0.5
+    unless ``weights`` gives one per edge); returns their paths."""
+    (tmp_path / "db").mkdir()
+    w = weights or {}
+    (tmp_path / "db" / "edge.csv").write_text(
+        "c1,c2,_weight\n" + "".join(f"{a},{b},{w.get((a, b), 0.5)}\n" for a, b in edges), encoding="utf-8")
+    (tmp_path / "p.dl").write_text(program, encoding="utf-8")
+    return str(tmp_path / "p.dl"), str(tmp_path / "db")
+
+
+def embedded_both_ways(monkeypatch, module, other: str, prog: str, db: str, pattern: str, k: int, **kw) -> tuple:
+    """The embedded DTable with the default ``FORM_INSTANCES`` of ``module`` (selp.topk.embedded)
+    and with ``other``."""
+    from selp.topk.api import topk
+
+    default = topk(prog, db, pattern, k, engine="embedded", **kw)
+    monkeypatch.setattr(module, "FORM_INSTANCES", other)
+    changed = topk(prog, db, pattern, k, engine="embedded", **kw)
+    monkeypatch.setattr(module, "FORM_INSTANCES", "auto")
+    return default, changed

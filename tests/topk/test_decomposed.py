@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.topk import ranking
+from helpers.topk import edge_db, embedded_both_ways, ranking
 from selp.topk import embedded
 from selp.topk.api import parse_fact_filter, topk
 from selp.topk.kernel import compiled_available
@@ -34,22 +34,14 @@ NONLINEAR = "r1 (0.5): path(x, y) :- edge(x, y).\nr2 (0.5): path(x, z) :- path(x
 
 
 def _db(tmp_path: Path, program: str, weights: dict | None = None) -> tuple[str, str]:
-    (tmp_path / "db").mkdir()
-    w = weights or {}
-    (tmp_path / "db" / "edge.csv").write_text(
-        "c1,c2,_weight\n" + "".join(f"{a},{b},{w.get((a, b), 0.5)}\n" for a, b in EDGES), encoding="utf-8")
+    prog, db = edge_db(tmp_path, EDGES, program, weights)
     (tmp_path / "db" / "mark.csv").write_text("c1\n3\n10\n", encoding="utf-8")
-    (tmp_path / "p.dl").write_text(program, encoding="utf-8")
-    return str(tmp_path / "p.dl"), str(tmp_path / "db")
+    return prog, db
 
 
 def _both(monkeypatch, prog: str, db: str, pattern: str, k: int, **kw) -> tuple:
     """The DTable component by component (the default where it applies) and on the global path."""
-    static = topk(prog, db, pattern, k, engine="embedded", **kw)
-    monkeypatch.setattr(embedded, "FORM_INSTANCES", "global")
-    whole = topk(prog, db, pattern, k, engine="embedded", **kw)
-    monkeypatch.setattr(embedded, "FORM_INSTANCES", "auto")
-    return static, whole
+    return embedded_both_ways(monkeypatch, embedded, "global", prog, db, pattern, k, **kw)
 
 
 @pytest.mark.parametrize("program", [RIGHT, LEFT, SHAPES], ids=["right", "left", "shapes"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.topk import ranking
+from helpers.topk import edge_db, embedded_both_ways, ranking
 from selp.language import parse_program
 from selp.language.validate import analyze
 from selp.topk import embedded
@@ -35,19 +35,12 @@ MIXED = TC + "r3 (0.5): up(x, y) :- path(x, y), x < y.\nr4 (0.5): back(x) :- up(
 
 
 def _db(tmp_path: Path, program: str) -> tuple[str, str]:
-    (tmp_path / "db").mkdir()
-    (tmp_path / "db" / "edge.csv").write_text("c1,c2,_weight\n" + "".join(f"{a},{b},0.5\n" for a, b in EDGES), encoding="utf-8")
-    (tmp_path / "p.dl").write_text(program, encoding="utf-8")
-    return str(tmp_path / "p.dl"), str(tmp_path / "db")
+    return edge_db(tmp_path, EDGES, program)
 
 
 def _both(monkeypatch, prog: str, db: str, pattern: str, k: int, **kw) -> tuple:
     """The DTable with instances formed by the kernel's join (the default) and by DuckDB."""
-    auto = topk(prog, db, pattern, k, engine="embedded", **kw)
-    monkeypatch.setattr(embedded, "FORM_INSTANCES", "sql")
-    sql = topk(prog, db, pattern, k, engine="embedded", **kw)
-    monkeypatch.setattr(embedded, "FORM_INSTANCES", "auto")
-    return auto, sql
+    return embedded_both_ways(monkeypatch, embedded, "sql", prog, db, pattern, k, **kw)
 
 
 def _exact(answers: dict) -> dict:
