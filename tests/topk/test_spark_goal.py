@@ -39,7 +39,9 @@ def _rounded(table, node: PatternNode) -> dict:
 def test_goal_directed_spark_returns_what_full_evaluation_returns(spark, tmp_path_factory, case, data) -> None:
     """Random programs (negation, several IDB relations), monoids, patterns (NOT/AND/OR among
     them) and bound facts: Spark goal-directed = Spark full evaluation, entry for entry (origins
-    included), and = the embedded engine's full evaluation in weights and sizes."""
+    included), and = the embedded engine's full evaluation in weights and sizes; so is Spark
+    goal-directed with the partition-local DTable (the default), where a demand-reading component
+    whose demand binds its decomposition position runs without its recursive rules' guards."""
     analysis, db_dir, monoid, pattern = checked_case(tmp_path_factory, case, data)
     k = data.draw(st.integers(1, 3))
     full = topk(analysis, str(db_dir), pattern, k, monoid, engine="embedded", goal_directed=False)
@@ -47,21 +49,21 @@ def test_goal_directed_spark_returns_what_full_evaluation_returns(spark, tmp_pat
     if node is None:
         return
     # global rounds throughout: they break ties on the origin exactly, the partition-local
-    # kernel as well as its lazy enumeration allows (docs/topk.md), and a goal-directed
-    # component reading demand facts always runs in global rounds
+    # kernel as well as its lazy enumeration allows (docs/topk.md)
     spark.conf.set("spark.selp.partitionLocal", "false")
     try:
         goal = topk(analysis, str(db_dir), pattern, k, monoid, engine="spark", spark=spark, fact=node)
         spark_full = topk(analysis, str(db_dir), pattern, k, monoid, engine="spark", spark=spark, fact=node, goal_directed=False)
     finally:
         spark.conf.unset("spark.selp.partitionLocal")
+    local = topk(analysis, str(db_dir), pattern, k, monoid, engine="spark", spark=spark, fact=node)
     assert _exact(goal, node) == _exact(spark_full, node)
     sizes = monoid not in ("min-confidence", "access")  # min is not strictly monotone: sizes differ
-    got, want = _rounded(goal, node), _rounded(full, node)
+    got, want, got_local = _rounded(goal, node), _rounded(full, node), _rounded(local, node)
     if not sizes:
-        got = {f: [w for w, _ in es] for f, es in got.items()}
-        want = {f: [w for w, _ in es] for f, es in want.items()}
+        got, want, got_local = ({f: [w for w, _ in es] for f, es in x.items()} for x in (got, want, got_local))
     assert got == want
+    assert got_local == want
 
 
 def test_explaining_one_tc_fact_on_spark_is_goal_directed_and_exact(spark, tmp_path: Path) -> None:
@@ -89,28 +91,6 @@ def test_explaining_one_tc_fact_on_spark_is_goal_directed_and_exact(spark, tmp_p
     assert len(goal_steps) == 1 and goal_steps[0]["demand"]["path"] == [0, 1]
     # only facts ending in 3 were built: path(5, 3) and path(x, 4) never were
     assert all(args[1] == 3 for rel, args in table.answers() if rel == "path")
-
-
-@settings(max_examples=examples(8), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(programs_with_databases(max_idb=3), st.data())
-def test_goal_directed_spark_partition_local_returns_the_embedded_weights(spark, tmp_path_factory, case, data) -> None:
-    """The same draws with the partition-local DTable on (the default): a demand-reading component
-    whose demand binds its decomposition position runs partition-local without its recursive
-    rules' guards, and the bound answers keep the embedded engine's weights and sizes."""
-    analysis, db_dir, monoid, pattern = checked_case(tmp_path_factory, case, data)
-    k = data.draw(st.integers(1, 3))
-    full = topk(analysis, str(db_dir), pattern, k, monoid, engine="embedded", goal_directed=False)
-    node = drawn_goal(data, full)
-    if node is None:
-        return
-    goal = topk(analysis, str(db_dir), pattern, k, monoid, engine="spark", spark=spark, fact=node)
-    sizes = monoid not in ("min-confidence", "access")
-    got, want = _rounded(goal, node), _rounded(full, node)
-    if not sizes:
-        got = {f: [w for w, _ in es] for f, es in got.items()}
-        want = {f: [w for w, _ in es] for f, es in want.items()}
-    assert got == want
 
 
 _CLOSURES = (
