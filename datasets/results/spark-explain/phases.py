@@ -1,8 +1,8 @@
 """Where a one-shot Spark explain spends its time: seconds and Spark jobs per phase, in process.
 
-Usage: ``PYTHONPATH=. python datasets/results/spark-explain/profile.py WORK [FACT] [warm]``
+Usage: ``PYTHONPATH=. python datasets/results/spark-explain/phases.py WORK [FACT] [warm]``
 (WORK: a directory with ``tc.dl`` and ``db/`` as ``bench.py`` generates them; FACT default
-``path(0, 1)``; ``warm``: run the top-k a second time in the same session). ``PROFILE_CONF`` (a
+``path(0, 1)``; ``warm``: run the top-k a second time in the same session). ``PHASES_CONF`` (a
 JSON object) adds session settings, e.g. ``{"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}``.
 Phases are timed by wrapping the engine's steps; jobs are counted from Spark's job ids (each
 phase's count is the newest id after it minus the newest before it). Prints the trees on stdout
@@ -23,7 +23,7 @@ T0 = time.perf_counter()
 def main() -> None:
     from selp.engines.spark_session import get_spark
 
-    conf = {"spark.driver.memory": "2g", **json.loads(os.environ.get("PROFILE_CONF", "{}"))}
+    conf = {"spark.driver.memory": "2g", **json.loads(os.environ.get("PHASES_CONF", "{}"))}
     spark = get_spark(None, conf)
     sc = spark.sparkContext
     say(f"{'imports + session':28s} {time.perf_counter() - T0:7.2f}s")
