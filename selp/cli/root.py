@@ -106,12 +106,13 @@ def say_printer(quiet: bool) -> Callable[[str], None]:
     return (lambda msg: None) if quiet else (lambda msg: click.echo(msg, err=True))
 
 
-def start_spark(master: str | None, conf: dict[str, str], quiet: bool) -> Any:
-    """A Spark session (announced on stderr unless ``quiet``), or a one-line explanation of why
-    none could start."""
+def start_spark(master: str | None, conf: dict[str, str], quiet: bool, short: bool = False) -> Any:
+    """A Spark session (announced on stderr unless ``quiet``; ``short``: for one short computation,
+    see :func:`selp.engines.spark_session.get_spark`), or a one-line explanation of why none
+    could start."""
     from selp.engines.spark_session import start_spark as start
 
-    return start(master, conf, None if quiet else say_printer(False))
+    return start(master, conf, None if quiet else say_printer(False), short)
 
 
 def choose_program_engine(engine: str | None, program: str, master: str | None, conf: tuple[str, ...]) -> tuple[str, Engine]:

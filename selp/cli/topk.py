@@ -34,15 +34,17 @@ def _topk_options(f: Callable) -> Callable:
     return monoid_plugin_option(f)
 
 
-def _run_topk(program: str, pattern: Any, pattern_text: str | None, k: int, monoid: str, opts: dict[str, Any]) -> None:
-    """Compute, then print or write the answers in the chosen format."""
+def _run_topk(program: str, pattern: Any, pattern_text: str | None, k: int, monoid: str, opts: dict[str, Any],
+              short: bool = False) -> None:
+    """Compute, then print or write the answers in the chosen format (``short``: a goal-directed
+    one-shot, whose Spark session is started for a short run)."""
     from selp.topk.api import parse_fact_filter, progress_text, topk
 
     analysis = load_program(program)
     engine, eng = choose_program_engine(opts["engine"], program, opts["master"], opts["conf"])
     fact_filter = parse_fact_filter(opts["fact_text"]) if opts["fact_text"] else None
     quiet = opts["quiet"]
-    spark = start_spark(opts["master"], parse_conf(opts["conf"]), quiet) if eng.needs_spark_session else None
+    spark = start_spark(opts["master"], parse_conf(opts["conf"]), quiet, short) if eng.needs_spark_session else None
     t0 = time.perf_counter()
 
     def progress(*args: Any) -> None:
@@ -151,7 +153,9 @@ def explain_cmd(program: str, fact: str, k: int, monoid: str, **opts: Any) -> No
     from selp.language.pattern import TreePattern
     from selp.topk.api import parse_fact_filter
 
-    _run_topk(program, TreePattern(parse_fact_filter(fact)), fact, k, monoid, opts)
+    node = parse_fact_filter(fact)
+    # a fact with a constant is explained goal-directed: a short run, mostly JVM warm-up on Spark
+    _run_topk(program, TreePattern(node), fact, k, monoid, opts, short=any(v is not None for v in node.args or ()))
 
 
 @click.command(name="query")

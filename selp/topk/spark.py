@@ -60,6 +60,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from selp.engines.decompose import NotDecomposable, decompose
 from selp.engines.spark_compile import (
     UNIT,
     Sources,
@@ -810,6 +811,34 @@ def _reads_demand(comp: Component) -> bool:
     return any(isinstance(b, Atom) and is_demand(b.relation) for r in comp.rules for b in r.body)
 
 
+def _unguarded(comp: Component, demand: Demand) -> tuple[Component | None, str]:
+    """``comp`` (a recursive component reading its demand guards) with the guards dropped from
+    its recursive rules, when that makes it decomposable on a position the demand binds in every
+    member; else None and why not.
+
+    Exact for the demanded facts: the exit rules keep their guards, so every seed has a demanded
+    value at the decomposition position, and the recursive rules pass that value unchanged, so a
+    partition holds demanded values only. A demanded fact's rule instances are those it had with
+    the guard (the guard holds for it) and their children are demanded facts (the demand
+    rules follow the same instances), so its k best are unchanged; the facts of a demanded value
+    that are not demanded themselves are extra work, possibly incomplete, and never a child of
+    a demanded fact."""
+    members = set(comp.relations)
+    rules = []
+    for r in comp.rules:
+        if any(isinstance(b, Atom) and not b.negated and b.relation in members for b in r.body):
+            r = dataclasses.replace(r, body=tuple(b for b in r.body if not (isinstance(b, Atom) and is_demand(b.relation))))
+        rules.append(r)
+    local = dataclasses.replace(comp, rules=tuple(rules))
+    d = decompose(local)
+    if isinstance(d, NotDecomposable):
+        return None, f"it reads demand facts (goal-directed) and without its guards {d.reason}"
+    unbound = sorted(rel for rel in members if d.position not in demand.bound.get(rel, ()))
+    if unbound:
+        return None, f"it reads demand facts (goal-directed) and the demand does not bind {unbound[0]} at position {d.position}"
+    return local, ""
+
+
 def _broadcast_rows(spark: SparkSession, given: int | None) -> int:
     if given is not None:
         return given
@@ -868,12 +897,19 @@ def run_topk_spark(
             rest = []
             for comp in batch:
                 if _reads_demand(comp):
-                    # the partition-local DTable takes no filter atoms (as for agg@ filters)
-                    engine.plan.append({"stratum": comp.stratum, "relations": list(comp.relations), "mode": "global rounds" if comp.recursive else "one pass",
-                                        **({"reason": "it reads demand facts (goal-directed)"} if comp.recursive else {})})
-                    rest.append(comp)
-                    continue
-                d, step = choose(engine, comp, conf)
+                    # the partition-local DTable takes no filter atoms (as for agg@ filters): it
+                    # runs without the recursive rules' guards where that is exact (_unguarded)
+                    local, why = _unguarded(comp, demand) if comp.recursive and demand is not None else (None, "")
+                    if local is None:
+                        engine.plan.append({"stratum": comp.stratum, "relations": list(comp.relations), "mode": "global rounds" if comp.recursive else "one pass",
+                                            **({"reason": why or "it reads demand facts (goal-directed)"} if comp.recursive else {})})
+                        rest.append(comp)
+                        continue
+                    d, step = choose(engine, local, conf)
+                    if d is not None:  # else global rounds, over ``comp`` with its guards
+                        step["note"] = f"demanded values of position {d.position} only, guards dropped from the recursive rules"
+                else:
+                    d, step = choose(engine, comp, conf)
                 engine.plan.append(step)
                 if d is None:
                     rest.append(comp)
@@ -895,6 +931,7 @@ def run_topk_spark(
             0.0, load_seconds, fixpoint_seconds, list(db.warnings), engine.total, engine.small_rounds,
         )
         result.plan, result.ranked_parts = engine.plan, done
+        result.part_rows = sum(sum(h.admitted.values()) for h in engine.homes if h.ranked is not None)
         result.ranked()  # the ranks: the DTable is complete
         result.seconds = time.perf_counter() - t1
         ok = True

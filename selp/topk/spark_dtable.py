@@ -53,6 +53,13 @@ PTR_RANK = ArrayType(StructType([
 
 _OBSERVATIONS = itertools.count()
 
+# A DTable of at most this many entries is collected whole when trees are drawn from it (one
+# job), rather than chased from the answers a level of children per job (two jobs a level:
+# 51 jobs for the three trees of path(0, 1) at 1,000 nodes). 100,000 rows take a second or two
+# to collect; past that the chase collects less.
+COLLECT_ROWS_CONF = "spark.selp.collectRows"
+DEFAULT_COLLECT_ROWS = 100_000
+
 
 def materialize_observed(df: DataFrame, metrics: list[Column]) -> tuple[DataFrame, dict[str, Any]]:
     """Compute ``df`` once, cut its lineage, and return the aggregate ``metrics`` of ``df``
@@ -100,7 +107,9 @@ class SparkDTable:
     plan: list[dict[str, Any]] = field(default_factory=list)  # per component of P_p: how it ran
     # entries ranked where they were computed (partition-local components), not in ``every``
     ranked_parts: list[DataFrame] = field(repr=False, default_factory=list)
+    part_rows: int = 0  # entries in ``ranked_parts``
     _ranked: DataFrame | None = field(default=None, repr=False)
+    _every_rows: int = field(default=0, repr=False)  # entries of ``every``, once ranked
     _entries: DataFrame | None = field(default=None, repr=False)
     _count: int = field(default=0, repr=False)
     _extra: int = field(default=0, repr=False)
@@ -142,7 +151,7 @@ class SparkDTable:
             out = out.withColumn("_r", F.lit(None).cast("int"))
         leaf = F.col("relation").isin(edb) if edb else F.lit(False)
         out = out.withColumn("rank", F.when(leaf, F.lit(1)).otherwise(F.col("_r"))).drop("_r")
-        out, _ = materialize_count(out)
+        out, self._every_rows = materialize_count(out)
         self.frames.append(out)
         return out
 
@@ -280,8 +289,15 @@ class SparkDTable:
                 if complete:
                     fetched.add(row["_f"])
 
+        limit = int(self.spark.conf.get(COLLECT_ROWS_CONF, str(DEFAULT_COLLECT_ROWS)))
+        whole = ranked.collect() if self._every_rows + self.part_rows <= limit else None
+        if whole is not None:
+            take(whole, True)  # every fact is fetched: the chase below runs on the driver
         if facts is None:
-            start = ranked.filter(F.col("relation").isin(roots) & F.col("rank").isNotNull()).collect() if roots else []
+            if whole is not None:
+                start = [r for r in whole if r["relation"] in roots and r["rank"] is not None]
+            else:
+                start = ranked.filter(F.col("relation").isin(roots) & F.col("rank").isNotNull()).collect() if roots else []
         else:
             origin = task.inst.relation_origin
             wanted = sorted({
@@ -291,7 +307,10 @@ class SparkDTable:
                 if origin.get(root, root) == rel and len(task.types[root]) == len(values)
             })
             start = []
-            if wanted:
+            if wanted and whole is not None:
+                keys = set(wanted)
+                start = [r for r in whole if (r["relation"], tuple(r["args"])) in keys]
+            elif wanted:
                 schema = StructType([StructField("relation", StringType(), False), StructField("args", ArrayType(StringType()), False)])
                 want = self.spark.createDataFrame([(r, list(a)) for r, a in wanted], schema)
                 start = ranked.join(F.broadcast(want), ["relation", "args"], "left_semi").collect()

@@ -11,3 +11,10 @@ def test_a_goal_directed_step_prints_its_bound_positions_without_a_stratum() -> 
 def test_a_component_step_names_its_stratum_and_reason() -> None:
     step = {"stratum": 2, "relations": ["far"], "mode": "global rounds", "reason": "nonlinear"}
     assert plan_line(step) == "  plan: stratum 2 [far] global rounds: nonlinear"
+
+
+def test_a_goal_directed_partition_local_step_says_what_its_partitions_hold() -> None:
+    step = {"stratum": 0, "relations": ["path"], "mode": "partition-local", "position": 1, "partitions": 4,
+            "keyed": [], "broadcast": ["edge"], "note": "demanded values of position 1 only, guards dropped from the recursive rules"}
+    assert plan_line(step) == ("  plan: stratum 0 [path] partition-local on position 1 (4 partitions; broadcast edge):"
+                               " demanded values of position 1 only, guards dropped from the recursive rules")

@@ -456,6 +456,19 @@ def test_get_spark_reuses_the_active_session_and_applies_sql_conf(spark):
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
 
 
+def test_a_short_local_session_compiles_with_c1_only_and_others_keep_the_default() -> None:
+    """A one-shot explain's local JVM gets -XX:TieredStopAtLevel=1 (most of its run is warm-up);
+    a long session, and any session on a cluster master, keep the JIT's default; all of them get
+    the log configuration."""
+    from selp.engines.spark_session import driver_java_options
+
+    short = driver_java_options("local[*]", "error", True)
+    assert "-XX:TieredStopAtLevel=1" in short and "-Dlog4j2.configurationFile=" in short
+    for master, flag in (("local[2]", False), ("spark://host:7077", True), ("yarn", True)):
+        opts = driver_java_options(master, "error", flag)
+        assert "TieredStopAtLevel" not in opts and "-Dlog4j2.configurationFile=" in opts
+
+
 def test_csv_with_a_byte_order_mark_reads_like_the_local_engine(spark, tmp_path):
     """Spreadsheets save CSV with a UTF-8 BOM; it is not part of the first column's name."""
     db = tmp_path / "db"
