@@ -47,6 +47,7 @@ from selp.language.validate import Analysis, Component
 from selp.maintain import formula as pb
 from selp.maintain.algebra import ALGEBRAS, Bdds
 from selp.maintain.base import Maintainer, present_changes
+from selp.maintain.closure import Closure, closure_shape, edge_formulas, eliminate, insert_edge
 from selp.maintain.order import dfs_order
 from selp.maintain.program import INIT, Fact, ViewChanges, evaluate_component, inputs, kind, positive_positions
 
@@ -63,8 +64,11 @@ class Absorption(Maintainer):
     touched = 0  # stored formulas a deletion's restriction changed
 
     def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = pb.DEFAULT_CAP, formulas: str = "monomials",
-                 order: str = "dfs", node_cap: int = pb.DEFAULT_NODE_CAP) -> None:
+                 order: str = "dfs", node_cap: int = pb.DEFAULT_NODE_CAP, build: str = "eliminate") -> None:
         super().__init__(analysis)
+        # transitive-closure components: by elimination (selp.maintain.closure), or by
+        # semi-naive rounds like every other component ("rounds", to compare)
+        self.build = build
         self.cap = cap
         self.node_cap = node_cap
         self.alg = Bdds(cap, node_cap) if formulas == "bdd" else ALGEBRAS[formulas](cap)
@@ -94,6 +98,7 @@ class Absorption(Maintainer):
         # tuples whose formula changed since (their supports are read at the next deletion)
         self._cache_support: dict[str, dict[int, set[Fact]]] = {}
         self._cache_dirty: dict[str, set[Fact]] = {}
+        self._cache_shapes: dict[tuple[str, ...], Closure | None] = {}
         self.apply({rel: base.get(rel, ()) for rel in analysis.edb}, {})
 
     # -- variables ---------------------------------------------------------------------------
@@ -258,6 +263,10 @@ class Absorption(Maintainer):
                     for f in gone:
                         changes.remove(rel, f)
                     changed.add(rel)
+        shape = self._shape(comp)
+        if shape is not None:
+            self._closure(shape, delta, changed, changes)
+            return
         current = {rel: d for rel, d in delta.items() if d}
         while current:
             # the round's derivations per head first, then one OR of the batch per head: the
@@ -285,6 +294,53 @@ class Absorption(Maintainer):
                     acc[f] = self.alg.disj(acc.get(f), g)[0]
             current = fresh  # only the component's own relations change now
             self.alg.check()
+
+    def _shape(self, comp: Component) -> Closure | None:
+        if self.build != "eliminate":
+            return None
+        if comp.relations not in self._cache_shapes:
+            self._cache_shapes[comp.relations] = closure_shape(comp)
+        return self._cache_shapes[comp.relations]
+
+    def _closure(self, shape: Closure, delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        """A transitive-closure component's insertions: the whole closure by elimination when
+        it is empty (the first build), else each edge that gained, one at a time (see
+        :mod:`selp.maintain.closure`: no formula is ever a length-bounded one)."""
+        gained = delta.get(shape.edges)
+        if not gained:
+            return
+        alg, rel = self.alg, shape.rel
+        table = self.formulas[rel]
+        if not table:  # no tuple yet, so no edge before this batch: every edge's whole formula
+            made, work = eliminate(alg, edge_formulas(alg, self.formulas[shape.edges].items(), shape), alg.check)
+            self.work += work
+            for head, form in made.items():
+                self._grown(rel, head, None, form, form, delta, changed, changes)
+            return
+        store = self.stores[rel]
+        for edge, g in edge_formulas(alg, gained.items(), shape).items():
+            column = [(f[0], table[f]) for f in store.lookup((1,), (edge[0],))]
+            row = [(f[1], table[f]) for f in store.lookup((0,), (edge[1],))]
+            for head, new in insert_edge(alg, edge, g, column, row):
+                self.work += 1
+                old = table.get(head)
+                form, got = alg.disj(old, new)
+                if got is not None:
+                    self._grown(rel, head, old, form, got, delta, changed, changes)
+            alg.check()
+
+    def _grown(self, rel: str, head: Fact, old: Formula | None, form: Formula, got: Formula, delta: Delta, changed: set[str],
+               changes: ViewChanges) -> None:
+        """``head``'s formula in positive ``rel`` went from ``old`` to ``form``, gaining ``got``
+        (what the components above receive in ``delta``)."""
+        self.formulas[rel][head] = form
+        self._changed(rel, head)
+        if old is None:
+            self.stores[rel].add_all((head,))
+            changes.add(rel, head)
+            changed.add(rel)
+        acc = delta.setdefault(rel, {})
+        acc[head] = self.alg.disj(acc.get(head), got)[0]
 
     # -- min/max through recursion: aggregate selection with a reserve -----------------------
     def _selective(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
@@ -485,8 +541,9 @@ class Absorption(Maintainer):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        for cache in ("_cache_support", "_cache_dirty"):  # states saved before the index
+        for cache in ("_cache_support", "_cache_dirty", "_cache_shapes"):  # states saved before the index
             state.setdefault(cache, {})
+        state.setdefault("build", "eliminate")  # states from before it: the same formulas either way
         if isinstance(state["alg"], tuple):
             _, cap, text, *node_cap = state["alg"]  # states written before the node cap have none
             alg = Bdds(cap, *node_cap)
