@@ -218,7 +218,7 @@ def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
         fig.savefig(out / name, dpi=100)
         plt.close(fig)
         made.append(out / name)
-    orders = [r for r in rows if r["strategy"].endswith("-order")]
+    orders = [r for r in rows if r["strategy"].endswith("-order") and r["status"] == "ok"]
     if orders:
         cases = list(dict.fromkeys((r["workload"], r["links"]) for r in orders))
         fig, ax = plt.subplots(figsize=(6, 4))
