@@ -140,7 +140,7 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
             copy: Query = {make_cq(xs, [(previous, xs)]): 1}
             plan = Plan(copy, query_cost(copy, stats), query_cost(original, stats), 0, 0.0)
         else:
-            plan = search(original, base, available, stats, budget)
+            plan = search(original, base, available, stats, budget, first=(previous,))
         lowered = [lower(cq.rule(name, k), arities, k) for cq, k in plan.query.items()]
         run = time.perf_counter()
         engine.define(name, arity, lowered)
