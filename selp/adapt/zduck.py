@@ -148,9 +148,9 @@ class DuckZ:
         ta, tb = ident(self.table[a]), ident(self.table[b])
         if ta == tb:
             return True
-        row = self.con.execute(f"SELECT (SELECT COUNT(*) FROM {ta}) = (SELECT COUNT(*) FROM {tb}) "
-                               f"AND NOT EXISTS (SELECT * FROM {ta} EXCEPT ALL SELECT * FROM {tb})").fetchone()
-        return bool(row and row[0])
+        (row,) = self.con.execute(f"SELECT (SELECT COUNT(*) FROM {ta}) = (SELECT COUNT(*) FROM {tb}) "
+                                  f"AND NOT EXISTS (SELECT * FROM {ta} EXCEPT ALL SELECT * FROM {tb})").fetchall()
+        return bool(row[0])
 
     def has(self, name: str) -> bool:
         return name in self.arity
@@ -163,8 +163,8 @@ class DuckZ:
         # HyperLogLog estimates: a cost model needs magnitudes, and exact distinct counts of every
         # column cost as much as recomputing a small view
         parts = ["COUNT(*)"] + [f"approx_count_distinct(c{i})" for i in range(arity)]
-        row = self.con.execute(f"SELECT {', '.join(parts)} FROM {ident(table)}").fetchone()
-        assert row is not None
+        # fetchall, not fetchone: an unfinished result would block the next register() (put)
+        (row,) = self.con.execute(f"SELECT {', '.join(parts)} FROM {ident(table)}").fetchall()
         rows = int(row[0])
         self._stats[table] = Stats(rows, tuple(min(rows, int(x or 0)) for x in row[1:]))
         return self._stats[table]

@@ -40,3 +40,15 @@ def test_renaming_a_copy_over_its_source_and_redefining_it_keeps_values_apart() 
     # the tables no relation refers to are gone
     stored = {row[0] for row in eng.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     assert stored == {eng.table["q"], eng.table["r"]}
+
+
+def test_put_after_statistics_and_comparison() -> None:
+    """Reading statistics or comparing relations leaves no open result that would refuse the
+    next bulk load (the CDSS stores a relation right after asking a delta's statistics)."""
+    eng = DuckZ()
+    eng.put("a", 1, {("1",): 1, ("2",): 3})
+    assert eng.stats("a").rows == 2
+    eng.put("b", 1, {("1",): 1})
+    assert not eng.same("a", "b")
+    eng.put("c", 1, {("2",): 3})
+    assert eng.get("c") == {("2",): 3}
