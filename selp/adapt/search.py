@@ -88,6 +88,6 @@ def search(original: Query, base: Query, views: Mapping[str, Query], stats: Call
     candidates = done + [(c, q) for c, _, q in pending]
     runnable = [(c, q) for c, q in candidates if all(executable(cq) for cq in q)]
     best_cost, best = min(runnable, key=lambda x: x[0]) if runnable else (recompute, original)
-    if best_cost > recompute:
+    if best_cost >= recompute:  # a rewriting no cheaper is no gain: the input plan reads what is materialised
         best_cost, best = recompute, original
     return Plan(best, best_cost, recompute, len(done), time.perf_counter() - start)
