@@ -20,7 +20,7 @@ from selp.adapt.rewrite import unfold
 from selp.adapt.rules import Query, make_cq, query_key, query_of_rules
 from selp.adapt.search import Plan, search
 from selp.adapt.zprogram import Stats, View, ZEngine, check, lower
-from selp.language.ast import Atom, Program, Rule, Var
+from selp.language.ast import Atom, Const, Program, Rule, Var
 
 NEW, DELTA, PROV = "@new", "@delta", "@prov"
 
@@ -72,6 +72,32 @@ class _Stats:
         if name not in self.cache:
             self.cache[name] = self.engine.stats(name) if self.engine.has(name) else Stats(0, ())
         return self.cache[name]
+
+
+def _derived_stats(q: Query, stats: Callable[[str], Stats]) -> Stats | None:
+    """The statistics of a relation computed by ``q`` when ``q`` only renames, reorders or adds
+    constant columns to one stored relation (a changed source ``r′ :- r``, a copy): its input's,
+    column by column, as a DBMS's optimiser estimates them — rather than a scan of every column
+    of the new table; None for any other plan (the engine is asked when a later plan needs them)."""
+    if len(q) != 1:
+        return None
+    ((cq, k),) = q.items()
+    if k != 1 or len(cq.body) != 1 or cq.unequal:
+        return None
+    rel, args = cq.body[0]
+    if not all(isinstance(t, Var) for t in args) or len(set(args)) != len(args):
+        return None  # a selection or a repeated variable: fewer rows than the input
+    source = stats(rel)
+    column = {t: c for c, t in enumerate(args)}
+    distinct = []
+    for t in cq.head:
+        if isinstance(t, Var):
+            distinct.append(source.distinct[column[t]] if column[t] < len(source.distinct) else source.rows)
+        elif isinstance(t, Const):
+            distinct.append(min(1, source.rows))
+        else:
+            return None
+    return Stats(source.rows, tuple(distinct))
 
 
 def _base_defs(program: Program, views: list[View]) -> dict[str, Query]:
@@ -140,12 +166,15 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
             copy: Query = {make_cq(xs, [(previous, xs)]): 1}
             plan = Plan(copy, query_cost(copy, stats), query_cost(original, stats), 0, 0.0)
         else:
-            plan = search(original, base, available, stats, budget)
+            plan = search(original, base, available, stats, budget, first=(previous,))
         lowered = [lower(cq.rule(name, k), arities, k) for cq, k in plan.query.items()]
         run = time.perf_counter()
         engine.define(name, arity, lowered)
         done = time.perf_counter()
         stats.cache.pop(name, None)
+        derived = _derived_stats(plan.query, stats)
+        if derived is not None:
+            stats.cache[name] = derived
         new_defs[name] = base
         available[name] = base
         out.append(ViewPlan(name, arity, plan, done - start, done - run))

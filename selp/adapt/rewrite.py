@@ -17,7 +17,7 @@ import itertools
 from collections import Counter
 from typing import Iterator, Mapping
 
-from selp.adapt.rules import CQ, Query, add, make_cq, term_vars, walk
+from selp.adapt.rules import CQ, Query, add, make_cq, query_key, term_vars, walk
 from selp.language.ast import SkolemTerm, Term, Var
 
 Defs = Mapping[str, Query]
@@ -98,43 +98,67 @@ def folds(q: Query, view: str, defn: Query, limit: int = 64) -> Iterator[Query]:
     """Fold-with-remainder rewritings of ``q`` with the view ``view`` defined by ``defn`` (over
     the same relations as ``q``'s atoms), at most ``limit``."""
     n = 0
-    view_rels = [(d, b, Counter(r for r, _ in d.body)) for d, b in sorted(defn.items(), key=lambda x: x[0].key)]
+    dkey = query_key(defn)
     for cq, a in sorted(q.items(), key=lambda x: x[0].key):
-        cq_rels = Counter(r for r, _ in cq.body)
-        for d, b, rels in view_rels:
-            # a body embeds only into a CQ holding its relations (with multiplicity): a cheap
-            # filter before matching, since most views share no relation with most CQs
-            if a % b or not d.body or any(cq_rels[r] < k for r, k in rels.items()):
+        for b, x, remainder in _fold_pieces(cq, view, defn, dkey):
+            if a % b:
                 continue
-            existential = d.vars() - {v for t in d.head for v in term_vars(t)}
-            seen: set[str] = set()
-            for theta, used in _match(list(d.body), list(cq.body), {}, set()):
-                context = [atom for j, atom in enumerate(cq.body) if j not in used]
-                # the view's '!=' constraints must be the CQ's too (else the CQ would not cancel);
-                # they move into the view, the others stay in the context
-                mapped = [(_sub(x, theta), _sub(y, theta)) for x, y in d.unequal]
-                if not all((x, y) in cq.unequal or (y, x) in cq.unequal for x, y in mapped):
-                    continue
-                inside = set(mapped) | {(y, x) for x, y in mapped}
-                neq = [pair for pair in cq.unequal if pair not in inside]
-                if not _existentials_private(theta, existential, cq.head, context, neq):
-                    continue
-                folded_atom = (view, tuple(_sub(t, theta) for t in d.head))
-                parts_body = [folded_atom] + context
-                x = make_cq(cq.head, parts_body, (), neq)
-                if x is None or x.key in seen:
-                    continue
-                seen.add(x.key)
-                k = a // b
-                new = add(q, x, k)
-                for u, m in unfold_parts(cq.head, parts_body, neq, 0, defn).items():
-                    new = add(new, u, -k * m)
-                if cq in new and new[cq] == a:
-                    continue  # the CQ did not cancel: this would be augmentation alone
-                yield new
-                n += 1
-                if n >= limit:
-                    return
+            k = a // b
+            new = add(q, x, k)
+            for u, m in remainder.items():
+                new = add(new, u, -k * m)
+            if cq in new and new[cq] == a:
+                continue  # the CQ did not cancel: this would be augmentation alone
+            yield new
+            n += 1
+            if n >= limit:
+                return
+
+
+_PIECES: dict[tuple, list[tuple[int, CQ, Query]]] = {}
+MAX_PIECES = 200_000  # memo entries kept (a search meets the same CQ/view pairs again and again)
+
+
+def _fold_pieces(cq: CQ, view: str, defn: Query, dkey: tuple) -> list[tuple[int, CQ, Query]]:
+    """The ways one CQ folds into ``view``: ``(b, X, unfold(X))`` per embedding of a rule of
+    coefficient ``b``, where ``X`` is ``view(θ·head)`` joined with the CQ's unmatched atoms.
+    Memoised: CQs are interned, so a pair met again in the search (or the next view's search)
+    costs a lookup, not a matching and an unfolding."""
+    memo_key = (cq, view, dkey)
+    hit = _PIECES.get(memo_key)
+    if hit is not None:
+        return hit
+    out: list[tuple[int, CQ, Query]] = []
+    cq_rels = Counter(r for r, _ in cq.body)
+    for d, b in sorted(defn.items(), key=lambda x: x[0].key):
+        rels = Counter(r for r, _ in d.body)
+        # a body embeds only into a CQ holding its relations (with multiplicity): a cheap
+        # filter before matching, since most views share no relation with most CQs
+        if not d.body or any(cq_rels[r] < k for r, k in rels.items()):
+            continue
+        existential = d.vars() - {v for t in d.head for v in term_vars(t)}
+        seen: set[str] = set()
+        for theta, used in _match(list(d.body), list(cq.body), {}, set()):
+            context = [atom for j, atom in enumerate(cq.body) if j not in used]
+            # the view's '!=' constraints must be the CQ's too (else the CQ would not cancel);
+            # they move into the view, the others stay in the context
+            mapped = [(_sub(x, theta), _sub(y, theta)) for x, y in d.unequal]
+            if not all((x, y) in cq.unequal or (y, x) in cq.unequal for x, y in mapped):
+                continue
+            inside = set(mapped) | {(y, x) for x, y in mapped}
+            neq = [pair for pair in cq.unequal if pair not in inside]
+            if not _existentials_private(theta, existential, cq.head, context, neq):
+                continue
+            parts_body = [(view, tuple(_sub(t, theta) for t in d.head))] + context
+            x = make_cq(cq.head, parts_body, (), neq)
+            if x is None or x.key in seen:
+                continue
+            seen.add(x.key)
+            out.append((b, x, unfold_parts(cq.head, parts_body, neq, 0, defn)))
+    if len(_PIECES) >= MAX_PIECES:
+        _PIECES.clear()
+    _PIECES[memo_key] = out
+    return out
 
 
 def _sub(t: Term, theta: Mapping[Var, Term]) -> Term:

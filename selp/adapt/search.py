@@ -5,8 +5,10 @@ base relations. Each step polls the cheapest pending plan, asks every materialis
 ``C_V`` cheapest fold-with-remainder rewritings, and queues the ``C_S`` cheapest new ones while
 fewer than ``C_Q`` plans are done (the paper's code bounds the done set, not the queue). The
 search stops when the queue is empty or the time budget, a fraction of the input plan's
-estimated running time, is spent; the cheapest executable plan seen wins. The first plan is always expanded,
-so that a tight budget still tries folding into the old views.
+estimated running time, is spent — also inside an expansion, which tries the view's own old
+instance first and then the views sharing most relations with the plan; the cheapest executable
+plan seen wins. The first plan is always expanded (with one view at least), so that a tight budget
+still tries folding into the old view.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from selp.adapt.zprogram import Stats
 
 C_S, C_V, C_Q = 8, 4, 128
 BUDGET_FRACTION = 0.1  # of the recomputation's estimated time
-MIN_BUDGET, MAX_BUDGET = 0.05, 5.0  # seconds: a floor for tiny views, a cap for the estimate's errors
+MIN_BUDGET, MAX_BUDGET = 0.001, 5.0  # seconds: a floor for tiny views, a cap for the estimate's errors
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,11 @@ class Plan:
     seconds: float
 
 
-def search(original: Query, base: Query, views: Mapping[str, Query], stats: Callable[[str], Stats], budget: float | None = None) -> Plan:
+def search(original: Query, base: Query, views: Mapping[str, Query], stats: Callable[[str], Stats], budget: float | None = None,
+           first: tuple[str, ...] = ()) -> Plan:
     """The cheapest plan for a view whose input plan is ``original`` and whose unfolding over
-    base relations is ``base``; ``views`` are the materialised views with their base definitions."""
+    base relations is ``base``; ``views`` are the materialised views with their base definitions,
+    those named in ``first`` (the view's own old instance) tried first."""
     start = time.perf_counter()
     recompute = query_cost(original, stats)
     if budget is None:
@@ -68,11 +72,15 @@ def search(original: Query, base: Query, views: Mapping[str, Query], stats: Call
         done.append((cost, p))
         found: list[tuple[float, int, Query]] = []
         plan_rels = {r for cq in p for r, _ in cq.body}
-        for name, defn in views.items():
-            if not view_rels[name] & plan_rels:
-                continue
-            cands = [(query_cost(c, stats), next(tie), c) for c in folds(p, name, defn) if query_key(c) not in seen]
+        # the most promising views first (the view's old instance, then those sharing the most
+        # relations with the plan), so that a budget spent inside one expansion has tried them
+        order = sorted((name for name in views if view_rels[name] & plan_rels),
+                       key=lambda name: (name not in first, -len(view_rels[name] & plan_rels), name))
+        for name in order:
+            cands = [(query_cost(c, stats), next(tie), c) for c in folds(p, name, views[name]) if query_key(c) not in seen]
             found += sorted(cands, key=lambda x: x[:2])[:C_V]
+            if time.perf_counter() - start >= budget:
+                break
         for c_cost, _, c in sorted(found, key=lambda x: x[:2])[:C_S]:
             if len(done) >= C_Q:
                 break
@@ -80,6 +88,6 @@ def search(original: Query, base: Query, views: Mapping[str, Query], stats: Call
     candidates = done + [(c, q) for c, _, q in pending]
     runnable = [(c, q) for c, q in candidates if all(executable(cq) for cq in q)]
     best_cost, best = min(runnable, key=lambda x: x[0]) if runnable else (recompute, original)
-    if best_cost > recompute:
+    if best_cost >= recompute:  # a rewriting no cheaper is no gain: the input plan reads what is materialised
         best_cost, best = recompute, original
     return Plan(best, best_cost, recompute, len(done), time.perf_counter() - start)

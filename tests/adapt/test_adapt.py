@@ -94,3 +94,19 @@ def test_added_view_column_is_read_from_the_provenance_table() -> None:
         reads[provenance] = {rel for cq in plan.plan.query for rel, _ in cq.body}
         assert len(from_text(eng.get("gene@new"))) == 2000
     assert reads == {True: {"r1@prov"}, False: {"bioentry", "term"}}
+
+
+def test_a_rewriting_no_cheaper_than_the_input_plan_is_not_chosen() -> None:
+    """A source gains a default column (``s2 :- s``, materialised first) and a new view reads it:
+    unfolding ``s2`` back to ``s`` is estimated at the same cost, and the input plan — reading
+    the materialised ``s2@new`` as it stands — is what runs."""
+    old = parse_program("v(X, Y) :- s(X, Y).")
+    new = parse_program('s2(X, Y, "d") :- s(X, Y).\nw(X, D) :- s2(X, Y, D).')
+    eng = DuckZ()
+    eng.put("s", 2, to_text({(i, i % 7): 1 for i in range(500)}))
+    materialise(eng, old, False)
+    plans = {vp.relation: vp for vp in adapt(eng, old, new, False)}
+    w = plans["w@new"].plan
+    assert {rel for cq in w.query for rel, _ in cq.body} == {"s2@new"}
+    assert w.cost == w.recompute_cost
+    assert from_text(eng.get("w@new")) == {(i, "d"): 1 for i in range(500)}

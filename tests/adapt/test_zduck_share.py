@@ -1,0 +1,54 @@
+"""DuckDB Z-relations: an unchanged copy shares its source's table (no rows copied), and the
+sharing never lets a later change of one relation show through the other."""
+
+from __future__ import annotations
+
+from selp.adapt.zduck import DuckZ
+from selp.adapt.zprogram import lower
+from selp.language.parser import parse_program
+
+
+def _copy(eng: DuckZ, target: str, source: str) -> None:
+    rule = parse_program(f"{target}(X, Y) :- {source}(X, Y).").rules[0]
+    eng.define(target, 2, [lower(rule, {source: 2})])
+
+
+def test_a_copy_shares_the_table_and_survives_the_source_changing() -> None:
+    eng = DuckZ()
+    eng.put("q", 2, {("1", "a"): 2, ("2", "b"): -1})
+    _copy(eng, "q@new", "q")
+    assert eng.table["q@new"] == eng.table["q"]  # by reference: no second table
+    eng.put("q", 2, {("9", "z"): 1})  # the source is replaced: the copy keeps the old rows
+    assert eng.get("q@new") == {("1", "a"): 2, ("2", "b"): -1}
+    assert eng.get("q") == {("9", "z"): 1}
+    eng.drop("q")
+    assert eng.get("q@new") == {("1", "a"): 2, ("2", "b"): -1}
+
+
+def test_renaming_a_copy_over_its_source_and_redefining_it_keeps_values_apart() -> None:
+    eng = DuckZ()
+    eng.put("q", 2, {("1", "a"): 1})
+    _copy(eng, "q@new", "q")
+    _copy(eng, "r", "q")
+    eng.rename("q@new", "q")  # commit: the old name now holds the (shared) new instance
+    rule = parse_program('q(X, Y) :- r(X, Y).\n-q(X, Y) :- r(X, Y), X = 1.').rules
+    eng.define("q", 2, [lower(r, {"r": 2}) for r in rule])  # q redefined from its own copy
+    assert eng.get("q") == {}
+    assert eng.get("r") == {("1", "a"): 1}
+    assert eng.same("r", "r") and not eng.same("q", "r")
+    assert sorted(eng.names()) == ["q", "r"]
+    # the tables no relation refers to are gone
+    stored = {row[0] for row in eng.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert stored == {eng.table["q"], eng.table["r"]}
+
+
+def test_put_after_statistics_and_comparison() -> None:
+    """Reading statistics or comparing relations leaves no open result that would refuse the
+    next bulk load (the CDSS stores a relation right after asking a delta's statistics)."""
+    eng = DuckZ()
+    eng.put("a", 1, {("1",): 1, ("2",): 3})
+    assert eng.stats("a").rows == 2
+    eng.put("b", 1, {("1",): 1})
+    assert not eng.same("a", "b")
+    eng.put("c", 1, {("2",): 3})
+    assert eng.get("c") == {("2",): 3}
