@@ -381,7 +381,7 @@ def _recursive(rule, members: set[str]) -> list[int]:
 
 
 def _unknown(new: DataFrame, known: DataFrame, cols: list[str]) -> DataFrame:
-    """The rows of ``new`` not in ``known`` (both small enough to broadcast ``known``).
+    """The rows of ``new`` not in ``known`` (``known`` small enough to broadcast).
 
     The broadcast table is keyed on one 64-bit hash of all columns, the columns compared only on
     a hash match: with the columns as keys every probe builds and hashes a row of strings. The
