@@ -1,5 +1,5 @@
 """The DTable of one decomposable component in one partition: DuckDB and the compiled kernel
-over Arrow, in the Spark DTable's encoding.
+over Arrow, packed for the Spark DTable (:mod:`selp.topk.packed`).
 
 This is what a Spark task runs for a partition of a decomposable component of P_p
 (:mod:`selp.topk.spark_partitioned`). A derivation of a fact of the component only uses facts of
@@ -18,10 +18,12 @@ the partition's facts are computed here, whole:
    ``xxhash64("N", rule, child origins..)``, the rule's prefix hashed by Spark on the driver),
    so the order -- ties broken on the origin -- and the same-origin dedup are the global
    rounds' own;
-4. out come the member facts' entries, **ranked and keyed here**, in the Spark DTable's own
-   columns (``_f``, ``_g``, ..., ``_ch``, ``rank``): a seed entry that made its fact's k best is
-   given back as it came (its rule and child pointers), another one with its children as
-   (fact key, origin) pointers. Nothing is left for Spark to hash, group or rank.
+4. out come the member facts' entries, **ranked and keyed here**, packed
+   (:class:`~selp.topk.packed.Packed`): the facts once, the entries as integer and float
+   columns (fact number, weight, size, origin, rule code, child pointers, rank). A seed entry
+   that made its fact's k best is given back as it came (its rule and child pointers), another
+   one with its children as (fact key, origin) pointers. Nothing is left for Spark to hash,
+   group or rank, and unpacking gives the Spark DTable's own rows.
 
 Fact keys. A member fact's ``_f`` is not Spark's ``xxhash64(relation, args)`` but a key made
 here: the partition's number and the fact's number in it, mixed by a bijection of 64-bit words
@@ -45,22 +47,11 @@ from selp.engines.embedded.sql import columns, compile_body, ident
 from selp.engines.embedded.store import close, connect, table
 from selp.language.ast import Atom
 from selp.topk.kernel import Hypergraph, run_kernel
+from selp.topk.packed import PTR_ARROW, Packed, fact_keys
+
+__all__ = ["DTableTask", "Packed", "fact_keys", "partition_dtable"]
 
 ENTRY_COLUMNS = ("_w", "_s", "_o", "_f")  # an entry's weight (float64), size, origin, fact key, after c0..
-_GAMMA, _M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-
-
-def fact_keys(salt: int, partition: int, n: int) -> np.ndarray:
-    """The ``_f`` keys of facts 0..n-1 of a partition (see the module docstring): SplitMix64's
-    output -- a bijection of 64-bit words -- for ``salt ^ (partition << 40 | i)``, so distinct
-    (partition, fact) pairs get distinct keys."""
-    x = (np.uint64(partition) << np.uint64(40)) | np.arange(n, dtype=np.uint64)
-    x ^= np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
-    with np.errstate(over="ignore"):
-        x += _GAMMA  # SplitMix64's step: the finaliser alone maps 0 to 0
-        x = (x ^ (x >> np.uint64(30))) * _M1
-        x = (x ^ (x >> np.uint64(27))) * _M2
-    return (x ^ (x >> np.uint64(31))).view(np.int64)
 
 
 @dataclass(frozen=True)
@@ -134,15 +125,16 @@ def _fact_args(con: Any, store: Any, rels: list[str], offsets: Mapping[str, tupl
     return pa.concat_arrays(parts)
 
 
-def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping[str, Any], partition: int = 0) -> Any:
+def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping[str, Any], partition: int = 0) -> Packed | None:
     """The entries of the component's facts in one partition (see the module docstring).
 
     ``seeds``: member -> Arrow table of seed entries (c0.., ``_w``, ``_s``, ``_o``, ``_rule``,
     ``_ch``); ``inputs``: every other relation the recursive rules read -> its entries (c0..,
     ``_w``, ``_s``, ``_o``, ``_f``); ``partition``: this partition's number (in the member
-    facts' keys). Returns an Arrow table of the k best entries of every member fact: ``_f``,
-    ``_g``, ``relation``, ``args``, ``_w``, ``_s``, ``_o``, ``_rule``, ``_ch`` (pointers
-    (fact key, origin)) and ``rank``; None when there is none."""
+    facts' keys). Returns the member facts and their k best entries, packed
+    (:class:`~selp.topk.packed.Packed`; :func:`selp.topk.packed.unpack_entries` gives the rows
+    ``_f``, ``_g``, ``relation``, ``args``, ``_w``, ``_s``, ``_o``, ``_rule``, ``_ch`` (pointers
+    (fact key, origin)) and ``rank``); None when there is none."""
     comp = task.component
     con = connect(threads=comp.threads)
     try:
@@ -210,7 +202,7 @@ def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping
             leaf_size=leaf_size, origin_mode=1,
         )
         res = run_kernel(graph, task.combine, task.sign, task.k)
-        args = _fact_args(con, store, rels, offsets)
+        args = _fact_args(con, store, members, offsets)  # members' ids are 0..M-1
     finally:
         close(con)
     # every fact's key: the members' made here, an input fact's from its entries (the leaves)
@@ -219,48 +211,49 @@ def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping
     if leaf_tables:
         fact_f[np.concatenate(heads[:len(leaf_tables)])] = np.concatenate(
             [t.column("_f").to_numpy(zero_copy_only=False).astype(np.int64) for _, t in leaf_tables])
-    return _entries(task, res, graph, rels, offsets, args, n_members, n_leaves, first_seed,
-                    [t for _, t in seed_tables], fact_f, partition)
+    return _packed(task, res, graph, members, offsets, args, n_members, n_leaves, first_seed,
+                   [t for _, t in seed_tables], fact_f)
 
 
-def _entries(task: DTableTask, res: Any, g: Hypergraph, rels: list[str], offsets: Mapping[str, tuple[int, int]],
-             args: Any, n_members: int, n_copies: int, first_seed: int, seed_tables: list[Any],
-             fact_f: np.ndarray, partition: int) -> Any:
-    """The member facts' entries as the Arrow table :func:`partition_dtable` returns."""
+def _packed(task: DTableTask, res: Any, g: Hypergraph, members: list[str], offsets: Mapping[str, tuple[int, int]],
+            args: Any, n_members: int, n_copies: int, first_seed: int, seed_tables: list[Any],
+            fact_f: np.ndarray) -> Packed | None:
+    """The member facts and their entries, packed (:class:`selp.topk.packed.Packed`), as
+    :func:`partition_dtable` returns them: integer and float columns, no Python per entry."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     fp = res.fact_ptr
     n = int(fp[n_members])
     if not n:
         return None
-    fact_rel = np.zeros(len(args), np.int32)
-    for i, rel in enumerate(rels):
+    fact_rel = np.zeros(n_members, np.int32)
+    for i, rel in enumerate(members):
         first, m = offsets[rel]
         fact_rel[first:first + m] = i
-    rel_names = pa.array(rels, pa.string())
-    owner = np.repeat(np.arange(n_members, dtype=np.int64), np.diff(fp[:n_members + 1]))
+    facts = pa.table({"relation": pa.DictionaryArray.from_arrays(pa.array(fact_rel), pa.array(members, pa.string())),
+                      "args": args})
+    owner = np.repeat(np.arange(n_members, dtype=np.int32), np.diff(fp[:n_members + 1]))
     # the kernel lists a fact's entries best first: the rank is the position in the list
     rank = (np.arange(n, dtype=np.int64) - fp[owner] + 1).astype(np.int32)
     inst = res.inst[:n]
     copied = inst < n_copies  # a seed entry (members have no other copy step)
-    ptr_type = pa.list_(pa.struct([("f", pa.int64()), ("o", pa.int64())]))
-
-    def part(e: np.ndarray, rule: Any, ch: Any) -> Any:
-        return pa.table({
-            "_f": pa.array(fact_f[owner[e]]), "_g": pa.array(np.full(len(e), partition, np.int32)),
-            "relation": rel_names.take(pa.array(fact_rel[owner[e]])), "args": args.take(pa.array(owner[e])),
-            "_w": pa.array(res.w[e]), "_s": pa.array(res.size[e]), "_o": pa.array(res.origin[e]),
-            "_rule": rule, "_ch": ch, "rank": pa.array(rank[e]),
-        })
-
-    parts = []
+    # one dictionary of rule names: the recursive rules' and the seeds' (exit rules)
+    names = [r.name for r in task.component.recursive_rules]
+    seeds = pa.concat_tables([t.select(["_rule", "_ch"]) for t in seed_tables]) if seed_tables else None
+    seed_rule = seeds.column("_rule").combine_chunks().cast(pa.string()) if seeds is not None else pa.array([], pa.string())
+    dictionary = pa.array(sorted(set(names) | {x for x in pc.unique(seed_rule).to_pylist() if x is not None}), pa.string())
+    rule_code = np.zeros(n, np.int32)
+    rule_null = np.zeros(n, np.bool_)
+    ch_parts: list[tuple[np.ndarray, Any]] = []  # (entry numbers, their pointer lists)
     # seed entries, given back as they came
     e = np.flatnonzero(copied)
     if len(e):
-        seeds = pa.concat_tables([t.select(["_rule", "_ch"]) for t in seed_tables])
         rows = pa.array(g.child_fact[g.child_ptr[inst[e]]] - first_seed)
-        parts.append(part(e, seeds.column("_rule").take(rows).combine_chunks().cast(pa.string()),
-                          seeds.column("_ch").take(rows).combine_chunks().cast(ptr_type)))
+        codes = pc.index_in(seed_rule.take(rows), value_set=dictionary)
+        rule_null[e] = codes.is_null().to_numpy(zero_copy_only=False)
+        rule_code[e] = codes.fill_null(0).to_numpy(zero_copy_only=False)
+        ch_parts.append((e, seeds.column("_ch").combine_chunks().take(rows).cast(PTR_ARROW)))  # type: ignore[union-attr]
     # entries of the recursive rules: children as (fact key, origin) of the child's entry
     e = np.flatnonzero(~copied)
     if len(e):
@@ -273,7 +266,15 @@ def _entries(task: DTableTask, res: Any, g: Hypergraph, rels: list[str], offsets
         crank = res.child_rank[np.repeat(res.child_rank_ptr[e], m) + within]
         kids = pa.StructArray.from_arrays(
             [pa.array(fact_f[child]), pa.array(res.origin[fp[child] + crank - 1], pa.int64())], names=["f", "o"])
-        names = np.array([""] + [r.name for r in task.component.recursive_rules], dtype=object)
-        parts.append(part(e, pa.array(names[g.inst_rule[i]], pa.string()),
-                          pa.ListArray.from_arrays(pa.array(off.astype(np.int32)), kids).cast(ptr_type)))
-    return pa.concat_tables(parts)
+        code_of = pc.index_in(pa.array([""] + names, pa.string()), value_set=dictionary).fill_null(0).to_numpy(zero_copy_only=False)
+        rule_code[e] = code_of[g.inst_rule[i]]
+        ch_parts.append((e, pa.ListArray.from_arrays(pa.array(off.astype(np.int32)), kids).cast(PTR_ARROW)))
+    # seed entries first, then the recursive rules' (the order within a fact is its rank's)
+    idx = np.concatenate([p[0] for p in ch_parts])
+    entries = pa.table({
+        "_i": pa.array(owner[idx]), "_w": pa.array(res.w[idx]), "_s": pa.array(res.size[idx]),
+        "_o": pa.array(res.origin[idx]),
+        "_rule": pa.DictionaryArray.from_arrays(pa.array(rule_code[idx], mask=rule_null[idx]), dictionary),
+        "_ch": pa.concat_arrays([p[1] for p in ch_parts]), "rank": pa.array(rank[idx]),
+    })
+    return Packed(facts, entries)

@@ -190,6 +190,7 @@ class _Home:
     # the entries already ranked (``rank``, no theta): a partition-local component's
     # (selp.topk.spark_partitioned), whose single piece is this frame without ``rank``
     ranked: DataFrame | None = None
+    packed: DataFrame | None = None  # what ``ranked`` is unpacked from (selp.topk.packed), held until the end
 
     def all_entries(self) -> DataFrame | None:
         return union_all(self.pieces) if self.pieces else None
@@ -926,8 +927,9 @@ def run_topk_spark(
         pieces = [p for h in engine.homes if h.ranked is None for p in h.pieces]
         thetas = [h.theta for h in engine.homes if h.theta is not None]
         done = [h.ranked for h in engine.homes if h.ranked is not None]
+        packed = [h.packed for h in engine.homes if h.packed is not None]
         result = SparkDTable(
-            task, spark, union_all(pieces) if pieces else None, thetas, pieces + thetas + done, engine.rounds,
+            task, spark, union_all(pieces) if pieces else None, thetas, pieces + thetas + done + packed, engine.rounds,
             0.0, load_seconds, fixpoint_seconds, list(db.warnings), engine.total, engine.small_rounds,
         )
         result.plan, result.ranked_parts = engine.plan, done
@@ -940,7 +942,7 @@ def run_topk_spark(
         engine.release_all()
         if not ok:
             for h in engine.homes:
-                for p in h.pieces + ([h.ranked] if h.ranked is not None else []):
+                for p in h.pieces + [x for x in (h.ranked, h.packed) if x is not None]:
                     release(p)
                 if h.theta is not None:
                     release(h.theta)

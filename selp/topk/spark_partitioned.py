@@ -14,11 +14,15 @@ and the compiled kernel over Arrow, ``mapInArrow``):
 * each task ranks its facts' derivations with the kernel, whose origins are Spark's
   (``xxhash64``): same total order (key, size, origin), same same-origin dedup;
 * each task gives back its facts' k best entries **finished**: fact keys, child pointers as (fact
-  key, origin) and ranks are made in the task (:mod:`selp.topk.component`), so the job's output
-  -- compact columns, cut once -- is the component's part of the ranked DTable as it is. No
-  fact hashing after the job, no ``theta`` (a group-by shuffle) and no ranking join: the saved
-  DTable, ``trees`` and ``explain`` read these entries as any other, and a later component's
-  global rounds read them as entries of a lower relation.
+  key, origin) and ranks are made in the task (:mod:`selp.topk.component`). No fact hashing
+  after the job, no ``theta`` (a group-by shuffle) and no ranking join;
+* and **packed** (:mod:`selp.topk.packed`): the facts once, the entries as integer and float
+  columns, crossing into Spark as a few binary blobs (Arrow IPC) per partition -- Spark copies
+  bytes instead of building a row with strings per entry. The job's output, cut once, *is* the
+  component's part of the DTable. It is unpacked into the DTable's rows (a ``mapInArrow``,
+  cut lazily: computed by the first job that reads it, then kept) only when something reads
+  them: the saved DTable, ``trees`` and ``explain``, or a later component's global rounds,
+  which read these entries as entries of a lower relation.
 
 Used when ``spark.selp.partitionLocal`` is on (the default), the monoid has a compiled form (the
 built-in ones), and the broadcast entries are at most ``spark.selp.partitionLocal.broadcastRows``.
@@ -42,7 +46,9 @@ from selp.engines.spark_partitioned import ENABLED_CONF, BROADCAST_ROWS_CONF, Se
 from selp.instrument.witness import is_filter_relation
 from selp.language.ast import Atom
 from selp.language.validate import Component
+from selp.engines.spark_frames import cut
 from selp.topk.component import DTableTask, partition_dtable
+from selp.topk.packed import Unpack, blob_schema, blobs
 from selp.topk.embedded import COMPILED
 from selp.topk.spark_dtable import PTR, materialize_observed
 
@@ -143,9 +149,10 @@ class PartitionDTable:
             inputs[rel] = _as_columns(rows, arity[rel], ["_w", "_s", "_o", "_f"])
         if self.broadcast is not None:
             inputs.update(self.broadcast.value)
-        out = partition_dtable(self.task, seeds, inputs, TaskContext.get().partitionId())
+        partition = TaskContext.get().partitionId()
+        out = partition_dtable(self.task, seeds, inputs, partition)
         if out is not None:
-            yield from out.to_batches(max_chunksize=65536)
+            yield from blobs(out, partition, sorted(self.task.component.members))
 
 
 def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Settings, home: Any) -> int:
@@ -203,16 +210,21 @@ def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Se
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # pyspark's pandas-version check; no pandas here
-        mapped = rows.mapInArrow(PartitionDTable(dtask, tuple(sorted(d.keyed)), bc), _OUT)
-    out = mapped.select(
-        "_f", "_g", "relation", "args", F.col("_w").cast(engine.wt.type).alias("_w"), "_s", "_o", "_rule", "_ch", "rank")
-    # the one job: every partition's DTable, cut (the entries are read by the ranking, the
-    # pointers and later components), with the counts observed on the way
-    ranked, counts = materialize_observed(out, [F.count_if(F.col("relation") == rel).alias(f"n{i}") for i, rel in enumerate(members)])
+        mapped = rows.mapInArrow(PartitionDTable(dtask, tuple(sorted(d.keyed)), bc), blob_schema(len(members)))
+    # the one job: every partition's DTable, packed and cut, with the counts observed on the way
+    packed, counts = materialize_observed(mapped, [F.sum(f"n{i}").alias(f"n{i}") for i in range(len(members))])
     if bc is not None:
         bc.unpersist()
-    admitted = {rel: counts[f"n{i}"] for i, rel in enumerate(members) if counts[f"n{i}"]}
+    admitted = {rel: int(counts[f"n{i}"] or 0) for i, rel in enumerate(members) if counts[f"n{i}"]}
     n = sum(admitted.values())
+    # the rows of the entries, unpacked when first read (the ranks, pointers, trees, a later
+    # component) and kept from then on: a DTable nobody reads is never unpacked
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        rows_out = packed.mapInArrow(Unpack(dtask.salt), _OUT)
+    ranked = cut(rows_out.select(
+        "_f", "_g", "relation", "args", F.col("_w").cast(engine.wt.type).alias("_w"), "_s", "_o", "_rule", "_ch", "rank"))
+    home.packed = packed
     home.pieces, home.piece_rows = [ranked.drop("rank")], [n]
     home.ranked = ranked
     home.admitted, home.live = dict(admitted), dict(admitted)

@@ -1,0 +1,62 @@
+"""Issue 19, the top-k targets: eval and top-k of every fact (``path(*, *)``, k = 1, 3, 7) on the
+anchors graph, ``local[2]``, driver 2g, one warm session, each line once; after top-3, top-3
+again followed by reading every entry's row (``ranked().count()``: what a reader of the DTable
+-- save, trees -- pays on top). Prints one JSON line per run (the load average at its end).
+
+Usage: ``PYTHONPATH=TREE python bench_topk.py OUT_DIR NODES LABEL [profile]`` -- run it with
+each code tree's PYTHONPATH in turn for a side-by-side; ``profile`` adds the seconds spent in
+the partition-local job (``materialize_observed``) to each top-k line.
+"""
+import json, os, sys, time
+from pathlib import Path
+out = Path(sys.argv[1]); nodes = int(sys.argv[2]); label = sys.argv[3]; prof = len(sys.argv) > 4
+import selp
+from selp.gen.anchors import generate_graph
+work = out / "work"
+stats = generate_graph(nodes, work)
+db = str(work / "db")
+from selp.database import load_database
+from selp.engines.spark import run_spark
+from selp.engines.spark_session import get_spark
+from selp.language import parse_program_file
+from selp.language.pattern_parser import parse_pattern
+from selp.language.validate import analyze
+from selp.topk.monoid import get_monoid
+from selp.topk.spark import run_topk_spark
+from selp.topk.task import make_task
+import selp.topk.spark_partitioned as sp
+import selp.topk.spark_dtable as sd
+analysis = analyze(parse_program_file(str(work / "tc.dl")))
+spark = get_spark("local[2]", {"spark.driver.memory": "2g"})
+if prof:
+    steps = {}
+    def wrap(mod, name):
+        f = getattr(mod, name)
+        def g(*a, **k):
+            t = time.perf_counter(); r = f(*a, **k)
+            steps[name] = steps.get(name, 0) + time.perf_counter() - t
+            return r
+        setattr(mod, name, g)
+    wrap(sp, "materialize_observed")
+def ev():
+    r = run_spark(analysis, db, spark); n = r.count("path"); r.close(); return n
+ev()
+rows = []
+def timed(what, fn):
+    t = time.perf_counter(); x = fn(); s = time.perf_counter() - t
+    rows.append({"label": label, "run": what, "seconds": round(s, 2), "load": os.getloadavg()[0], **x}); print(json.dumps(rows[-1]), flush=True)
+timed("eval", lambda: {"path": ev()})
+types = load_database(analysis, db).types
+for k in (1, 3, 7):
+    task = make_task(analysis, types, get_monoid("confidence"), k, parse_pattern("path(*, *)"), "path(*, *)")
+    def topk(task=task):
+        if prof: steps.clear()
+        r = run_topk_spark(task, db, spark); n = r.live_count; r.close()
+        return {"k": task.k, "entries": n, **({"steps": {a: round(b, 2) for a, b in steps.items()}} if prof else {})}
+    timed(f"topk k={k}", topk)
+    if k == 3:
+        def read_rows(task=task):
+            r = run_topk_spark(task, db, spark); n = r.ranked().count(); r.close()
+            return {"k": 3, "rows": n}
+        timed("topk k=3 + every entry row read (ranked().count())", read_rows)
+spark.stop()
