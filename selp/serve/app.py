@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import re
 import time
 from dataclasses import dataclass, field
@@ -90,11 +91,15 @@ def int_param(request: Request, name: str, default: int, high: int = K_MAX) -> i
 
 
 async def settle(job: Job, seconds: float) -> Job:
-    """Wait up to ``seconds`` for ``job`` to end."""
+    """Wait up to ``seconds`` for ``job`` to end; a snapshot of it, taken once.
+
+    The job's thread may end it at any moment: a page that branched on a status read before
+    that and rendered one read after it showed neither progress nor result. The snapshot keeps
+    one page's reads consistent (its result is set before its status says done)."""
     end = time.monotonic() + seconds
     while job.status == "running" and time.monotonic() < end:
         await asyncio.sleep(0.05)
-    return job
+    return copy.copy(job)
 
 
 def create_app(config: ServeConfig) -> Starlette:
@@ -157,7 +162,7 @@ def create_app(config: ServeConfig) -> Starlette:
             return render("program.html", error=one_line(str(err)))
         key = ("eval", config.program, config.db_dir)
         job = job_for(request, key, work.evaluate, config.program, config.db_dir, config.engine, config.master, config.conf)
-        await settle(job, WAIT)
+        job = await settle(job, WAIT)
         rules = [{"name": r.name, "weight": r.weight, "text": format_rule(r)} for r in analysis.program.rules]
         strata = [{"relations": s, "recursive": recursive_components(analysis, i)} for i, s in enumerate(analysis.strata)]
         return render("program.html", rules=rules, relations=relations_report(analysis, resolve_types(analysis)),
