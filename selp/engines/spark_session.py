@@ -21,6 +21,7 @@ from typing import Callable
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from selp.engines import spark_archive
 from selp.errors import SelpError
 
 # Settings that are sensible whatever the master is.
@@ -154,10 +155,11 @@ def _is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[") or master.startswith("local-cluster[")
 
 
-def driver_java_options(master: str, level: str, short: bool) -> str:
+def driver_java_options(master: str, level: str, short: bool, archive: str = "") -> str:
     """The driver JVM's options when selp launches it: the log configuration for ``level``, and
-    for a ``short`` session on a local master the C1-only compiler (:data:`_SHORT_JVM_OPTIONS`)."""
-    jvm = f"{_SHORT_JVM_OPTIONS} " if short and _is_local(master) else ""
+    for a ``short`` session on a local master the C1-only compiler (:data:`_SHORT_JVM_OPTIONS`)
+    and ``archive``, the class-data archive's options (:mod:`selp.engines.spark_archive`)."""
+    jvm = f"{_SHORT_JVM_OPTIONS} {archive + ' ' if archive else ''}" if short and _is_local(master) else ""
     return f"{jvm}-Dlog4j2.configurationFile=file:{_log4j_config(level)}"
 
 
@@ -216,7 +218,8 @@ def get_spark(
     errors only, by default); every session gets adaptive
     query execution, UTC and ``spark.sql.shuffle.partitions`` = 2 x the default parallelism.
     ``short``: the session serves one short computation (a goal-directed explain), so a local
-    JVM launched now compiles with C1 only (unless ``spark.driver.extraJavaOptions`` is given).
+    JVM launched now compiles with C1 only and starts from the class-data archive
+    (:mod:`selp.engines.spark_archive`), unless ``spark.driver.extraJavaOptions`` is given.
     """
     conf = dict(conf or {})
     active = SparkSession.getActiveSession()
@@ -238,9 +241,12 @@ def get_spark(
         settings.update(_LOCAL_DEFAULTS)
         if fresh_jvm and not _driver_memory_preset(conf):
             settings["spark.driver.memory"] = _LOCAL_DRIVER_MEMORY
+    archive, dumping = "", None
     if fresh_jvm and "spark.driver.extraJavaOptions" not in conf:
         # JVM options only matter (and only reach the JVM) when spark-submit launches it now.
-        settings["spark.driver.extraJavaOptions"] = driver_java_options(effective_master, level, short)
+        if short and _is_local(effective_master) and spark_archive.enabled(conf):
+            archive, dumping = spark_archive.jvm_options()
+        settings["spark.driver.extraJavaOptions"] = driver_java_options(effective_master, level, short, archive)
     settings.update(conf)
 
     builder = SparkSession.builder.master(effective_master).appName(app_name)
@@ -250,6 +256,8 @@ def get_spark(
         # pyspark warns about pandas versions on start-up; it is noise for a CLI user
         warnings.simplefilter("ignore", FutureWarning)
         spark = builder.getOrCreate()
+    if dumping is not None:
+        spark_archive.finish(dumping, SparkContext._gateway)  # type: ignore[attr-defined]
     _set_log_levels(spark, level)
     if "spark.sql.shuffle.partitions" not in conf:
         # defaultParallelism is the number of cores Spark can use (local[N] or executors)

@@ -3,7 +3,8 @@
 Usage: ``PYTHONPATH=. python datasets/results/spark-explain/phases.py WORK [FACT] [warm]``
 (WORK: a directory with ``tc.dl`` and ``db/`` as ``bench.py`` generates them; FACT default
 ``path(0, 1)``; ``warm``: run the top-k a second time in the same session). ``PHASES_CONF`` (a
-JSON object) adds session settings, e.g. ``{"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}``.
+JSON object) adds session settings, e.g. ``{"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}``; ``PHASES_JOBS=1`` lists every
+job with its stages' names after the run.
 Phases are timed by wrapping the engine's steps; jobs are counted from Spark's job ids (each
 phase's count is the newest id after it minus the newest before it). Prints the trees on stdout
 and the phases on stderr.
@@ -70,6 +71,15 @@ def main() -> None:
     print(render_text(answers(table, fact)))
     for step in table.plan:
         say(str(step))
+    if os.environ.get("PHASES_JOBS"):
+        # every job with the names (call sites) of its stages: which code ran it
+        tracker = sc.statusTracker()
+        for j in range(last_job() + 1):
+            info = tracker.getJobInfo(j)
+            if info is None:
+                continue
+            names = [(s.name if (s := tracker.getStageInfo(i)) is not None else "?") for i in info.stageIds]
+            say(f"  job {j:3d}: {'; '.join(names)}")
     say(f"{'whole process':28s} {time.perf_counter() - T0:7.2f}s")
 
 
