@@ -115,6 +115,35 @@ def start_spark(master: str | None, conf: dict[str, str], quiet: bool, short: bo
     return start(master, conf, None if quiet else say_printer(False), short)
 
 
+def start_spark_soon(master: str | None, conf: dict[str, str], quiet: bool, short: bool = False) -> Callable[[], Any]:
+    """:func:`start_spark` in a background thread: the JVM starts while the caller parses the
+    program and imports what it runs (the JVM's start is a child process and socket waits, so
+    the two overlap). Returns a function that waits for the session, raising what
+    :func:`start_spark` raised. The thread is a daemon: an error in the caller exits at once."""
+    import threading
+
+    import selp.engines.spark_session  # noqa: F401 - PySpark imported here, never by two threads at once
+
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["spark"] = start_spark(master, conf, quiet, short)
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting caller
+            box["error"] = err
+
+    thread = threading.Thread(target=run, name="selp-spark-start", daemon=True)
+    thread.start()
+
+    def wait() -> Any:
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["spark"]
+
+    return wait
+
+
 def choose_program_engine(engine: str | None, program: str, master: str | None, conf: tuple[str, ...]) -> tuple[str, Engine]:
     """The engine a program command runs on (``--engine``, ``--master``, SELP_ENGINE, the
     selp.toml beside the program, else embedded) and its registered name; ``--master``/``--conf``

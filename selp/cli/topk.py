@@ -11,7 +11,7 @@ from typing import Any, Callable
 import click
 
 from selp.cli.params import TREES_PER_FACT, monoid_plugin_option
-from selp.cli.root import ENGINE_CHOICES, ENGINE_HELP, choose_program_engine, load_program, parse_conf, start_spark
+from selp.cli.root import ENGINE_CHOICES, ENGINE_HELP, choose_program_engine, load_program, parse_conf, start_spark_soon
 from selp.errors import SelpError
 
 
@@ -44,7 +44,13 @@ def _run_topk(program: str, pattern: Any, pattern_text: str | None, k: int, mono
     engine, eng = choose_program_engine(opts["engine"], program, opts["master"], opts["conf"])
     fact_filter = parse_fact_filter(opts["fact_text"]) if opts["fact_text"] else None
     quiet = opts["quiet"]
-    spark = start_spark(opts["master"], parse_conf(opts["conf"]), quiet, short) if eng.needs_spark_session else None
+    spark = None
+    if eng.needs_spark_session:
+        # the JVM starts while the Spark top-k is imported (a second or so of Python)
+        session = start_spark_soon(opts["master"], parse_conf(opts["conf"]), quiet, short)
+        import selp.topk.spark  # noqa: F401
+        import selp.topk.trees  # noqa: F401
+        spark = session()
     t0 = time.perf_counter()
 
     def progress(*args: Any) -> None:
