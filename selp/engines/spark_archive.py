@@ -84,7 +84,10 @@ def jvm_options() -> tuple[str, Path | None]:
 
     With an archive: use it. Without: have this JVM write one, to a file of its own (renamed
     into place by :func:`finish` once the JVM has exited)."""
-    final = archive_path()
+    try:
+        final = archive_path()
+    except (OSError, RuntimeError):  # no home directory, an unreadable jars directory: no archive
+        return "", None
     if final is None:
         return "", None
     if final.is_file():

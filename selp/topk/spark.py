@@ -82,6 +82,7 @@ from selp.language.validate import Component, analyze
 from selp.topk.monoid import ACCESS_LEVELS, BUILTIN, Monoid
 from selp.topk.spark_dtable import PTR, SparkDTable, materialize_observed
 from selp.topk.demand import Demand, is_demand, rewrite
+from selp.topk.spark_onepass import run_one_pass
 from selp.topk.spark_partitioned import choose, run_partition_local
 from selp.topk.task import Task
 from selp.values import decode
@@ -393,14 +394,16 @@ class _Engine:
             .groupBy(*keys)
             .agg(F.max_by(F.col("_weight"), F.col("_seq")).alias("_raw"))
         )
-        raw_df = materialize(raw_df)
-        self.owned.append(raw_df)
         raw = F.col("_raw")
         native = self.wt.native(raw)
         if native is None:
             parsed, valid = F.lit(None).cast(self.wt.type), F.lit(False)
         else:
             parsed, valid = native
+        # counted while it is materialised: when the native parse takes every cell (the usual
+        # case) no job looks for the odd ones (two jobs fewer in a one-shot explain)
+        raw_df, seen = materialize_observed(raw_df, [F.count_if(~valid).alias("odd")])
+        self.owned.append(raw_df)
         # cells the native parse does not take: distinct texts, each with one example fact
         odd = (
             raw_df.filter(~valid)
@@ -408,7 +411,7 @@ class _Engine:
             .agg(*[F.first(F.col(c)).alias(c) for c in keys])
             .limit(_MAX_PYTHON_WEIGHTS + 1)
             .collect()
-        )
+        ) if seen["odd"] else []
         if len(odd) > _MAX_PYTHON_WEIGHTS:
             raise SelpError(f"relation {rel}: more than {_MAX_PYTHON_WEIGHTS} distinct weights the monoid "
                             f"{monoid.name} must parse in Python; use a built-in monoid or --engine local")
@@ -456,6 +459,18 @@ class _Engine:
         if rule.name not in self._entry_cols:  # columns are reusable: build them once per rule
             self._entry_cols[rule.name] = self._entry_columns(rule, positives)
         return plan.select(*self._entry_cols[rule.name])
+
+    def first_candidates(self, rules: tuple[Rule, ...]) -> list[DataFrame]:
+        """The candidates of ``rules`` over every entry admitted so far (no delta): a
+        non-recursive component's one pass, or a partition-local component's seeds."""
+        src = self.sources()
+        plans = []
+        for rule in rules:
+            ext, positives = self.extend(rule)
+            p = self.candidates(rule, ext, positives, None, src)
+            if p is not None:
+                plans.append(p)
+        return plans
 
     def _entry_columns(self, rule: Rule, positives: list[tuple[int, str]]) -> list[Column]:
         """The entry columns of a compiled extended rule's output (see :meth:`extend`)."""
@@ -897,6 +912,15 @@ def run_topk_spark(
             # (which it does not read, nor they it) runs in global rounds
             rest = []
             for comp in batch:
+                if demand is not None and not comp.recursive:
+                    # goal-directed: ranked in its one pass (selp.topk.spark_onepass)
+                    engine.plan.append({"stratum": comp.stratum, "relations": list(comp.relations), "mode": "one pass"})
+                    engine.rounds += 1
+                    n = run_one_pass(engine, comp, _Home())
+                    engine.total += n
+                    if engine.progress:
+                        engine.progress(engine.rounds, n, engine.total)
+                    continue
                 if _reads_demand(comp):
                     # the partition-local DTable takes no filter atoms (as for agg@ filters): it
                     # runs without the recursive rules' guards where that is exact (_unguarded)

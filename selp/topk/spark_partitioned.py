@@ -161,13 +161,7 @@ def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Se
     (``home.ranked``); returns the number of entries admitted."""
     spark = engine.spark
     members = sorted(comp.relations)
-    src = engine.sources()
-    plans = []
-    for rule in d.exit_rules:
-        ext, positives = engine.extend(rule)
-        p = engine.candidates(rule, ext, positives, None, src)
-        if p is not None:
-            plans.append(p)
+    plans = engine.first_candidates(d.exit_rules)
     engine.homes.append(home)
     for rel in members:
         engine.home[rel] = home

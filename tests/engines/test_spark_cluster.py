@@ -295,3 +295,18 @@ def test_cdss_exchange_and_proql_on_the_cluster_agree_with_the_embedded_engine(c
     local = json.loads(selp("proql", str(stores["embedded"]), *q, "--engine", "embedded").stdout)
     remote = json.loads(selp("proql", str(stores["spark"]), *q, "--engine", "spark", "--master", cluster.master, env=cluster.env).stdout)
     assert remote == local and local
+
+
+def test_a_one_shot_explain_on_the_cluster_agrees_with_the_embedded_engine(cluster, tmp_path):
+    """A user's ``selp explain`` of one fact, unchanged, with ``--master``: goal-directed (the
+    demand partition-local, the pattern root ranked in one pass) on the cluster's executors,
+    the same trees as the embedded engine; a cluster driver gets no C1 JVM and no class archive."""
+    prog = tmp_path / "path.dl"
+    prog.write_text(PATH_PROGRAM)
+    db = tmp_path / "db"
+    _graph(db, nodes=12, edges=24)
+    embedded = selp("explain", str(prog), "--db", str(db), "-k", "3", "path(0, 1)", "--format", "json", "--engine", "embedded")
+    r = on_cluster(cluster, "explain", str(prog), "--db", str(db), "-k", "3", "path(0, 1)", "--format", "json")
+    spark, local = json.loads(r.stdout), json.loads(embedded.stdout)
+    assert _weights(spark) == _weights(local) and len(spark["results"]) == 1  # path(0, 1) holds here
+    assert "goal-directed" in r.stderr and "partition-local on position 1" in r.stderr
