@@ -119,11 +119,17 @@ def start_spark_soon(master: str | None, conf: dict[str, str], quiet: bool, shor
     """:func:`start_spark` in a background thread: the JVM starts while the caller parses the
     program and imports what it runs (the JVM's start is a child process and socket waits, so
     the two overlap). Returns a function that waits for the session, raising what
-    :func:`start_spark` raised. The thread is a daemon: an error in the caller exits at once."""
+    :func:`start_spark` raised. The thread is a daemon: an error in the caller exits at once.
+    With a session already running in this process, no thread: it is returned at once."""
     import threading
 
-    import selp.engines.spark_session  # noqa: F401 - PySpark imported here, never by two threads at once
+    from pyspark import SparkContext  # PySpark imported here, never by two threads at once
 
+    if SparkContext._active_spark_context is not None:  # type: ignore[attr-defined]
+        # a running session (an embedding program's, a test's) is found by the JVM thread of
+        # the Python thread that made it: take it here, as before; there is no JVM to wait for
+        spark = start_spark(master, conf, quiet, short)
+        return lambda: spark
     box: dict[str, Any] = {}
 
     def run() -> None:
