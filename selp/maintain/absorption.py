@@ -6,7 +6,9 @@ formula does not absorb -- which is what makes the fixpoint end on cycles, where
 infinitely many derivations but finitely many minimal ones. Deletion restricts the deleted
 tuples' variables to false in every formula: a tuple whose formula becomes false is gone, every
 other one is still derivable. Nothing is over-deleted and nothing re-derived, and tuples on a
-cycle cannot keep each other alive because formulas mention base variables only.
+cycle cannot keep each other alive because formulas mention base variables only. In positive
+components a deletion only *decides* (each formula evaluated with the deleted variables false);
+the restriction itself waits until an insertion is combined with the formulas (:meth:`settle`).
 
 The components of the program (:func:`selp.maintain.program.kind`) are maintained in evaluation
 order, each batch at once:
