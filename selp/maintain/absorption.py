@@ -6,7 +6,9 @@ formula does not absorb -- which is what makes the fixpoint end on cycles, where
 infinitely many derivations but finitely many minimal ones. Deletion restricts the deleted
 tuples' variables to false in every formula: a tuple whose formula becomes false is gone, every
 other one is still derivable. Nothing is over-deleted and nothing re-derived, and tuples on a
-cycle cannot keep each other alive because formulas mention base variables only.
+cycle cannot keep each other alive because formulas mention base variables only. In positive
+components a deletion only *decides* (each formula evaluated with the deleted variables false);
+the restriction itself waits until an insertion is combined with the formulas (:meth:`settle`).
 
 The components of the program (:func:`selp.maintain.program.kind`) are maintained in evaluation
 order, each batch at once:
@@ -52,6 +54,11 @@ from selp.maintain.order import dfs_order
 from selp.maintain.program import INIT, Fact, ViewChanges, evaluate_component, inputs, kind, positive_positions
 
 Formula = Any  # of the maintainer's algebra (selp.maintain.algebra)
+# deleted variables whose restriction may wait. An unrestricted formula holds no more nodes than
+# it did before the deletion, and one restriction of many variables costs what one of a single
+# variable does (a pass over the BDD), so waiting long is cheap; the cap bounds the pending set
+# carried in the state and the work a later insertion finds waiting
+DEFAULT_PENDING_CAP = 1024
 Delta = dict[str, dict[Fact, Formula]]  # relation -> tuple -> what its formula gained in this batch
 _EMPTY = FactStore()
 
@@ -64,8 +71,17 @@ class Absorption(Maintainer):
     touched = 0  # stored formulas a deletion's restriction changed
 
     def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = pb.DEFAULT_CAP, formulas: str = "monomials",
-                 order: str = "dfs", node_cap: int = pb.DEFAULT_NODE_CAP, build: str = "eliminate") -> None:
+                 order: str = "dfs", node_cap: int = pb.DEFAULT_NODE_CAP, build: str = "eliminate",
+                 pending_cap: int = DEFAULT_PENDING_CAP) -> None:
         super().__init__(analysis)
+        # deletion by evaluation, restriction deferred (see _kill and settle): the variables
+        # deleted since the last restriction, and per positive relation the tuples whose
+        # stored formula may still mention one; restricted when an insertion is next combined
+        # with them, or when more than pending_cap variables wait (0: after every deletion)
+        self.pending: set[int] = set()
+        self.stale: dict[str, set[Fact]] = {}
+        self.pending_cap = pending_cap
+        self.settled = 0  # formulas restricted by settle (the deferred part of deletions)
         # transitive-closure components: by elimination (selp.maintain.closure), or by
         # semi-naive rounds like every other component ("rounds", to compare)
         self.build = build
@@ -165,6 +181,8 @@ class Absorption(Maintainer):
                 self._aggregate(comp, killed, delta, changed, changes)
             elif inputs(comp) & changed:
                 self._recompute(comp, killed, delta, changed, changes)
+        if len(self.pending) > self.pending_cap:
+            self.settle()
         return changes
 
     def _arrange(self, ins: Mapping[str, set[Fact]], first: bool) -> list[tuple[str, Fact]]:
@@ -217,26 +235,47 @@ class Absorption(Maintainer):
         if dirty is not None:
             dirty.add(fact)
 
-    def _restrict(self, table: dict[Fact, Formula], killed: set[int], only: Iterable[Fact] | None = None) -> list[Fact]:
-        """Set the ``killed`` variables false in every formula of ``table`` (of the tuples
-        ``only`` when given); returns the tuples whose formula became false (removed from
-        ``table``)."""
-        gone = []
-        alg = self.alg
-        kill = alg.killer(killed)
-        for f in table if only is None else only:
-            form = table[f]
-            if alg.mentions(form, kill):
-                rest = alg.restrict(form, kill)
-                if rest is None:
-                    gone.append(f)
-                elif rest != form:
-                    table[f] = rest
-                    self.touched += 1
-        self.touched += len(gone)
+    def _kill(self, rel: str, mentioning: list[Fact], valuation: Any) -> list[Fact]:
+        """Decide which tuples of positive ``rel`` whose formula mentions a deleted variable are
+        gone: those false under ``valuation`` (every pending variable false, the others true;
+        a stored formula is monotone, so that is "false once restricted"). Nothing is
+        restricted: the survivors become stale until :meth:`settle`. Returns the gone tuples,
+        removed from the table."""
+        table = self.formulas[rel]
+        alive = self.alg.alive
+        gone = [f for f in mentioning if not alive(table[f], valuation)]
+        stale = self.stale.setdefault(rel, set())
+        stale.update(mentioning)
+        stale.difference_update(gone)
+        self.touched += len(mentioning)
         for f in gone:
             del table[f]
         return gone
+
+    def settle(self) -> None:
+        """Restrict the pending deleted variables to false in every stale formula, so that every
+        stored formula is exact again (what eager restriction would have left). Runs before any
+        insertion is combined with stored formulas -- a comparison of an unrestricted formula
+        (``old | new == old``) could see a gain that restriction removes -- and when the pending
+        set passes ``pending_cap``."""
+        if not self.pending:
+            return
+        alg = self.alg
+        kill = alg.killer(self.pending)
+        for rel, facts in self.stale.items():
+            table = self.formulas[rel]
+            for f in facts:
+                rest = alg.restrict(table[f], kill)
+                if rest is None:  # _kill decided it lives: a false one here is a bug, not data
+                    raise AssertionError(f"absorption: {rel}{f} was kept by a deletion but its formula is false")
+                table[f] = rest
+            self.settled += len(facts)
+        self.stale.clear()
+        self.pending.clear()
+
+    def _feeds(self, comp: Component, delta: Delta) -> bool:
+        """Whether ``delta`` holds a change a rule of ``comp`` reads (so the component derives)."""
+        return any(delta.get(rule.body[i].relation) for rule in comp.rules for i in positive_positions(rule))  # type: ignore[union-attr]
 
     def _derive(self, rules: Iterable[Rule], current: Delta, stores: Mapping[str, FactStore], forms: Mapping[str, Mapping[Fact, Formula]]) -> list[tuple[Rule, list, Fact, Formula]]:
         """Every derivation that uses a new monomial of ``current`` at one positive atom (the
@@ -271,13 +310,22 @@ class Absorption(Maintainer):
     def _positive(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
         members = comp.relations
         if killed:
+            self.pending |= killed
+            valuation = None
             for rel in members:
-                gone = self._restrict(self.formulas[rel], killed, self._mentioning(rel, killed))
+                mentioning = self._mentioning(rel, killed)
+                if not mentioning:
+                    continue
+                if valuation is None:  # built here: valid until a variable is declared
+                    valuation = self.alg.valuation(self.pending)
+                gone = self._kill(rel, mentioning, valuation)
                 if gone:
                     self.stores[rel].discard_all(gone)
                     for f in gone:
                         changes.remove(rel, f)
                     changed.add(rel)
+        if self._feeds(comp, delta):
+            self.settle()
         shape = self._shape(comp)
         if shape is not None:
             self._closure(shape, delta, changed, changes)
@@ -359,6 +407,8 @@ class Absorption(Maintainer):
 
     # -- min/max through recursion: aggregate selection with a reserve -----------------------
     def _selective(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        if self._feeds(comp, delta):
+            self.settle()
         members = set(comp.relations)
         touched: dict[str, set[Fact]] = {rel: set() for rel in members}
         if killed:
@@ -507,6 +557,8 @@ class Absorption(Maintainer):
 
     # -- non-recursive aggregates -------------------------------------------------------------
     def _aggregate(self, comp: Component, killed: set[int], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        if self._feeds(comp, delta):
+            self.settle()
         (rel,) = comp.relations
         pos, fn = self.aggregated[rel]
         touched: set[Fact] = set()
@@ -567,6 +619,11 @@ class Absorption(Maintainer):
     def __setstate__(self, state: dict[str, Any]) -> None:
         for cache in ("_cache_support", "_cache_dirty", "_cache_shapes"):  # states saved before the index
             state.setdefault(cache, {})
+        # states from before deferred restriction: every formula restricted, nothing pending
+        state.setdefault("pending", set())
+        state.setdefault("stale", {})
+        state.setdefault("pending_cap", DEFAULT_PENDING_CAP)
+        state.setdefault("settled", 0)
         state.setdefault("build", "eliminate")  # states from before it: the same formulas either way
         if isinstance(state["alg"], tuple):
             _, cap, text, *node_cap = state["alg"]  # states written before the node cap have none

@@ -13,12 +13,19 @@
 A formula is opaque to the maintainer; a *delta* is a formula of the same kind holding what a
 tuple gained (for BDDs ``new ∧ ¬old``: it has negated literals, which is sound because it is
 only ever OR-ed into formulas that already hold the old part -- the digest's pitfall).
+
+Deletion by evaluation: a stored formula is a positive (monotone) function, so it is not false
+once the deleted variables are false iff it is true under "deleted false, every other variable
+true" (:meth:`valuation`, :meth:`alive`). For a BDD that is one path from the root (CUDD's
+``Cudd_Eval``), no node built, where restricting rebuilds the BDD; the maintainer restricts
+later, lazily (:mod:`selp.maintain.absorption`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from selp.maintain import formula as pb
 
@@ -67,6 +74,14 @@ class Monomials:
     def mentions(self, form: Any, kill: Any) -> bool:
         return any(m & kill for m in form)
 
+    def valuation(self, dead: Iterable[int]) -> Any:
+        """"``dead`` false, every other variable true", as :meth:`alive` reads it."""
+        return self.killer(dead)
+
+    def alive(self, form: Any, valuation: Any) -> bool:
+        """Whether ``form`` is still not false under ``valuation`` (some monomial is untouched)."""
+        return any(not m & valuation for m in form)
+
     def restrict(self, form: Any, kill: Any) -> Any | None:
         """``form`` with the killed variables false; None when it is false."""
         rest = pb.restrict(form, kill)
@@ -94,6 +109,7 @@ class Bdds:
 
     def __init__(self, cap: int = 0, node_cap: int = pb.DEFAULT_NODE_CAP) -> None:
         self._manager()
+        _cudd_eval()  # found and checked now (~20 ms, a manager of its own), not by the first deletion
         self.cap = cap
         self.node_cap = node_cap
 
@@ -160,6 +176,28 @@ class Bdds:
         rest = self.bdd.let(kill, form)
         return None if rest == self.bdd.false else rest
 
+    def valuation(self, dead: Iterable[int]) -> Any:
+        """"``dead`` false, every other variable true" as CUDD's input array (one ``int`` per
+        variable index), or as a restriction when ``Cudd_Eval`` is not reachable. Valid until
+        the next variable is declared: build it right before the :meth:`alive` tests."""
+        names = [n for n in (f"p{v}" for v in dead) if n in self.bdd.vars]
+        if _cudd_eval() is None:
+            return {n: False for n in names}
+        index = self.bdd._index_of_var
+        size = max(index.values(), default=-1) + 1
+        inputs = (ctypes.c_int * size)(*([1] * size))
+        for n in names:
+            inputs[index[n]] = 0
+        return inputs
+
+    def alive(self, form: Any, valuation: Any) -> bool:
+        """Whether the stored (monotone) ``form`` is still not false: its value under
+        ``valuation``, one path from the root, no node built."""
+        evaluate = _cudd_eval()
+        if evaluate is None or isinstance(valuation, dict):
+            return (self.bdd.let(valuation, form) if valuation else form) != self.bdd.false
+        return evaluate(None, int(form) - 2, valuation) == int(self.bdd.true) - 2
+
     def support(self, form: Any) -> list[int]:
         """The variables ``form`` depends on."""
         return [int(name[1:]) for name in self.bdd.support(form)]
@@ -213,3 +251,35 @@ class Bdds:
 
 
 ALGEBRAS = {"monomials": Monomials, "bdd": Bdds}
+
+_EVAL: list[Callable[..., Any] | None] = []  # found once: [Cudd_Eval] or [None]
+
+
+def _cudd_eval() -> Callable[..., Any] | None:
+    """CUDD's ``Cudd_Eval(manager, node, inputs)`` from the library ``dd.cudd`` is built on, or
+    None. ``dd`` does not wrap it; its node pointer is ``int(function) - 2`` (``dd``'s own
+    encoding, not a documented interface), so the function is checked once on a small BDD
+    against ``let`` and left unused (restriction instead) if the two disagree. ``Cudd_Eval``
+    does not read its manager argument: it follows one path by the nodes' variable indices."""
+    if not _EVAL:
+        _EVAL.append(None)
+        try:
+            from dd import cudd
+
+            fn = ctypes.CDLL(cudd.__file__).Cudd_Eval
+            fn.restype, fn.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+            bdd = cudd.BDD()
+            bdd.declare("x", "y", "z")
+            f = bdd.add_expr("(x & y) | z")
+            one = int(bdd.true) - 2
+            for dead in ((), ("x",), ("z",), ("x", "z"), ("y", "z")):
+                inputs = (ctypes.c_int * 3)()
+                for v in bdd.vars:
+                    inputs[bdd._index_of_var[v]] = 0 if v in dead else 1
+                want = (bdd.let({v: False for v in dead}, f) if dead else f) != bdd.false
+                if (fn(None, int(f) - 2, inputs) == one) != want:
+                    return None
+            _EVAL[0] = fn
+        except (OSError, AttributeError, ImportError):
+            return None
+    return _EVAL[0]

@@ -20,7 +20,9 @@ PAPER = {"link": {("A", "B"), ("B", "C"), ("C", "A"), ("C", "B")}}
 
 
 def formulas(m: Absorption) -> dict[tuple, set[frozenset[str]]]:
-    """Each reachable tuple's formula as a set of monomials of link names."""
+    """Each reachable tuple's formula as a set of monomials of link names (restricted: a
+    deletion leaves its restriction pending)."""
+    m.settle()
     names = m.names()
     return {f: {frozenset(names[v] for v in pb.variables([mono])) for mono in form} for f, form in m.formulas["reachable"].items()}
 
