@@ -101,6 +101,8 @@ def plan_line(step: dict[str, Any]) -> str:
         line += ": constants bound at " + ", ".join(f"{rel} position(s) {', '.join(map(str, ps))}" for rel, ps in step["demand"].items())
     elif step.get("reason"):
         line += f": {step['reason']}"
+    if step.get("values"):  # global rounds on dictionary codes
+        line += f"; values as {step['values']}"
     return line
 
 

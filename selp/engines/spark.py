@@ -44,7 +44,8 @@ from selp.engines.spark_compile import (
 )
 from selp import aggregate
 from selp.engines.spark_aggregate import group_frame, improvements, replaced
-from selp.engines.spark_frames import materialize_count, release
+from selp.engines.spark_codes import CODES_CONF, PACKED, Codes, rule_constants, uncodable
+from selp.engines.spark_frames import materialize, materialize_count, release
 from selp.engines.spark_partitioned import BROADCAST_ROWS_CONF as BROADCAST_LIMIT_CONF
 from selp.engines.spark_partitioned import ENABLED_CONF, Settings, run_partition_local, settings
 from selp.engines.spark_load import SparkDatabase, hadoop_fs, is_local_path, load_spark_database, local_path, to_uri
@@ -71,9 +72,10 @@ Row = tuple[Value, ...]
 class _Relation:
     """A relation's facts so far: materialised pieces (deltas) and their total size."""
 
-    def __init__(self, spark: SparkSession, arity: int) -> None:
+    def __init__(self, spark: SparkSession, arity: int, codes: Codes | None = None) -> None:
         self.spark = spark
         self.arity = arity
+        self.codes = codes  # the dictionary its pieces are coded in, or None for text
         self.pieces: list[DataFrame] = []
         self.size = 0
         self.old_pieces = 0  # how many of the pieces were there before the last add
@@ -81,13 +83,17 @@ class _Relation:
 
     def frame(self) -> DataFrame:
         if not self.pieces:
-            return empty_frame(self.spark, self.arity)
+            return self.empty()
         return union_all(self.pieces)
+
+    def empty(self) -> DataFrame:
+        """An empty frame of the relation's columns."""
+        return self.codes.empty(self.spark, self.arity) if self.codes else empty_frame(self.spark, self.arity)
 
     def old_frame(self) -> DataFrame:
         """The relation as it was before the last :meth:`add` (without the current delta)."""
         if not self.old_pieces:
-            return empty_frame(self.spark, self.arity)
+            return self.empty()
         return union_all(self.pieces[: self.old_pieces])
 
     def add(self, df: DataFrame | None, n: int) -> None:
@@ -120,6 +126,9 @@ class _Evaluator:
         self.held: list[DataFrame] = []  # materialised frames that relation frames read
         self.members: set[str] = set()  # the relations of the recursive component in rounds
         self.rounds_adaptive = spark.conf.get(ROUNDS_ADAPTIVE_CONF, "false").strip().lower() == "true"
+        self.use_codes = spark.conf.get(CODES_CONF, "true").strip().lower() != "false"
+        self.codes: Codes | None = None  # the dictionary of the component in coded rounds
+        self.coded: dict[str, DataFrame] = {}  # its inputs, coded
 
     # the Sources a compiled rule reads
     def _frame(self, rel: str, source: str) -> DataFrame:
@@ -127,6 +136,8 @@ class _Evaluator:
             return self.deltas[rel][0]
         if source == "old" and rel in self.members:
             return self.idb[rel].old_frame()
+        if rel in self.coded:
+            return self.coded[rel]
         if rel in self.idb:
             return self.idb[rel].frame()
         return self.db.frames[rel]
@@ -141,20 +152,33 @@ class _Evaluator:
         return self.db.sizes[rel]
 
     def sources(self) -> Sources:
-        return Sources(self._frame, self._size, self.db.types, self.broadcast_rows)
+        return Sources(self._frame, self._size, self.db.types, self.broadcast_rows, self.codes.literal if self.codes else None)
 
     def _new_facts(self, rel: str, plans: list[DataFrame]) -> tuple[DataFrame | None, int]:
         """Materialise the facts of ``plans`` not yet in ``rel``; returns (delta, its size)."""
         if not plans:
             return None, 0
-        cols = rel_columns(self.analysis.arities[rel])
-        new = union_all(plans).distinct()
+        arity = self.analysis.arities[rel]
+        cols = rel_columns(arity)
         known = self.idb[rel]
+        new, old = union_all(plans), known.frame()
+
+        def done(df: DataFrame) -> DataFrame:
+            return df
+
+        codes = known.codes
+        if codes is not None and codes.packs(arity):
+            # coded rows packed into one long: the deduplication and the anti-join hash a long
+            new, old, cols = codes.pack(new, arity), codes.pack(old, arity), [PACKED]
+
+            def done(df: DataFrame) -> DataFrame:
+                return codes.unpack(df, arity)
+
+        new = new.distinct()
         if not known.size:
-            return materialize_count(new)
-        old = known.frame()
+            return materialize_count(done(new))
         if known.size <= self.broadcast_rows:
-            return materialize_count(_unknown(new, old, cols))
+            return materialize_count(done(_unknown(new, old, cols)))
         # A large relation: a plain anti-join would shuffle and sort all of it every iteration,
         # even when only a few facts are new (the long tail of a fixpoint). Materialise the
         # candidates first; when they are few, find those already known by streaming the
@@ -167,7 +191,7 @@ class _Evaluator:
             fresh = new.join(F.broadcast(present), on=cols, how="left_anti")
         else:
             fresh = new.join(old, on=cols, how="left_anti")
-        out = materialize_count(fresh)
+        out = materialize_count(done(fresh))
         release(new)
         return out
 
@@ -256,7 +280,45 @@ class _Evaluator:
                 progress(comp, 1, total, total)
             return
         with _adaptive(self.spark, self.rounds_adaptive):
-            self._rounds(comp, progress, src)
+            if not self._coded_rounds(comp, progress):
+                self._rounds(comp, progress, src)
+
+    def _coded_rounds(self, comp: Component, progress: Progress | None) -> bool:
+        """Run ``comp``'s global rounds on dictionary codes (:mod:`selp.engines.spark_codes`)
+        when its rules allow it: the inputs are coded once, the relations decoded once at the
+        end. False (nothing done) when they do not, or ``spark.selp.rounds.codes`` is false."""
+        step = self.plan[-1]
+        why = f"{CODES_CONF}=false" if not self.use_codes else uncodable(comp, self.db.types)
+        if why:
+            return False
+        members = list(comp.relations)
+        arities = self.analysis.arities
+        inputs = sorted({b.relation for r in comp.rules for b in r.body if isinstance(b, Atom) and b.relation not in members})
+        codes = Codes.build(self.spark, [(self._frame(rel, "full"), arities[rel]) for rel in inputs], rule_constants(comp), self.broadcast_rows)
+        step["values"] = f"codes ({codes.size} values)"
+        text = {rel: self.idb[rel] for rel in members}
+        # a coded input is computed by the first round's job that reads it, and kept
+        self.coded = {rel: materialize(codes.encode(self._frame(rel, "full"), arities[rel])) for rel in inputs}
+        self.codes = codes
+        try:
+            for rel in members:
+                self.idb[rel] = _Relation(self.spark, arities[rel], codes)
+            self._rounds(comp, progress, self.sources())
+            for rel in members:
+                coded = self.idb[rel]
+                if coded.size:
+                    frame, _ = materialize_count(codes.decode(coded.frame(), arities[rel]))
+                    text[rel].add(frame, coded.size)
+                for piece in coded.pieces:
+                    release(piece)
+        finally:
+            self.idb.update(text)
+            self.codes = None
+            for frame in self.coded.values():
+                release(frame)
+            self.coded = {}
+            release(codes.table)
+        return True
 
     def _rounds(self, comp: Component, progress: Progress | None, src: Sources) -> None:
         """A recursive component in global semi-naive rounds (one counting job a round, plus a
@@ -282,7 +344,7 @@ class _Evaluator:
             fresh = {rel: self._new_facts(rel, pending[rel]) for rel in sorted(members)}
             delta_size = 0
             for rel, (df, n) in fresh.items():
-                self.deltas[rel] = (df if df is not None else empty_frame(self.spark, self.analysis.arities[rel]), n)
+                self.deltas[rel] = (df if df is not None else self.idb[rel].empty(), n)
                 self.idb[rel].add(df, n)  # also when empty: "old" is then the whole relation
                 delta_size += n
             self.iterations += 1

@@ -24,7 +24,7 @@ from selp import arith
 from selp.engines.joins import compare
 from selp.errors import Location
 from selp.language.ast import Aggregate, Arith, Atom, Comparison, Const, Rule, SkolemTerm, Term, Var, term_vars
-from selp.values import INT64_MIN, SKOLEM_MARK, encode, format_value
+from selp.values import INT64_MIN, SKOLEM_MARK, Value, encode, format_value
 
 UNIT = "_unit"  # the one column of a nullary relation's frame
 _INT_MAX = 2**31 - 1
@@ -138,6 +138,9 @@ class Sources:
     size: Callable[[str, str], int | None]  # exact or estimated rows, None if unknown
     types: dict[str, tuple[str, ...]]
     broadcast_rows: int  # hint a broadcast join for inputs at most this large
+    # a constant's column value: its encoding, unless the frames hold dictionary codes
+    # (:mod:`selp.engines.spark_codes`), when this maps it to its code
+    literal: Callable[[Value], Column] | None = None
 
 
 def _safe(name: str) -> str:
@@ -166,6 +169,10 @@ class _RuleCompiler:
         """Whether ``v`` gets a column (every variable but ``_``, which too in aggregate rules)."""
         return not v.anonymous or self.instances
 
+    def _lit(self, value: Value) -> Column:
+        """A constant as the frames hold it (its encoding, or its dictionary code)."""
+        return self.src.literal(value) if self.src.literal else F.lit(encode(value))
+
     # -- atoms -------------------------------------------------------------------------------
     def _atom(self, atom: Atom, source: str) -> DataFrame:
         """The atom's matches with one column per (named) variable: constants and repeated
@@ -176,7 +183,7 @@ class _RuleCompiler:
         for p, t in enumerate(atom.args):
             c = F.col(f"c{p}")
             if isinstance(t, Const):
-                conds.append(c == F.lit(encode(t.value)))
+                conds.append(c == self._lit(t.value))
             elif isinstance(t, Var) and self._named(t):
                 if t in first:
                     conds.append(c == F.col(f"c{first[t]}"))
@@ -196,7 +203,7 @@ class _RuleCompiler:
     def _operand(self, t: Term) -> tuple[Column, bool]:
         """(encoded value, is a variable)."""
         if isinstance(t, Const):
-            return F.lit(encode(t.value)), False
+            return self._lit(t.value), False
         assert isinstance(t, Var)
         return F.col(self.col[t]), True
 
@@ -351,7 +358,7 @@ class _RuleCompiler:
 
     def _head_value(self, t: Term) -> Column:
         if isinstance(t, Const):
-            return F.lit(encode(t.value))
+            return self._lit(t.value)
         if isinstance(t, Var):
             return F.col(self.col[t])
         return F.concat(F.lit(SKOLEM_MARK), self._skolem_text(t))
@@ -466,7 +473,7 @@ class _RuleCompiler:
                         df = df.withColumn(self.col[v], F.col(self.col[e]))
                     elif isinstance(e, Const):
                         self.vtype[v] = self._type(e)
-                        df = df.withColumn(self.col[v], F.lit(encode(e.value)))
+                        df = df.withColumn(self.col[v], self._lit(e.value))
                     else:
                         self.vtype[v] = self._type(e)
                         df = df.withColumn(self.col[v], self._encoded(e, loc)).filter(F.col(self.col[v]).isNotNull())
