@@ -760,8 +760,9 @@ done:
  * pure-Python twin runs, and says so). 2: selp_fill returns int; entries hold their ranks.
  * 3: leaf sizes and origin modes (selp_top1/selp_topk take leaf_size and origin_mode).
  * 4: rule instances formed here (selp_head, selp_join and their helpers).
- * 5: instances formed and ranked component by component (selp_join_prepare, selp_static). */
-EXPORT int64_t selp_abi(void) { return 5; }
+ * 5: instances formed and ranked component by component (selp_join_prepare, selp_static).
+ * 6: selp_static's result in kernel order, its buffers handed over (selp_static_arrays). */
+EXPORT int64_t selp_abi(void) { return 6; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
 EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origins, int64_t n, int mode) {
@@ -1092,21 +1093,25 @@ typedef struct grp {
     int err;
 } grp_t;
 
+/* The result of selp_static, written as it is found: the entries in kernel order (the leaves,
+ * then each group's facts in turn), each array appended to sequentially and handed to numpy
+ * without a copy (selp_static_arrays). Python maps an input fact id to its row (kernel id)
+ * through nid; the entries of row x are fp[x]..fp[x+1]-1. */
 typedef struct acc {
-    int64_t L, F, M, aw;
-    double *lw; int64_t *ls, *lo;           /* the leaves' entries, by kernel id */
-    int64_t *cnt;                           /* entries per non-leaf fact (kernel id - L), then offsets */
-    /* entries in kernel order, one record of aw int64 each (what the fill reads of an entry at
-     * random is then one or two cache lines): weight, size, origin, rule << 32 | children, the
-     * children's input ids (M slots), their ranks as int32 */
-    int64_t *rec, n, cap, nr;
-    int64_t *inv;                           /* kernel id -> input id */
+    int64_t L, F;
+    int64_t *fp;                            /* F + 1: each row's first entry */
+    double *w; int64_t *size, *origin, *inst, *crp; int32_t *rule;  /* per entry (crp: n + 1) */
+    int64_t n, cap;
+    int64_t *kid; int32_t *cr;              /* per child slot: input fact id, rank */
+    int64_t nr, rcap;
+    int64_t *inv;                           /* kernel id -> input id (during the run) */
     int64_t bound;                          /* top-k: the most trees of any fact (capped at k), -1 cyclic */
 } acc_t;
 
 static void acc_free(acc_t *a) {
     if (!a) return;
-    free(a->lw); free(a->ls); free(a->lo); free(a->cnt); free(a->rec); free(a->inv); free(a);
+    free(a->fp); free(a->w); free(a->size); free(a->origin); free(a->inst); free(a->crp); free(a->rule);
+    free(a->kid); free(a->cr); free(a->inv); free(a);
 }
 
 static int grow(void **p, int64_t n, size_t size) {
@@ -1116,24 +1121,37 @@ static int grow(void **p, int64_t n, size_t size) {
     return 0;
 }
 
-/* append one entry of a non-leaf fact: m children (local ids: leaves below L, the group's facts
- * from L on, which are kernel ids off later) with these ranks (NULL: all 1) */
-static int acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rule, int64_t m, const int64_t *kids,
-                   const int32_t *ranks, int64_t L, int64_t off) {
-    if (a->n == a->cap) {
-        int64_t cap = 2 * a->cap + 4096;
-        if (grow((void **)&a->rec, cap * a->aw, 8)) return -1;
+/* room for `more` entries and `slots` child slots; realloc of large blocks remaps pages, so
+ * growing by doubling copies nothing and touches no page not written later */
+static int acc_room(acc_t *a, int64_t more, int64_t slots) {
+    if (a->n + more > a->cap) {
+        int64_t cap = 2 * a->cap + more + 4096;
+        if (grow((void **)&a->w, cap, 8) || grow((void **)&a->size, cap, 8) || grow((void **)&a->origin, cap, 8)
+            || grow((void **)&a->inst, cap, 8) || grow((void **)&a->crp, cap + 1, 8) || grow((void **)&a->rule, cap, 4))
+            return -1;
         a->cap = cap;
     }
-    int64_t *r = a->rec + a->n++ * a->aw;
-    r[0] = as_i(w); r[1] = s; r[2] = o; r[3] = ((int64_t)rule << 32) | m;
-    int32_t *rk = (int32_t *)(r + 4 + a->M);
-    for (int64_t j = 0; j < m; j++) {
-        r[4 + j] = a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
-        rk[j] = ranks ? ranks[j] : 1;
+    if (a->nr + slots > a->rcap) {
+        int64_t cap = 2 * a->rcap + slots + 4096;
+        if (grow((void **)&a->kid, cap, 8) || grow((void **)&a->cr, cap, 4)) return -1;
+        a->rcap = cap;
     }
-    a->nr += m;
     return 0;
+}
+
+/* append one entry of a non-leaf fact (room made by acc_room): m children (local ids: leaves
+ * below L, the group's facts from L on, which are kernel ids off later) with these ranks (NULL:
+ * all 1); the entry is its own instance */
+static inline void acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rule, int64_t m, const int64_t *kids,
+                           const int32_t *ranks, int64_t L, int64_t off) {
+    int64_t e = a->n++, t = a->nr;
+    a->w[e] = w; a->size[e] = s; a->origin[e] = o; a->inst[e] = e; a->rule[e] = rule;
+    for (int64_t j = 0; j < m; j++, t++) {
+        a->kid[t] = a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
+        a->cr[t] = ranks ? ranks[j] : 1;
+    }
+    a->nr = t;
+    a->crp[e + 1] = t;
 }
 
 /* The derivation trees of a group's facts counted (capped at cap) in Kahn's order over its
@@ -1247,7 +1265,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     acc_t *A = calloc(1, sizeof(acc_t));
     if (!run || !A) { free(run); free(A); return NULL; }
     run->F = F; run->k = k; run->acc = A; run->L = L;
-    A->L = L; A->F = F; A->M = M; A->aw = 4 + M + (M + 1) / 2;
+    A->L = L; A->F = F;
     prm_t P = {rule_w, rule_size, rule_hash, rule_copy, combine, origin_mode, sign};
     kbest_t B;
     kbest_init(&B, k, M);
@@ -1263,22 +1281,23 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     heap_t hp = {NULL, 0, 0};
     A->bound = F > L ? 0 : 1; /* a leaf has one tree */
     if (L > 0) A->bound = 1;
-    A->lw = malloc(((size_t)L + 1) * sizeof(double));
-    A->ls = malloc(((size_t)L + 1) * sizeof(int64_t));
-    A->lo = malloc(((size_t)L + 1) * sizeof(int64_t));
-    A->cnt = calloc((size_t)(F - L) + 2, sizeof(int64_t));
+    A->fp = malloc(((size_t)F + 1) * sizeof(int64_t));
     A->inv = malloc(((size_t)F + 1) * sizeof(int64_t));
-    run->nid = malloc(((size_t)F + 1) * sizeof(int64_t));
-    if (!ST || !A->lw || !A->ls || !A->lo || !A->cnt || !A->inv || !run->nid) goto fail;
-    memcpy(run->nid, nid, (size_t)F * sizeof(int64_t));
+    /* first guess: one entry per fact (top-1's count when every fact is derived) */
+    if (!ST || !A->fp || !A->inv || acc_room(A, F + 1, (F - L) * M + 1)) goto fail;
+    A->crp[0] = 0;
     for (int64_t f = 0; f < F; f++) {
         int64_t x = nid[f];
         A->inv[x] = f;
         if (x >= L) continue;
-        A->lw[x] = leaf_w[f]; A->ls[x] = leaf_size ? leaf_size[f] : 0; A->lo[x] = leaf_origin[f];
-        if (k == 1) fr_init(ST + 8 * x, 1, leaf_w[f], A->ls[x], leaf_origin[f]);
-        else fb_init(ST + x * rec, k, B.se, 1, leaf_w[f], A->ls[x], leaf_origin[f]);
+        /* the leaves' entries are rows 0..L-1 */
+        int64_t ls = leaf_size ? leaf_size[f] : 0;
+        A->w[x] = leaf_w[f]; A->size[x] = ls; A->origin[x] = leaf_origin[f]; A->inst[x] = -1; A->rule[x] = 0;
+        A->crp[x + 1] = 0; A->fp[x] = x;
+        if (k == 1) fr_init(ST + 8 * x, 1, leaf_w[f], ls, leaf_origin[f]);
+        else fb_init(ST + x * rec, k, B.se, 1, leaf_w[f], ls, leaf_origin[f]);
     }
+    A->n = L;
     for (int64_t j = 0; j < nj; j++) joins[j]->grp = &G;
     for (int64_t g = 0; g < ng; g++) {
         int64_t off = gptr[g], nf = gptr[g + 1] - off;
@@ -1333,12 +1352,13 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         if (k == 1) {
             if (grp_uses(&G, L, nf, &U)) goto fail;
             if (comp_top1(G.IR, si, 0, n, ST, U.rem, U.uptr, U.uses, L, U.todo, &hp, &P)) goto fail;
+            if (acc_room(A, nf, nf * M)) goto fail;
             for (int64_t i = 0; i < nf; i++) {
                 int64_t *q = ST + 8 * (L + i);
+                A->fp[L + off + i] = A->n;
                 if (q[3] == -2) continue;
                 const int64_t *d = G.IR + q[3] * si;
-                if (acc_add(A, as_f(q[0]), q[1], q[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS, NULL, L, off)) goto fail;
-                A->cnt[off + i] = 1;
+                acc_add(A, as_f(q[0]), q[1], q[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS, NULL, L, off);
             }
         } else {
             if (A->bound >= 0) {
@@ -1348,25 +1368,24 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
                 A->bound = b < 0 ? -1 : (b > A->bound ? b : A->bound);
             }
             if (comp_topk(G.IR, si, 0, n, ST, &B, &P)) goto fail;
+            int64_t ne = 0;
+            for (int64_t i = 0; i < nf; i++) ne += FB_CNT(ST + (L + i) * rec);
+            if (acc_room(A, ne, ne * M)) goto fail;
             for (int64_t i = 0; i < nf; i++) {
                 int64_t *b = ST + (L + i) * rec, se = B.se;
+                A->fp[L + off + i] = A->n;
                 for (int32_t r = 0; r < FB_CNT(b); r++) {
                     int64_t *e = FB_ENTRY(b, k, r);
                     const int64_t *d = G.IR + e[3] * si;
-                    if (acc_add(A, as_f(e[0]), e[1], e[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS,
-                                (const int32_t *)(e + E_RANKS), L, off)) goto fail;
+                    acc_add(A, as_f(e[0]), e[1], e[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS,
+                            (const int32_t *)(e + E_RANKS), L, off);
                 }
-                A->cnt[off + i] = FB_CNT(b);
             }
         }
     }
-    /* offsets of each non-leaf fact's entries */
-    {
-        int64_t t = 0;
-        for (int64_t x = 0; x < F - L; x++) { int64_t c = A->cnt[x]; A->cnt[x] = t; t += c; }
-        A->cnt[F - L] = t;
-    }
-    run->n_entries = A->n + L;
+    A->fp[F] = A->n;
+    free(A->inv); A->inv = NULL;
+    run->n_entries = A->n;
     run->n_ranks = A->nr;
     *err = 0;
     free(ST); free(G.tab); free(G.IR); free(U.rem); free(U.uptr); free(U.fill); free(U.uses); free(U.todo); free(hp.a);
@@ -1387,33 +1406,15 @@ fail:
  * infinitely many); what selp_tree_count_bound gives for all the instances. */
 EXPORT int64_t selp_static_bound(const run_t *r) { return r->acc->bound; }
 
-/* The result of selp_static in input fact order (see KernelResult): as selp_fill, plus each
- * entry's children kid[crp[e]..] (input ids) and rule (-1 for a leaf); inst[e] is e itself for
- * a rule entry (the entry is its own instance), -1 for a leaf. */
-EXPORT void selp_static_fill(const run_t *r, int64_t *fact_ptr, double *w, int64_t *size, int64_t *origin,
-                             int64_t *inst, int64_t *crp, int32_t *cr, int64_t *kid, int32_t *rule) {
+/* The result of selp_static in kernel order (see KernelResult and its `row`), as the run's own
+ * buffers, which numpy then wraps without a copy (they live until selp_free): p[0] fact_ptr
+ * [F+1] by row (kernel id), p[1..7] per entry w, size, origin, inst (the entry itself, -1 for
+ * a leaf), child_rank_ptr [n+1], rule (0 for a leaf, whose rule is never read), p[7..8] per
+ * child slot its rank (int32) and input fact id. */
+EXPORT void selp_static_arrays(const run_t *r, void **p) {
     const acc_t *A = r->acc;
-    int64_t p = 0, L = A->L, aw = A->aw, M = A->M;
-    fact_ptr[0] = 0;
-    crp[0] = 0;
-    for (int64_t f = 0; f < r->F; f++) {
-        int64_t x = r->nid[f];
-        if (x < L) {
-            w[p] = A->lw[x]; size[p] = A->ls[x]; origin[p] = A->lo[x]; inst[p] = -1; rule[p] = -1;
-            crp[p + 1] = crp[p];
-            p++;
-        } else {
-            for (int64_t e = A->cnt[x - L]; e < A->cnt[x - L + 1]; e++, p++) {
-                const int64_t *q = A->rec + e * aw;
-                const int32_t *rk = (const int32_t *)(q + 4 + M);
-                int64_t m = q[3] & 0xffffffff, t = crp[p];
-                w[p] = as_f(q[0]); size[p] = q[1]; origin[p] = q[2]; inst[p] = p; rule[p] = (int32_t)(q[3] >> 32);
-                for (int64_t j = 0; j < m; j++, t++) { cr[t] = rk[j]; kid[t] = q[4 + j]; }
-                crp[p + 1] = t;
-            }
-        }
-        fact_ptr[f + 1] = p;
-    }
+    p[0] = A->fp; p[1] = A->w; p[2] = A->size; p[3] = A->origin; p[4] = A->inst; p[5] = A->crp;
+    p[6] = A->rule; p[7] = A->cr; p[8] = A->kid;
 }
 
 /* ---- a module, so that setuptools builds it as one and importlib finds its file ---------- */
