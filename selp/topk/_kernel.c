@@ -440,37 +440,52 @@ fail:
 /* ---- top-k: lazy k-best by modifications -------------------------------------------------- */
 
 /* A fact's block (fb int64, a multiple of 8: whole cache lines): its number of entries (the
- * leaf flag in bit 32), then per rank the head of the list of candidates waiting for that
- * entry, then per rank the entry (se int64): weight, size, origin, instance position (-1 for a
- * leaf), then its child ranks as int32. What a pop reads and writes -- the count, the origins
- * for duplicates, the new entry and its waiting list -- is one or two cache lines. An entry
- * holds its ranks itself, so that the candidates of a component can be dropped when it is
- * done: the candidate buffer is one component's, reused (it stays in cache). */
+ * leaf flag in bit 32, "root changed this round" in bit 40), then per rank the head of the list
+ * of candidates waiting for that entry, then the root of its candidate queue (below), then per
+ * rank the entry (se int64): weight, size, origin, instance position (-1 for a leaf), then its
+ * child ranks as int32. What a pop reads and writes -- the count, the origins for duplicates,
+ * the new entry and its waiting list -- is one or two cache lines. An entry holds its ranks
+ * itself, so that the candidates of a component can be dropped when it is done: the candidate
+ * buffer is one component's, reused (it stays in cache). */
 #define FB_CNT(b) ((int32_t)(b)[0])
-#define FB_LEAF(b) ((b)[0] >> 32)
+#define FB_LEAF(b) (((b)[0] >> 32) & 1)
+#define FB_DIRTY ((int64_t)1 << 40)
 #define FB_WAIT(b, r) ((b)[1 + (r)])
-#define FB_ENTRY(b, k, r) ((b) + 1 + (k) + se * (r))
+#define FB_ROOT(b, k) ((b)[1 + (k)])
+#define FB_ENTRY(b, k, r) ((b) + 2 + (k) + se * (r))
 #define E_RANKS 4 /* int32 ranks from int64 slot 4 of an entry on */
 
+/* A candidate: its instance position, head (times 2, plus 1 while the component's heap holds an
+ * item for it), the next candidate of a waiting list or -- once ready -- its next sibling in its
+ * head's queue, its first child there, its key (weight times sign, size, origin), its ranks. */
 #define C_POS 0
 #define C_HEAD 1
 #define C_NEXT 2
-#define C_RANKS 3 /* int32 ranks from int64 slot 3 on */
+#define C_CHILD 3
+#define C_W 4
+#define C_S 5
+#define C_O 6
+#define C_RANKS 7 /* int32 ranks from int64 slot 7 on */
 
 typedef struct {
     int64_t k, fb, se, sc, M;
     int64_t *C, ccap;  /* one component's candidates */
     int64_t *todo, tcap;
+    int64_t *dirty;    /* facts whose queue root changed since the last pop (ccap slots) */
     heap_t hp;
 } kbest_t;
 
-/* room for a component of n instances: candidates and worklist; -1 when out of memory */
+/* room for a component of n instances: candidates, dirty facts and worklist; -1 when out of
+ * memory */
 static int kbest_room(kbest_t *B, int64_t n) {
     if (n + B->M + 16 > B->ccap) {
         int64_t cap = 2 * n + B->M + 16;
         int64_t *c = realloc(B->C, (size_t)cap * B->sc * sizeof(int64_t));
         if (!c) return -1;
-        B->C = c; B->ccap = cap;
+        B->C = c;
+        int64_t *d = realloc(B->dirty, (size_t)cap * sizeof(int64_t));
+        if (!d) return -1;
+        B->dirty = d; B->ccap = cap;
     }
     if (n + B->M + 16 > B->tcap) {
         int64_t cap = n + B->M + 16;
@@ -485,10 +500,62 @@ static int kbest_room(kbest_t *B, int64_t n) {
 static void fb_init(int64_t *b, int64_t k, int64_t se, int is_leaf, double w, int64_t size, int64_t origin) {
     b[0] = 0;
     for (int64_t r = 0; r < k; r++) FB_WAIT(b, r) = -1;
+    FB_ROOT(b, k) = -1;
     if (!is_leaf) return;
     int64_t *q = FB_ENTRY(b, k, 0);
     q[0] = as_i(w); q[1] = size; q[2] = origin; q[3] = -1;
     b[0] = 1 + ((int64_t)1 << 32);
+}
+
+/* ---- a fact's candidate queue: a pairing heap over candidate records ---------------------
+ * [HC05] keep, per vertex, a small queue of its candidates and hand the global order only its
+ * best. Here the component's heap holds one item per fact (its queue's root, pushed once the
+ * root changed), not one per candidate: a fact's candidates stay in its queue until their
+ * turn, and when the fact is full its queue is dropped whole instead of each candidate being
+ * popped. The candidates, their ids and the order of the effective pops are those of the
+ * global loop (the heap's minimum is the minimum of all ready candidates either way), so the
+ * entries are the same, tie for tie. */
+
+static inline int c_less(const int64_t *C, int64_t sc, int64_t a, int64_t b) {
+    const int64_t *x = C + a * sc, *y = C + b * sc;
+    return less4(as_f(x[C_W]), x[C_S], x[C_O], a, as_f(y[C_W]), y[C_S], y[C_O], b);
+}
+
+/* two queues merged: the worse root becomes the first child of the better */
+static inline int64_t ph_merge(int64_t *C, int64_t sc, int64_t a, int64_t b) {
+    if (a < 0) return b;
+    if (b < 0) return a;
+    if (c_less(C, sc, b, a)) { int64_t t = a; a = b; b = t; }
+    C[b * sc + C_NEXT] = C[a * sc + C_CHILD];
+    C[a * sc + C_CHILD] = b;
+    return a;
+}
+
+/* the queue of a removed root's children (first, linked by C_NEXT): merged in pairs left to
+ * right, then the pairs right to left */
+static int64_t ph_pairs(int64_t *C, int64_t sc, int64_t first) {
+    int64_t acc = -1; /* the merged pairs, last first, linked by C_NEXT */
+    while (first >= 0) {
+        int64_t a = first, b = C[a * sc + C_NEXT];
+        C[a * sc + C_NEXT] = -1;
+        if (b >= 0) {
+            first = C[b * sc + C_NEXT];
+            C[b * sc + C_NEXT] = -1;
+            a = ph_merge(C, sc, a, b);
+        } else {
+            first = -1;
+        }
+        C[a * sc + C_NEXT] = acc;
+        acc = a;
+    }
+    int64_t r = -1;
+    while (acc >= 0) {
+        int64_t n = C[acc * sc + C_NEXT];
+        C[acc * sc + C_NEXT] = -1;
+        r = ph_merge(C, sc, r, acc);
+        acc = n;
+    }
+    return r;
 }
 
 /* Lazy k-best over one component: instance records IR at positions base..hi-1, FB the fact
@@ -498,28 +565,29 @@ static void fb_init(int64_t *b, int64_t k, int64_t se, int is_leaf, double w, in
 static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
                      const prm_t *P) {
     int64_t k = B->k, fb = B->fb, se = B->se, sc = B->sc, M = B->M;
-    int64_t nc = hi - base, nt = 0, rel = -1;
+    int64_t nc = hi - base, nt = 0, nd = 0, rel = -1;
     if (kbest_room(B, nc)) return -1;
-    int64_t *C = B->C, *todo = B->todo;
+    int64_t *C = B->C, *todo = B->todo, *dirty = B->dirty;
     heap_t *hp = &B->hp;
     for (int64_t p = base; p < hi; p++) {
         int64_t *c = C + (p - base) * sc;
         c[C_POS] = p;
-        c[C_HEAD] = IR[p * si + IR_HEAD];
+        c[C_HEAD] = 2 * IR[p * si + IR_HEAD];
         c[C_NEXT] = -1;
         int32_t *rk = (int32_t *)(c + C_RANKS);
         for (int64_t j = 0; j < IR[p * si + IR_M]; j++) rk[j] = 1;
     }
     for (int64_t c = nc - 1; c >= 0; c--) todo[nt++] = c;
     for (;;) {
-        /* try the released candidates and the worklist (the order does not matter: heap ties
-         * are broken by candidate id, fixed when the candidate is formed) */
+        /* try the released candidates and the worklist; a ready one joins its head's queue */
         while (rel >= 0 || nt > 0) {
             int64_t c;
             if (rel >= 0) { c = rel; rel = C[c * sc + C_NEXT]; } /* read first: waiting relinks c */
             else c = todo[--nt];
             int64_t *cr = C + c * sc;
-            if (FB_CNT(FB + cr[C_HEAD] * fb) >= k) continue;
+            int64_t h = cr[C_HEAD] >> 1;
+            int64_t *hb = FB + h * fb;
+            if (FB_CNT(hb) >= k) continue;
             const int64_t *d = IR + cr[C_POS] * si;
             int64_t m = d[IR_M];
             int32_t *rk = (int32_t *)(cr + C_RANKS);
@@ -547,7 +615,23 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             }
             int64_t o = P->rule_copy[rl] ? FB_ENTRY(FB + d[IR_KIDS] * fb, k, rk[0] - 1)[2]
                                          : origin_end(P->origin_mode, hh, m);
-            if (heap_push(hp, P->sign * w, s, o, c)) return -1;
+            cr[C_W] = as_i(P->sign * w); cr[C_S] = s; cr[C_O] = o;
+            cr[C_NEXT] = -1; cr[C_CHILD] = -1;
+            int64_t root = FB_ROOT(hb, k);
+            int64_t nr = ph_merge(C, sc, root, c);
+            FB_ROOT(hb, k) = nr;
+            if (nr != root && !(hb[0] & FB_DIRTY)) { hb[0] |= FB_DIRTY; dirty[nd++] = h; }
+        }
+        /* every changed root gets an item, unless it has one already */
+        while (nd > 0) {
+            int64_t h = dirty[--nd];
+            int64_t *hb = FB + h * fb;
+            hb[0] &= ~FB_DIRTY;
+            int64_t r = FB_ROOT(hb, k);
+            if (r < 0 || (C[r * sc + C_HEAD] & 1)) continue;
+            int64_t *cr = C + r * sc;
+            if (heap_push(hp, as_f(cr[C_W]), cr[C_S], cr[C_O], r)) return -1;
+            cr[C_HEAD] |= 1;
         }
         if (hp->n == 0) return 0;
         if (stop_flag) return -1;
@@ -556,17 +640,24 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             int64_t *nb = realloc(C, (size_t)cap * sc * sizeof(int64_t));
             if (!nb) return -1;
             B->C = C = nb;
+            int64_t *nd2 = realloc(dirty, (size_t)cap * sizeof(int64_t));
+            if (!nd2) return -1;
+            B->dirty = dirty = nd2;
             B->ccap = cap;
         }
-        int64_t *top = hp->a;
-        double kw = as_f(top[0]);
-        int64_t s = top[1], o = top[2], c = top[3];
+        int64_t c = hp->a[3];
         heap_pop(hp);
         int64_t *cr = C + c * sc;
-        int64_t h = cr[C_HEAD];
+        cr[C_HEAD] &= ~(int64_t)1;
+        int64_t h = cr[C_HEAD] >> 1;
         int64_t *b = FB + h * fb;
+        if (FB_ROOT(b, k) != c) continue; /* stale: a better candidate is the root, or the fact is full */
+        /* c leaves its fact's queue; the new root needs an item */
+        FB_ROOT(b, k) = ph_pairs(C, sc, cr[C_CHILD]);
+        if (FB_ROOT(b, k) >= 0) { b[0] |= FB_DIRTY; dirty[nd++] = h; }
+        double kw = as_f(cr[C_W]);
+        int64_t s = cr[C_S], o = cr[C_O];
         int32_t n = FB_CNT(b);
-        if (n >= k) continue; /* head full: drop, and do not expand */
         int dup = 0;
         for (int32_t r = 0; r < n; r++)
             if (FB_ENTRY(b, k, r)[2] == o) { dup = 1; break; }
@@ -578,7 +669,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             b[0] += 1;
             rel = FB_WAIT(b, n); /* empty before: everything was tried before popping */
             FB_WAIT(b, n) = -1;
-            if (n + 1 >= k) continue; /* now full: its modifications would be dropped anyway */
+            if (n + 1 >= k) { FB_ROOT(b, k) = -1; continue; } /* full: its queue and modifications are dropped */
         }
         /* modifications at positions >= the last rank above 1, never beyond rank k, never at
          * a leaf child */
@@ -593,7 +684,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             if (rk[j] >= k || FB_LEAF(FB + d[IR_KIDS + j] * fb)) continue;
             int64_t *nr = C + nc * sc;
             nr[C_POS] = pos;
-            nr[C_HEAD] = h;
+            nr[C_HEAD] = 2 * h;
             nr[C_NEXT] = -1;
             int32_t *nrk = (int32_t *)(nr + C_RANKS);
             for (int64_t t = 0; t < m; t++) nrk[t] = rk[t];
@@ -608,10 +699,10 @@ static void kbest_init(kbest_t *B, int64_t k, int64_t M) {
     B->k = k; B->M = M;
     B->sc = C_RANKS + (M + 1) / 2;
     B->se = E_RANKS + (M + 1) / 2;
-    B->fb = (1 + k + B->se * k + 7) / 8 * 8;
+    B->fb = (2 + k + B->se * k + 7) / 8 * 8;
 }
 
-static void kbest_free(kbest_t *B) { free(B->C); free(B->todo); free(B->hp.a); }
+static void kbest_free(kbest_t *B) { free(B->C); free(B->todo); free(B->dirty); free(B->hp.a); }
 
 EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double *leaf_w,
                         const int64_t *leaf_origin, const int32_t *inst_rule, const int64_t *inst_head,
