@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from selp.engines.decompose import Decomposition, decompose
+from selp.engines.decompose import SingleRelation, single_relation
 from selp.language.ast import Atom, Rule
 from selp.topk.joins import Former, Plan, Prepared, plan
 from selp.topk.kernel import Hypergraph, KernelResult, adopt, address as _ptr, interruptible as _interruptible, library as _compiled
@@ -56,18 +56,10 @@ class StaticPlan:
 def static_plan(analysis: Any, kinds: dict[str, tuple[Any, ...]], is_filter: Any,
                 rule_index: dict[str, int]) -> StaticPlan | str:
     """The static plan of P_p (``analysis``), or why there is none (a reason for the stats)."""
-    derived = sorted({r.head.relation for r in analysis.program.rules if not is_filter(r.head.relation)})
-    if len(derived) != 1:
-        return f"{len(derived)} derived relations (one is needed)"
-    rel = derived[0]
-    if rel in analysis.edb:
-        return f"{rel} is also loaded as EDB"
-    comp = next(c for c in analysis.components if rel in c.relations)
-    if len(comp.relations) != 1:
-        return f"{rel} is mutually recursive with {len(comp.relations) - 1} relation(s)"
-    d = decompose(comp)
-    if not isinstance(d, Decomposition):
-        return d.reason
+    single = single_relation(analysis, is_filter)  # the one analysis deciding the path
+    if not isinstance(single, SingleRelation):
+        return single.reason
+    rel, d = single.relation, single.decomposition
     if len(kinds[rel]) > 16:
         return f"{rel} has more than 16 columns"
     exits, recursive = [], []
