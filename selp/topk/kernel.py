@@ -63,7 +63,9 @@ with its non-leaf children), renumbers facts and instances by component, and run
 component after the other, with a heap and a candidate buffer that hold that component only
 (on transitive closure, ``path(*, z)`` for one ``z``: they stay in cache). Within a component
 every relative order that breaks ties is the global one, so the result is bit for bit that of
-the global loop, which the pure-Python twin keeps.
+the global loop, which the pure-Python twin keeps. The compiled top-k also keeps each fact's
+ready candidates in a queue of its own, its heap holding one item per fact ([HC05]); its pops
+are the twin's single heap's, in the same order.
 When P_p's recursion is statically decomposable, :mod:`selp.topk.decomposed` skips the
 global instance array altogether: ``selp_static`` forms each component's instances itself, in
 the same order, and runs the same per-component loops (``comp_top1``/``comp_topk`` in C).
