@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Any, Callable
+
 from selp.language.ast import Atom, Rule, Var
 from selp.language.validate import Component
 
@@ -118,3 +120,34 @@ def _inputs(recursive: list[tuple[Rule, Atom]], members: set[str], p: int) -> tu
     keyed = {rel: min(cols) for rel, cols in columns.items() if cols}
     broadcast = tuple(sorted(rel for rel in columns if rel not in keyed))
     return keyed, broadcast
+
+
+@dataclass(frozen=True)
+class SingleRelation:
+    """A program whose only derived relation (filter relations aside) is one decomposable
+    recursive relation: every other fact is an input, so every rule instance lies in one group
+    of the relation's facts by their value at ``decomposition.position``."""
+
+    relation: str
+    decomposition: Decomposition
+
+
+def single_relation(analysis: Any, is_filter: Callable[[str], bool]) -> SingleRelation | NotDecomposable:
+    """Whether the whole of ``analysis``'s program (an instrumented P_p) decomposes as one
+    relation does, or why not. ``is_filter(rel)``: relations that only filter rule instances
+    (demand, witness copies), in no derivation tree. The component-by-component top-k
+    (:mod:`selp.topk.decomposed`) runs exactly when this holds and its kernel can form the
+    rules' instances; the reason otherwise is what its stats line says."""
+    derived = sorted({r.head.relation for r in analysis.program.rules if not is_filter(r.head.relation)})
+    if len(derived) != 1:
+        return NotDecomposable(f"{len(derived)} derived relations (one is needed)")
+    rel = derived[0]
+    if rel in analysis.edb:
+        return NotDecomposable(f"{rel} is also loaded as EDB")
+    comp = next(c for c in analysis.components if rel in c.relations)
+    if len(comp.relations) != 1:
+        return NotDecomposable(f"{rel} is mutually recursive with {len(comp.relations) - 1} relation(s)")
+    d = decompose(comp)
+    if not isinstance(d, Decomposition):
+        return d
+    return SingleRelation(rel, d)

@@ -440,37 +440,52 @@ fail:
 /* ---- top-k: lazy k-best by modifications -------------------------------------------------- */
 
 /* A fact's block (fb int64, a multiple of 8: whole cache lines): its number of entries (the
- * leaf flag in bit 32), then per rank the head of the list of candidates waiting for that
- * entry, then per rank the entry (se int64): weight, size, origin, instance position (-1 for a
- * leaf), then its child ranks as int32. What a pop reads and writes -- the count, the origins
- * for duplicates, the new entry and its waiting list -- is one or two cache lines. An entry
- * holds its ranks itself, so that the candidates of a component can be dropped when it is
- * done: the candidate buffer is one component's, reused (it stays in cache). */
+ * leaf flag in bit 32, "root changed this round" in bit 40), then per rank the head of the list
+ * of candidates waiting for that entry, then the root of its candidate queue (below), then per
+ * rank the entry (se int64): weight, size, origin, instance position (-1 for a leaf), then its
+ * child ranks as int32. What a pop reads and writes -- the count, the origins for duplicates,
+ * the new entry and its waiting list -- is one or two cache lines. An entry holds its ranks
+ * itself, so that the candidates of a component can be dropped when it is done: the candidate
+ * buffer is one component's, reused (it stays in cache). */
 #define FB_CNT(b) ((int32_t)(b)[0])
-#define FB_LEAF(b) ((b)[0] >> 32)
+#define FB_LEAF(b) (((b)[0] >> 32) & 1)
+#define FB_DIRTY ((int64_t)1 << 40)
 #define FB_WAIT(b, r) ((b)[1 + (r)])
-#define FB_ENTRY(b, k, r) ((b) + 1 + (k) + se * (r))
+#define FB_ROOT(b, k) ((b)[1 + (k)])
+#define FB_ENTRY(b, k, r) ((b) + 2 + (k) + se * (r))
 #define E_RANKS 4 /* int32 ranks from int64 slot 4 of an entry on */
 
+/* A candidate: its instance position, head (times 2, plus 1 while the component's heap holds an
+ * item for it), the next candidate of a waiting list or -- once ready -- its next sibling in its
+ * head's queue, its first child there, its key (weight times sign, size, origin), its ranks. */
 #define C_POS 0
 #define C_HEAD 1
 #define C_NEXT 2
-#define C_RANKS 3 /* int32 ranks from int64 slot 3 on */
+#define C_CHILD 3
+#define C_W 4
+#define C_S 5
+#define C_O 6
+#define C_RANKS 7 /* int32 ranks from int64 slot 7 on */
 
 typedef struct {
     int64_t k, fb, se, sc, M;
     int64_t *C, ccap;  /* one component's candidates */
     int64_t *todo, tcap;
+    int64_t *dirty;    /* facts whose queue root changed since the last pop (ccap slots) */
     heap_t hp;
 } kbest_t;
 
-/* room for a component of n instances: candidates and worklist; -1 when out of memory */
+/* room for a component of n instances: candidates, dirty facts and worklist; -1 when out of
+ * memory */
 static int kbest_room(kbest_t *B, int64_t n) {
     if (n + B->M + 16 > B->ccap) {
         int64_t cap = 2 * n + B->M + 16;
         int64_t *c = realloc(B->C, (size_t)cap * B->sc * sizeof(int64_t));
         if (!c) return -1;
-        B->C = c; B->ccap = cap;
+        B->C = c;
+        int64_t *d = realloc(B->dirty, (size_t)cap * sizeof(int64_t));
+        if (!d) return -1;
+        B->dirty = d; B->ccap = cap;
     }
     if (n + B->M + 16 > B->tcap) {
         int64_t cap = n + B->M + 16;
@@ -485,10 +500,62 @@ static int kbest_room(kbest_t *B, int64_t n) {
 static void fb_init(int64_t *b, int64_t k, int64_t se, int is_leaf, double w, int64_t size, int64_t origin) {
     b[0] = 0;
     for (int64_t r = 0; r < k; r++) FB_WAIT(b, r) = -1;
+    FB_ROOT(b, k) = -1;
     if (!is_leaf) return;
     int64_t *q = FB_ENTRY(b, k, 0);
     q[0] = as_i(w); q[1] = size; q[2] = origin; q[3] = -1;
     b[0] = 1 + ((int64_t)1 << 32);
+}
+
+/* ---- a fact's candidate queue: a pairing heap over candidate records ---------------------
+ * [HC05] keep, per vertex, a small queue of its candidates and hand the global order only its
+ * best. Here the component's heap holds one item per fact (its queue's root, pushed once the
+ * root changed), not one per candidate: a fact's candidates stay in its queue until their
+ * turn, and when the fact is full its queue is dropped whole instead of each candidate being
+ * popped. The candidates, their ids and the order of the effective pops are those of the
+ * global loop (the heap's minimum is the minimum of all ready candidates either way), so the
+ * entries are the same, tie for tie. */
+
+static inline int c_less(const int64_t *C, int64_t sc, int64_t a, int64_t b) {
+    const int64_t *x = C + a * sc, *y = C + b * sc;
+    return less4(as_f(x[C_W]), x[C_S], x[C_O], a, as_f(y[C_W]), y[C_S], y[C_O], b);
+}
+
+/* two queues merged: the worse root becomes the first child of the better */
+static inline int64_t ph_merge(int64_t *C, int64_t sc, int64_t a, int64_t b) {
+    if (a < 0) return b;
+    if (b < 0) return a;
+    if (c_less(C, sc, b, a)) { int64_t t = a; a = b; b = t; }
+    C[b * sc + C_NEXT] = C[a * sc + C_CHILD];
+    C[a * sc + C_CHILD] = b;
+    return a;
+}
+
+/* the queue of a removed root's children (first, linked by C_NEXT): merged in pairs left to
+ * right, then the pairs right to left */
+static int64_t ph_pairs(int64_t *C, int64_t sc, int64_t first) {
+    int64_t acc = -1; /* the merged pairs, last first, linked by C_NEXT */
+    while (first >= 0) {
+        int64_t a = first, b = C[a * sc + C_NEXT];
+        C[a * sc + C_NEXT] = -1;
+        if (b >= 0) {
+            first = C[b * sc + C_NEXT];
+            C[b * sc + C_NEXT] = -1;
+            a = ph_merge(C, sc, a, b);
+        } else {
+            first = -1;
+        }
+        C[a * sc + C_NEXT] = acc;
+        acc = a;
+    }
+    int64_t r = -1;
+    while (acc >= 0) {
+        int64_t n = C[acc * sc + C_NEXT];
+        C[acc * sc + C_NEXT] = -1;
+        r = ph_merge(C, sc, r, acc);
+        acc = n;
+    }
+    return r;
 }
 
 /* Lazy k-best over one component: instance records IR at positions base..hi-1, FB the fact
@@ -498,28 +565,29 @@ static void fb_init(int64_t *b, int64_t k, int64_t se, int is_leaf, double w, in
 static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
                      const prm_t *P) {
     int64_t k = B->k, fb = B->fb, se = B->se, sc = B->sc, M = B->M;
-    int64_t nc = hi - base, nt = 0, rel = -1;
+    int64_t nc = hi - base, nt = 0, nd = 0, rel = -1;
     if (kbest_room(B, nc)) return -1;
-    int64_t *C = B->C, *todo = B->todo;
+    int64_t *C = B->C, *todo = B->todo, *dirty = B->dirty;
     heap_t *hp = &B->hp;
     for (int64_t p = base; p < hi; p++) {
         int64_t *c = C + (p - base) * sc;
         c[C_POS] = p;
-        c[C_HEAD] = IR[p * si + IR_HEAD];
+        c[C_HEAD] = 2 * IR[p * si + IR_HEAD];
         c[C_NEXT] = -1;
         int32_t *rk = (int32_t *)(c + C_RANKS);
         for (int64_t j = 0; j < IR[p * si + IR_M]; j++) rk[j] = 1;
     }
     for (int64_t c = nc - 1; c >= 0; c--) todo[nt++] = c;
     for (;;) {
-        /* try the released candidates and the worklist (the order does not matter: heap ties
-         * are broken by candidate id, fixed when the candidate is formed) */
+        /* try the released candidates and the worklist; a ready one joins its head's queue */
         while (rel >= 0 || nt > 0) {
             int64_t c;
             if (rel >= 0) { c = rel; rel = C[c * sc + C_NEXT]; } /* read first: waiting relinks c */
             else c = todo[--nt];
             int64_t *cr = C + c * sc;
-            if (FB_CNT(FB + cr[C_HEAD] * fb) >= k) continue;
+            int64_t h = cr[C_HEAD] >> 1;
+            int64_t *hb = FB + h * fb;
+            if (FB_CNT(hb) >= k) continue;
             const int64_t *d = IR + cr[C_POS] * si;
             int64_t m = d[IR_M];
             int32_t *rk = (int32_t *)(cr + C_RANKS);
@@ -547,7 +615,23 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             }
             int64_t o = P->rule_copy[rl] ? FB_ENTRY(FB + d[IR_KIDS] * fb, k, rk[0] - 1)[2]
                                          : origin_end(P->origin_mode, hh, m);
-            if (heap_push(hp, P->sign * w, s, o, c)) return -1;
+            cr[C_W] = as_i(P->sign * w); cr[C_S] = s; cr[C_O] = o;
+            cr[C_NEXT] = -1; cr[C_CHILD] = -1;
+            int64_t root = FB_ROOT(hb, k);
+            int64_t nr = ph_merge(C, sc, root, c);
+            FB_ROOT(hb, k) = nr;
+            if (nr != root && !(hb[0] & FB_DIRTY)) { hb[0] |= FB_DIRTY; dirty[nd++] = h; }
+        }
+        /* every changed root gets an item, unless it has one already */
+        while (nd > 0) {
+            int64_t h = dirty[--nd];
+            int64_t *hb = FB + h * fb;
+            hb[0] &= ~FB_DIRTY;
+            int64_t r = FB_ROOT(hb, k);
+            if (r < 0 || (C[r * sc + C_HEAD] & 1)) continue;
+            int64_t *cr = C + r * sc;
+            if (heap_push(hp, as_f(cr[C_W]), cr[C_S], cr[C_O], r)) return -1;
+            cr[C_HEAD] |= 1;
         }
         if (hp->n == 0) return 0;
         if (stop_flag) return -1;
@@ -556,17 +640,24 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             int64_t *nb = realloc(C, (size_t)cap * sc * sizeof(int64_t));
             if (!nb) return -1;
             B->C = C = nb;
+            int64_t *nd2 = realloc(dirty, (size_t)cap * sizeof(int64_t));
+            if (!nd2) return -1;
+            B->dirty = dirty = nd2;
             B->ccap = cap;
         }
-        int64_t *top = hp->a;
-        double kw = as_f(top[0]);
-        int64_t s = top[1], o = top[2], c = top[3];
+        int64_t c = hp->a[3];
         heap_pop(hp);
         int64_t *cr = C + c * sc;
-        int64_t h = cr[C_HEAD];
+        cr[C_HEAD] &= ~(int64_t)1;
+        int64_t h = cr[C_HEAD] >> 1;
         int64_t *b = FB + h * fb;
+        if (FB_ROOT(b, k) != c) continue; /* stale: a better candidate is the root, or the fact is full */
+        /* c leaves its fact's queue; the new root needs an item */
+        FB_ROOT(b, k) = ph_pairs(C, sc, cr[C_CHILD]);
+        if (FB_ROOT(b, k) >= 0) { b[0] |= FB_DIRTY; dirty[nd++] = h; }
+        double kw = as_f(cr[C_W]);
+        int64_t s = cr[C_S], o = cr[C_O];
         int32_t n = FB_CNT(b);
-        if (n >= k) continue; /* head full: drop, and do not expand */
         int dup = 0;
         for (int32_t r = 0; r < n; r++)
             if (FB_ENTRY(b, k, r)[2] == o) { dup = 1; break; }
@@ -578,7 +669,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             b[0] += 1;
             rel = FB_WAIT(b, n); /* empty before: everything was tried before popping */
             FB_WAIT(b, n) = -1;
-            if (n + 1 >= k) continue; /* now full: its modifications would be dropped anyway */
+            if (n + 1 >= k) { FB_ROOT(b, k) = -1; continue; } /* full: its queue and modifications are dropped */
         }
         /* modifications at positions >= the last rank above 1, never beyond rank k, never at
          * a leaf child */
@@ -593,7 +684,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             if (rk[j] >= k || FB_LEAF(FB + d[IR_KIDS + j] * fb)) continue;
             int64_t *nr = C + nc * sc;
             nr[C_POS] = pos;
-            nr[C_HEAD] = h;
+            nr[C_HEAD] = 2 * h;
             nr[C_NEXT] = -1;
             int32_t *nrk = (int32_t *)(nr + C_RANKS);
             for (int64_t t = 0; t < m; t++) nrk[t] = rk[t];
@@ -608,10 +699,10 @@ static void kbest_init(kbest_t *B, int64_t k, int64_t M) {
     B->k = k; B->M = M;
     B->sc = C_RANKS + (M + 1) / 2;
     B->se = E_RANKS + (M + 1) / 2;
-    B->fb = (1 + k + B->se * k + 7) / 8 * 8;
+    B->fb = (2 + k + B->se * k + 7) / 8 * 8;
 }
 
-static void kbest_free(kbest_t *B) { free(B->C); free(B->todo); free(B->hp.a); }
+static void kbest_free(kbest_t *B) { free(B->C); free(B->todo); free(B->dirty); free(B->hp.a); }
 
 EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double *leaf_w,
                         const int64_t *leaf_origin, const int32_t *inst_rule, const int64_t *inst_head,
@@ -760,8 +851,9 @@ done:
  * pure-Python twin runs, and says so). 2: selp_fill returns int; entries hold their ranks.
  * 3: leaf sizes and origin modes (selp_top1/selp_topk take leaf_size and origin_mode).
  * 4: rule instances formed here (selp_head, selp_join and their helpers).
- * 5: instances formed and ranked component by component (selp_join_prepare, selp_static). */
-EXPORT int64_t selp_abi(void) { return 5; }
+ * 5: instances formed and ranked component by component (selp_join_prepare, selp_static).
+ * 6: selp_static's result in kernel order, its buffers handed over (selp_static_arrays). */
+EXPORT int64_t selp_abi(void) { return 6; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
 EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origins, int64_t n, int mode) {
@@ -1092,21 +1184,25 @@ typedef struct grp {
     int err;
 } grp_t;
 
+/* The result of selp_static, written as it is found: the entries in kernel order (the leaves,
+ * then each group's facts in turn), each array appended to sequentially and handed to numpy
+ * without a copy (selp_static_arrays). Python maps an input fact id to its row (kernel id)
+ * through nid; the entries of row x are fp[x]..fp[x+1]-1. */
 typedef struct acc {
-    int64_t L, F, M, aw;
-    double *lw; int64_t *ls, *lo;           /* the leaves' entries, by kernel id */
-    int64_t *cnt;                           /* entries per non-leaf fact (kernel id - L), then offsets */
-    /* entries in kernel order, one record of aw int64 each (what the fill reads of an entry at
-     * random is then one or two cache lines): weight, size, origin, rule << 32 | children, the
-     * children's input ids (M slots), their ranks as int32 */
-    int64_t *rec, n, cap, nr;
-    int64_t *inv;                           /* kernel id -> input id */
+    int64_t L, F;
+    int64_t *fp;                            /* F + 1: each row's first entry */
+    double *w; int64_t *size, *origin, *inst, *crp; int32_t *rule;  /* per entry (crp: n + 1) */
+    int64_t n, cap;
+    int64_t *kid; int32_t *cr;              /* per child slot: input fact id, rank */
+    int64_t nr, rcap;
+    int64_t *inv;                           /* kernel id -> input id (during the run) */
     int64_t bound;                          /* top-k: the most trees of any fact (capped at k), -1 cyclic */
 } acc_t;
 
 static void acc_free(acc_t *a) {
     if (!a) return;
-    free(a->lw); free(a->ls); free(a->lo); free(a->cnt); free(a->rec); free(a->inv); free(a);
+    free(a->fp); free(a->w); free(a->size); free(a->origin); free(a->inst); free(a->crp); free(a->rule);
+    free(a->kid); free(a->cr); free(a->inv); free(a);
 }
 
 static int grow(void **p, int64_t n, size_t size) {
@@ -1116,24 +1212,37 @@ static int grow(void **p, int64_t n, size_t size) {
     return 0;
 }
 
-/* append one entry of a non-leaf fact: m children (local ids: leaves below L, the group's facts
- * from L on, which are kernel ids off later) with these ranks (NULL: all 1) */
-static int acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rule, int64_t m, const int64_t *kids,
-                   const int32_t *ranks, int64_t L, int64_t off) {
-    if (a->n == a->cap) {
-        int64_t cap = 2 * a->cap + 4096;
-        if (grow((void **)&a->rec, cap * a->aw, 8)) return -1;
+/* room for `more` entries and `slots` child slots; realloc of large blocks remaps pages, so
+ * growing by doubling copies nothing and touches no page not written later */
+static int acc_room(acc_t *a, int64_t more, int64_t slots) {
+    if (a->n + more > a->cap) {
+        int64_t cap = 2 * a->cap + more + 4096;
+        if (grow((void **)&a->w, cap, 8) || grow((void **)&a->size, cap, 8) || grow((void **)&a->origin, cap, 8)
+            || grow((void **)&a->inst, cap, 8) || grow((void **)&a->crp, cap + 1, 8) || grow((void **)&a->rule, cap, 4))
+            return -1;
         a->cap = cap;
     }
-    int64_t *r = a->rec + a->n++ * a->aw;
-    r[0] = as_i(w); r[1] = s; r[2] = o; r[3] = ((int64_t)rule << 32) | m;
-    int32_t *rk = (int32_t *)(r + 4 + a->M);
-    for (int64_t j = 0; j < m; j++) {
-        r[4 + j] = a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
-        rk[j] = ranks ? ranks[j] : 1;
+    if (a->nr + slots > a->rcap) {
+        int64_t cap = 2 * a->rcap + slots + 4096;
+        if (grow((void **)&a->kid, cap, 8) || grow((void **)&a->cr, cap, 4)) return -1;
+        a->rcap = cap;
     }
-    a->nr += m;
     return 0;
+}
+
+/* append one entry of a non-leaf fact (room made by acc_room): m children (local ids: leaves
+ * below L, the group's facts from L on, which are kernel ids off later) with these ranks (NULL:
+ * all 1); the entry is its own instance */
+static inline void acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rule, int64_t m, const int64_t *kids,
+                           const int32_t *ranks, int64_t L, int64_t off) {
+    int64_t e = a->n++, t = a->nr;
+    a->w[e] = w; a->size[e] = s; a->origin[e] = o; a->inst[e] = e; a->rule[e] = rule;
+    for (int64_t j = 0; j < m; j++, t++) {
+        a->kid[t] = a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
+        a->cr[t] = ranks ? ranks[j] : 1;
+    }
+    a->nr = t;
+    a->crp[e + 1] = t;
 }
 
 /* The derivation trees of a group's facts counted (capped at cap) in Kahn's order over its
@@ -1247,7 +1356,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     acc_t *A = calloc(1, sizeof(acc_t));
     if (!run || !A) { free(run); free(A); return NULL; }
     run->F = F; run->k = k; run->acc = A; run->L = L;
-    A->L = L; A->F = F; A->M = M; A->aw = 4 + M + (M + 1) / 2;
+    A->L = L; A->F = F;
     prm_t P = {rule_w, rule_size, rule_hash, rule_copy, combine, origin_mode, sign};
     kbest_t B;
     kbest_init(&B, k, M);
@@ -1263,22 +1372,23 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     heap_t hp = {NULL, 0, 0};
     A->bound = F > L ? 0 : 1; /* a leaf has one tree */
     if (L > 0) A->bound = 1;
-    A->lw = malloc(((size_t)L + 1) * sizeof(double));
-    A->ls = malloc(((size_t)L + 1) * sizeof(int64_t));
-    A->lo = malloc(((size_t)L + 1) * sizeof(int64_t));
-    A->cnt = calloc((size_t)(F - L) + 2, sizeof(int64_t));
+    A->fp = malloc(((size_t)F + 1) * sizeof(int64_t));
     A->inv = malloc(((size_t)F + 1) * sizeof(int64_t));
-    run->nid = malloc(((size_t)F + 1) * sizeof(int64_t));
-    if (!ST || !A->lw || !A->ls || !A->lo || !A->cnt || !A->inv || !run->nid) goto fail;
-    memcpy(run->nid, nid, (size_t)F * sizeof(int64_t));
+    /* first guess: one entry per fact (top-1's count when every fact is derived) */
+    if (!ST || !A->fp || !A->inv || acc_room(A, F + 1, (F - L) * M + 1)) goto fail;
+    A->crp[0] = 0;
     for (int64_t f = 0; f < F; f++) {
         int64_t x = nid[f];
         A->inv[x] = f;
         if (x >= L) continue;
-        A->lw[x] = leaf_w[f]; A->ls[x] = leaf_size ? leaf_size[f] : 0; A->lo[x] = leaf_origin[f];
-        if (k == 1) fr_init(ST + 8 * x, 1, leaf_w[f], A->ls[x], leaf_origin[f]);
-        else fb_init(ST + x * rec, k, B.se, 1, leaf_w[f], A->ls[x], leaf_origin[f]);
+        /* the leaves' entries are rows 0..L-1 */
+        int64_t ls = leaf_size ? leaf_size[f] : 0;
+        A->w[x] = leaf_w[f]; A->size[x] = ls; A->origin[x] = leaf_origin[f]; A->inst[x] = -1; A->rule[x] = 0;
+        A->crp[x + 1] = 0; A->fp[x] = x;
+        if (k == 1) fr_init(ST + 8 * x, 1, leaf_w[f], ls, leaf_origin[f]);
+        else fb_init(ST + x * rec, k, B.se, 1, leaf_w[f], ls, leaf_origin[f]);
     }
+    A->n = L;
     for (int64_t j = 0; j < nj; j++) joins[j]->grp = &G;
     for (int64_t g = 0; g < ng; g++) {
         int64_t off = gptr[g], nf = gptr[g + 1] - off;
@@ -1333,12 +1443,13 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         if (k == 1) {
             if (grp_uses(&G, L, nf, &U)) goto fail;
             if (comp_top1(G.IR, si, 0, n, ST, U.rem, U.uptr, U.uses, L, U.todo, &hp, &P)) goto fail;
+            if (acc_room(A, nf, nf * M)) goto fail;
             for (int64_t i = 0; i < nf; i++) {
                 int64_t *q = ST + 8 * (L + i);
+                A->fp[L + off + i] = A->n;
                 if (q[3] == -2) continue;
                 const int64_t *d = G.IR + q[3] * si;
-                if (acc_add(A, as_f(q[0]), q[1], q[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS, NULL, L, off)) goto fail;
-                A->cnt[off + i] = 1;
+                acc_add(A, as_f(q[0]), q[1], q[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS, NULL, L, off);
             }
         } else {
             if (A->bound >= 0) {
@@ -1348,25 +1459,24 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
                 A->bound = b < 0 ? -1 : (b > A->bound ? b : A->bound);
             }
             if (comp_topk(G.IR, si, 0, n, ST, &B, &P)) goto fail;
+            int64_t ne = 0;
+            for (int64_t i = 0; i < nf; i++) ne += FB_CNT(ST + (L + i) * rec);
+            if (acc_room(A, ne, ne * M)) goto fail;
             for (int64_t i = 0; i < nf; i++) {
                 int64_t *b = ST + (L + i) * rec, se = B.se;
+                A->fp[L + off + i] = A->n;
                 for (int32_t r = 0; r < FB_CNT(b); r++) {
                     int64_t *e = FB_ENTRY(b, k, r);
                     const int64_t *d = G.IR + e[3] * si;
-                    if (acc_add(A, as_f(e[0]), e[1], e[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS,
-                                (const int32_t *)(e + E_RANKS), L, off)) goto fail;
+                    acc_add(A, as_f(e[0]), e[1], e[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS,
+                            (const int32_t *)(e + E_RANKS), L, off);
                 }
-                A->cnt[off + i] = FB_CNT(b);
             }
         }
     }
-    /* offsets of each non-leaf fact's entries */
-    {
-        int64_t t = 0;
-        for (int64_t x = 0; x < F - L; x++) { int64_t c = A->cnt[x]; A->cnt[x] = t; t += c; }
-        A->cnt[F - L] = t;
-    }
-    run->n_entries = A->n + L;
+    A->fp[F] = A->n;
+    free(A->inv); A->inv = NULL;
+    run->n_entries = A->n;
     run->n_ranks = A->nr;
     *err = 0;
     free(ST); free(G.tab); free(G.IR); free(U.rem); free(U.uptr); free(U.fill); free(U.uses); free(U.todo); free(hp.a);
@@ -1387,33 +1497,15 @@ fail:
  * infinitely many); what selp_tree_count_bound gives for all the instances. */
 EXPORT int64_t selp_static_bound(const run_t *r) { return r->acc->bound; }
 
-/* The result of selp_static in input fact order (see KernelResult): as selp_fill, plus each
- * entry's children kid[crp[e]..] (input ids) and rule (-1 for a leaf); inst[e] is e itself for
- * a rule entry (the entry is its own instance), -1 for a leaf. */
-EXPORT void selp_static_fill(const run_t *r, int64_t *fact_ptr, double *w, int64_t *size, int64_t *origin,
-                             int64_t *inst, int64_t *crp, int32_t *cr, int64_t *kid, int32_t *rule) {
+/* The result of selp_static in kernel order (see KernelResult and its `row`), as the run's own
+ * buffers, which numpy then wraps without a copy (they live until selp_free): p[0] fact_ptr
+ * [F+1] by row (kernel id), p[1..7] per entry w, size, origin, inst (the entry itself, -1 for
+ * a leaf), child_rank_ptr [n+1], rule (0 for a leaf, whose rule is never read), p[7..8] per
+ * child slot its rank (int32) and input fact id. */
+EXPORT void selp_static_arrays(const run_t *r, void **p) {
     const acc_t *A = r->acc;
-    int64_t p = 0, L = A->L, aw = A->aw, M = A->M;
-    fact_ptr[0] = 0;
-    crp[0] = 0;
-    for (int64_t f = 0; f < r->F; f++) {
-        int64_t x = r->nid[f];
-        if (x < L) {
-            w[p] = A->lw[x]; size[p] = A->ls[x]; origin[p] = A->lo[x]; inst[p] = -1; rule[p] = -1;
-            crp[p + 1] = crp[p];
-            p++;
-        } else {
-            for (int64_t e = A->cnt[x - L]; e < A->cnt[x - L + 1]; e++, p++) {
-                const int64_t *q = A->rec + e * aw;
-                const int32_t *rk = (const int32_t *)(q + 4 + M);
-                int64_t m = q[3] & 0xffffffff, t = crp[p];
-                w[p] = as_f(q[0]); size[p] = q[1]; origin[p] = q[2]; inst[p] = p; rule[p] = (int32_t)(q[3] >> 32);
-                for (int64_t j = 0; j < m; j++, t++) { cr[t] = rk[j]; kid[t] = q[4 + j]; }
-                crp[p + 1] = t;
-            }
-        }
-        fact_ptr[f + 1] = p;
-    }
+    p[0] = A->fp; p[1] = A->w; p[2] = A->size; p[3] = A->origin; p[4] = A->inst; p[5] = A->crp;
+    p[6] = A->rule; p[7] = A->cr; p[8] = A->kid;
 }
 
 /* ---- a module, so that setuptools builds it as one and importlib finds its file ---------- */

@@ -475,7 +475,8 @@ class ArrayDTable(DTable):
             return got
         res, g = self.res, self.graph
         out = []
-        for e in range(int(res.fact_ptr[fid]), int(res.fact_ptr[fid + 1])):
+        r = res.row_of(fid)
+        for e in range(int(res.fact_ptr[r]), int(res.fact_ptr[r + 1])):
             w = res.w[e]
             weight = int(w) if self._int_weights else float(w)
             i = int(res.inst[e])
@@ -510,7 +511,16 @@ class ArrayDTable(DTable):
             if rel not in self.meta.offsets:
                 continue
             first, n = self.meta.offsets[rel]
-            lo, hi = res.fact_ptr[first:first + n], res.fact_ptr[first + 1:first + n + 1]
+            if res.row is None:
+                lo, hi = res.fact_ptr[first:first + n], res.fact_ptr[first + 1:first + n + 1]
+            else:
+                # the statistics ignore order: a relation whose rows are one range is read as slices
+                rows = res.row[first:first + n]
+                a = int(rows.min()) if n else 0
+                if n and int(rows.max()) - a + 1 == n:
+                    lo, hi = res.fact_ptr[a:a + n], res.fact_ptr[a + 1:a + n + 1]
+                else:
+                    lo, hi = res.fact_ptr[rows], res.fact_ptr[rows + 1]
             origin = self.relation_origin.get(rel, rel)
             cur = out.setdefault(origin, {"facts": 0, "entries": 0, "best": None, "worst_top1": None})
             cur["facts"] += int(n)

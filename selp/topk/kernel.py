@@ -63,7 +63,9 @@ with its non-leaf children), renumbers facts and instances by component, and run
 component after the other, with a heap and a candidate buffer that hold that component only
 (on transitive closure, ``path(*, z)`` for one ``z``: they stay in cache). Within a component
 every relative order that breaks ties is the global one, so the result is bit for bit that of
-the global loop, which the pure-Python twin keeps.
+the global loop, which the pure-Python twin keeps. The compiled top-k also keeps each fact's
+ready candidates in a queue of its own, its heap holding one item per fact ([HC05]); its pops
+are the twin's single heap's, in the same order.
 When P_p's recursion is statically decomposable, :mod:`selp.topk.decomposed` skips the
 global instance array altogether: ``selp_static`` forms each component's instances itself, in
 the same order, and runs the same per-component loops (``comp_top1``/``comp_topk`` in C).
@@ -211,6 +213,14 @@ class KernelResult:
     inst: np.ndarray  # int64[E]
     child_rank_ptr: np.ndarray  # int64[E+1]
     child_rank: np.ndarray  # int32[child_rank_ptr[E]]
+    # fact f's row of fact_ptr (None: f itself). The component-by-component path writes its
+    # entries in the order it finds them (leaves, then component after component) and maps
+    # input ids to rows here, instead of copying every entry into input order.
+    row: np.ndarray | None = None  # int64[F]
+
+    def row_of(self, f: int) -> int:
+        """The row of ``fact_ptr`` holding fact ``f``'s entries."""
+        return f if self.row is None else int(self.row[f])
 
     @property
     def n_entries(self) -> int:
@@ -257,7 +267,7 @@ def compiled_available() -> bool:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
-_ABI = 5  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+_ABI = 6  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _kernel_file() -> str:
@@ -327,7 +337,7 @@ def _compiled() -> Any:
         lib.selp_static.argtypes = ([I64, I64] + [P] * 5 + [I64, P, I64] + [P] * 6 + [I64, P, P, I64] + [P] * 4
                                     + [ctypes.c_int, F64, ctypes.c_int, I64, P])
         lib.selp_static.restype = P
-        lib.selp_static_fill.argtypes, lib.selp_static_fill.restype = [P] * 10, None
+        lib.selp_static_arrays.argtypes, lib.selp_static_arrays.restype = [P, P], None
         lib.selp_static_bound.argtypes, lib.selp_static_bound.restype = [P], I64
         _LIB.append(lib)
     return _LIB[0]
@@ -372,6 +382,31 @@ def _interruptible(call: Any, lib: Any) -> Any:
         worker.join()
         raise
     return out[0] if out else None
+
+
+class _Owner:
+    """Frees a kernel run when the last array over its buffers is gone."""
+
+    def __init__(self, lib: Any, run: int) -> None:
+        self.lib, self.run = lib, run
+
+    def __del__(self) -> None:
+        self.lib.selp_free(self.run)
+
+
+class _View:
+    """A buffer of a kernel run as numpy sees it (``__array_interface__``), keeping the run alive."""
+
+    def __init__(self, ptr: int, n: int, dtype: Any, owner: _Owner) -> None:
+        self.__array_interface__ = {"data": (ptr, False), "shape": (n,), "typestr": np.dtype(dtype).str, "version": 3}
+        self.owner = owner
+
+
+def adopt(lib: Any, run: int, buffers: list[tuple[int, int, Any]]) -> list[np.ndarray]:
+    """Arrays over a kernel run's own buffers, ``(address, length, dtype)`` each, without a copy;
+    the run is freed (``selp_free``) when the last of them is collected."""
+    owner = _Owner(lib, run)
+    return [np.asarray(_View(p, n, t, owner)) if n and p else np.empty(n, t) for p, n, t in buffers]
 
 
 # for selp.topk.joins, which calls the same library: the loaded C kernel (or None), an array's

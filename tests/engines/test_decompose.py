@@ -163,3 +163,22 @@ def test_min_through_recursion_is_not_decomposed() -> None:
         "path(x, z, min(d)) :- e(x, y, w), path(y, z, d1), d = w + d1.\n"
     )
     assert "aggregates (min)" in refusal(text, "path")
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("path(x, y) :- edge(x, y).\npath(x, z) :- edge(x, y), path(y, z).\n", ("path", 1)),
+    ("path(x, y) :- edge(x, y).\npath(x, z) :- edge(x, y), path(y, z).\nsame(x) :- path(x, x).\n",
+     "2 derived relations (one is needed)"),
+    ("path(x, y) :- edge(x, y).\npath(x, z) :- path(x, y), path(y, z).\n", "nonlinear"),
+    ("a(x, y) :- e(x, y).\na(x, z) :- e(x, y), b(y, z).\nb(x, z) :- e(x, y), a(y, z).\n", "2 derived relations"),
+])
+def test_a_program_is_one_decomposable_relation_or_says_why_not(text: str, want) -> None:
+    """The one analysis choosing the component-by-component top-k: the relation and its
+    position, or the reason the stats line then gives."""
+    from selp.engines.decompose import SingleRelation, single_relation
+
+    got = single_relation(analyze(parse_program(text)), lambda rel: rel.startswith("demand"))
+    if isinstance(want, tuple):
+        assert isinstance(got, SingleRelation) and (got.relation, got.decomposition.position) == want
+    else:
+        assert isinstance(got, NotDecomposable) and want in got.reason

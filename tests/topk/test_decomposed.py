@@ -127,3 +127,20 @@ def test_fewer_trees_than_k_is_said_on_this_path_too(tmp_path: Path) -> None:
     assert "component by component" in five.stderr
     assert "k=5 is more than any fact's number of derivation trees (at most 2)" in five.stderr
     assert five.stdout.replace('"k": 5', '"k": 2') == two.stdout
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_summary_and_saved_dtable_read_the_rows_component_by_component(tmp_path: Path, monkeypatch, k: int) -> None:
+    """The component-by-component result keeps its entries in its own row order: the summary
+    (read from the arrays) and a saved DTable are the global path's."""
+    from selp.topk.dtable import load_dtable, save_dtable
+
+    weights = {e: round(0.5 + 0.04 * i, 2) for i, e in enumerate(EDGES)}
+    prog, db = _db(tmp_path, RIGHT, weights)
+    static, whole = _both(monkeypatch, prog, db, "path(*, *)", k)
+    assert static.res.row is not None
+    assert whole.res.row is None
+    assert static.summary() == whole.summary()
+    save_dtable(static, str(tmp_path / "a"))
+    save_dtable(whole, str(tmp_path / "b"))
+    assert load_dtable(str(tmp_path / "a")).answers() == load_dtable(str(tmp_path / "b")).answers() == whole.answers()
