@@ -295,3 +295,30 @@ def test_cdss_exchange_and_proql_on_the_cluster_agree_with_the_embedded_engine(c
     local = json.loads(selp("proql", str(stores["embedded"]), *q, "--engine", "embedded").stdout)
     remote = json.loads(selp("proql", str(stores["spark"]), *q, "--engine", "spark", "--master", cluster.master, env=cluster.env).stdout)
     assert remote == local and local
+
+
+def test_cdss_adapt_on_the_cluster_agrees_with_recomputation(cluster, tmp_path):
+    """``--strategy adapt`` run by the cluster after a mapping is added ([GI12]): the Z-relations
+    are the cluster's DataFrames; the instance equals the embedded engine's recomputation."""
+    stores = {}
+    for engine in ("embedded", "spark"):
+        d = tmp_path / engine / "bio"
+        shutil.copytree(EXAMPLES / "cdss" / "bio", d, ignore=shutil.ignore_patterns(".selp"))
+        selp("cdss", "init", str(d))
+        selp("cdss", "import", str(d), "--peer", "PGUS", "--relation", "G", str(d / "data" / "PGUS" / "G.csv"))
+        selp("cdss", "publish", str(d), "--peer", "PGUS")
+        extra = ["--master", cluster.master] if engine == "spark" else []
+        selp("cdss", "exchange", str(d), "--peer", "PBioSQL", "--engine", engine, *extra, env=cluster.env)
+        toml = d / "cdss.toml"
+        text = toml.read_text()
+        assert '"m4: B(i, c), U(n, c) -> B(i, n)",' in text
+        toml.write_text(text.replace('"m4: B(i, c), U(n, c) -> B(i, n)",', '"m4: B(i, c), U(n, c) -> B(i, n)",\n  "m5: G(i, c, n) -> U(c, n)",'))
+        strategy = "adapt" if engine == "spark" else "recompute"
+        r = selp("cdss", "exchange", str(d), "--peer", "PBioSQL", "--engine", engine, "--strategy", strategy, *extra, env=cluster.env)
+        assert f", {strategy}, {engine})" in r.stdout  # adapted (not recomputed) by the cluster
+        stores[engine] = d
+    for rel in ("U", "B"):
+        query = ["--peer", "PBioSQL", rel, "--with-nulls", "--format", "json"]
+        a = json.loads(selp("cdss", "query", str(stores["embedded"]), *query).stdout)
+        b = json.loads(selp("cdss", "query", str(stores["spark"]), *query).stdout)
+        assert a == b and a
