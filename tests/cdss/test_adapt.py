@@ -154,6 +154,7 @@ def test_adapt_equals_recompute_after_random_edits(tmp_path, seed, engine):
     assert used[0] == "recompute" and all(u.startswith("adapt") for u in used[1:]), used
 
 
+@pytest.mark.slow  # 2 exchanges each way, every relation a Spark job: minutes (10 under a load of 18)
 def test_adapt_on_spark_equals_recompute_after_random_edits(tmp_path, spark):
     """The same property on the Spark engine: Z-relations as cached DataFrames, statistics from
     Spark, opaque components recomputed by Spark's evaluator; compared with Spark's recomputation."""
