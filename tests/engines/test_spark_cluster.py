@@ -271,15 +271,20 @@ def test_partition_local_topk_on_the_cluster_agrees_with_the_embedded_engine(clu
     assert trees["results"] == spark["results"]
 
 
+def _bio_with_gus(d: Path) -> Path:
+    """A store of the bio example at ``d`` with GUS's ``G`` imported (not yet published)."""
+    shutil.copytree(EXAMPLES / "cdss" / "bio", d, ignore=shutil.ignore_patterns(".selp"))
+    selp("cdss", "init", str(d))
+    selp("cdss", "import", str(d), "--peer", "PGUS", "--relation", "G", str(d / "data" / "PGUS" / "G.csv"))
+    return d
+
+
 def test_cdss_exchange_and_proql_on_the_cluster_agree_with_the_embedded_engine(cluster, tmp_path):
     """The bio example's walkthrough, exchanged once by the cluster and once by the embedded
     engine: the same instance (labeled nulls included) and the same ProQL answers."""
     stores = {}
     for engine in ("embedded", "spark"):
-        d = tmp_path / engine / "bio"
-        shutil.copytree(EXAMPLES / "cdss" / "bio", d, ignore=shutil.ignore_patterns(".selp"))
-        selp("cdss", "init", str(d))
-        selp("cdss", "import", str(d), "--peer", "PGUS", "--relation", "G", str(d / "data" / "PGUS" / "G.csv"))
+        d = _bio_with_gus(tmp_path / engine / "bio")
         selp("cdss", "edit", str(d), "--peer", "PuBio", "+U(2, 5)")
         for peer in ("PGUS", "PuBio"):
             selp("cdss", "publish", str(d), "--peer", peer)
@@ -302,10 +307,7 @@ def test_cdss_adapt_on_the_cluster_agrees_with_recomputation(cluster, tmp_path):
     are the cluster's DataFrames; the instance equals the embedded engine's recomputation."""
     stores = {}
     for engine in ("embedded", "spark"):
-        d = tmp_path / engine / "bio"
-        shutil.copytree(EXAMPLES / "cdss" / "bio", d, ignore=shutil.ignore_patterns(".selp"))
-        selp("cdss", "init", str(d))
-        selp("cdss", "import", str(d), "--peer", "PGUS", "--relation", "G", str(d / "data" / "PGUS" / "G.csv"))
+        d = _bio_with_gus(tmp_path / engine / "bio")
         selp("cdss", "publish", str(d), "--peer", "PGUS")
         extra = ["--master", cluster.master] if engine == "spark" else []
         selp("cdss", "exchange", str(d), "--peer", "PBioSQL", "--engine", engine, *extra, env=cluster.env)
