@@ -1,9 +1,10 @@
 """Z-relations on DuckDB: a table per relation (shared by an unchanged copy), text columns ``c0..``
 and a signed ``_cnt``.
 
-A rule is one ``SELECT ... SUM(product of _cnt) ... GROUP BY`` over its body tables; the rules of
-a relation are unioned (``UNION ALL``) and summed again, keeping non-zero counts. No
-``DISTINCT`` anywhere: differential plans need exact counts ([GI12]).
+A relation of one rule is one ``SELECT ... SUM(product of _cnt) ... GROUP BY`` over its body
+tables; the derivations of several rules are unioned (``UNION ALL``) and summed once, or merged
+into a stored relation the plan keeps as it is (:meth:`DuckZ._define_sql`); non-zero counts are
+kept. No ``DISTINCT`` anywhere: differential plans need exact counts ([GI12]).
 """
 
 from __future__ import annotations
@@ -29,16 +30,19 @@ def _sql(e: Expr) -> str:
     return parts[0] if len(parts) == 1 else "(" + " || ".join(parts) + ")"
 
 
-def rule_sql(plan: RulePlan, table: Callable[[str], str] = lambda r: r) -> str:
+def rule_sql(plan: RulePlan, table: Callable[[str], str] = lambda r: r, summed: bool = True) -> str:
     """The SELECT of one rule: head columns and the signed count of each head tuple;
-    ``table`` names the stored table of a relation."""
+    ``table`` names the stored table of a relation. Not ``summed``: one row per derivation
+    (the caller sums; a relation of several rules is aggregated once, over their union)."""
     cols = ", ".join(f"{_sql(e)} AS c{i}" for i, e in enumerate(plan.head)) or "1 AS _unit"
     count = " * ".join(f"t{i}._cnt" for i in range(len(plan.relations))) or "1"
     tables = ", ".join(f"{ident(table(r))} AS t{i}" for i, r in enumerate(plan.relations))
     conds = [f"{_sql(a)} = {_sql(b)}" for a, b in plan.equal] + [f"{_sql(a)} <> {_sql(b)}" for a, b in plan.unequal]
     where = (" WHERE " + " AND ".join(conds)) if conds else ""
-    group = " GROUP BY " + ", ".join(str(i + 1) for i in range(len(plan.head))) if plan.head else ""
     sign = "" if plan.sign == 1 else f"{plan.sign} * "
+    if not summed:
+        return f"SELECT {cols}, ({sign}{count})::BIGINT AS _cnt FROM {tables}{where}"
+    group = " GROUP BY " + ", ".join(str(i + 1) for i in range(len(plan.head))) if plan.head else ""
     return f"SELECT {cols}, {sign}SUM({count})::BIGINT AS _cnt FROM {tables}{where}{group}"
 
 
@@ -128,13 +132,34 @@ class DuckZ:
             # already summed with non-zero counts, so ``name`` shares its table
             self._bind(name, arity, self.table[p.relations[0]])
             return
+        self._create(name, arity, self._define_sql(arity, plans))
+
+    def _define_sql(self, arity: int, plans: list[RulePlan]) -> str:
+        """The SELECT of a relation's summed, non-zero counts. One aggregation in every case:
+
+        * one rule: its own ``GROUP BY`` (no second one over it);
+        * a stored relation taken as it is (``+ old``, the old instance a plan folded into) plus
+          other rules: only the other rules are aggregated, and merged into the stored rows by
+          a full outer join on the tuple -- the stored rows are already summed, re-aggregating
+          them with the rest is what recomputing them would cost;
+        * otherwise one ``GROUP BY`` over the union of every rule's derivations.
+        """
         cols = ", ".join(f"c{i}" for i in range(arity))
-        union = " UNION ALL ".join(f"({rule_sql(p, self._table)})" for p in plans)
-        if arity:
-            select = f"SELECT {cols}, SUM(_cnt)::BIGINT AS _cnt FROM ({union}) GROUP BY {cols} HAVING SUM(_cnt) <> 0"
-        else:
-            select = f"SELECT SUM(_cnt)::BIGINT AS _cnt FROM ({union}) HAVING SUM(_cnt) <> 0"
-        self._create(name, arity, select)
+        if len(plans) == 1:  # (a nullary rule's SELECT has a placeholder column: not kept)
+            return f"SELECT {cols + ', ' if arity else ''}_cnt FROM ({rule_sql(plans[0], self._table)}) WHERE _cnt <> 0"
+        kept = next((p for p in plans if arity and _is_copy(p, arity) and self.arity.get(p.relations[0]) == arity), None)
+        rest = [p for p in plans if p is not kept]
+        union = " UNION ALL ".join(f"({rule_sql(p, self._table, summed=False)})" for p in rest)
+        if kept is None:
+            if not arity:
+                return f"SELECT SUM(_cnt)::BIGINT AS _cnt FROM ({union}) HAVING SUM(_cnt) <> 0"
+            return f"SELECT {cols}, SUM(_cnt)::BIGINT AS _cnt FROM ({union}) GROUP BY {cols} HAVING SUM(_cnt) <> 0"
+        delta = f"SELECT {cols}, SUM(_cnt)::BIGINT AS _cnt FROM ({union}) GROUP BY {cols}"
+        merged = ", ".join(f"COALESCE(o.c{i}, d.c{i}) AS c{i}" for i in range(arity))
+        on = " AND ".join(f"o.c{i} = d.c{i}" for i in range(arity))
+        total = "(COALESCE(o._cnt, 0) + COALESCE(d._cnt, 0))"
+        return (f"SELECT {merged}, {total}::BIGINT AS _cnt FROM {ident(self._table(kept.relations[0]))} AS o "
+                f"FULL OUTER JOIN ({delta}) AS d ON {on} WHERE {total} <> 0")
 
     def _table(self, name: str) -> str:
         return self.table.get(name, name)

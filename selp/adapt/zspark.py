@@ -1,8 +1,9 @@
 """Z-relations on Spark: one DataFrame per relation, string columns ``c0..`` and ``_cnt: long``.
 
 Join multiplies counts, a relation's rules are unioned by name and summed per tuple, zero counts
-dropped ([GI12]; the digest's Spark recipe). Each defined relation is cached and counted once so
-that later rules read a materialised table, not a growing lineage.
+dropped ([GI12]; the digest's Spark recipe). Each defined relation is cached and materialised by
+the one job that gathers its statistics, so that later rules read a materialised table, not a
+growing lineage; data put from Python are cached when first read (statistics counted in Python).
 """
 
 from __future__ import annotations
@@ -21,24 +22,38 @@ class SparkZ:
         self.spark = spark
         self.frames: dict[str, object] = {}
         self.arity: dict[str, int] = {}
+        self._stats: dict[str, Stats] = {}  # per relation, gathered as it is stored
         self._T = T
 
     def _schema(self, arity: int):
         T = self._T
         return T.StructType([T.StructField(f"c{i}", T.StringType(), False) for i in range(arity)] + [T.StructField("_cnt", T.LongType(), False)])
 
-    def _store(self, name: str, arity: int, df) -> None:
+    def _store(self, name: str, arity: int, df, stats: Stats | None = None) -> None:
+        """Keep ``df`` as relation ``name``: cached and materialised by the job that computes its
+        statistics (one job per relation, not a count and later a scan for the cost model)."""
+        from pyspark.sql import functions as F
+
         old = self.frames.get(name)
-        df = df.cache()
-        df.count()
+        df = df.cache()  # data put from Python too: read again, it would be deserialised again
+        if stats is None:
+            # HyperLogLog estimates, as on DuckDB: the cost model needs magnitudes, and one pass
+            # with a small sketch per column beats an exact distinct count's shuffle per column
+            row = df.agg(F.count(F.lit(1)), *[F.approx_count_distinct(f"c{i}") for i in range(arity)]).collect()[0]
+            rows = int(row[0])
+            stats = Stats(rows, tuple(min(rows, int(x)) for x in row[1:]))
         self.frames[name] = df
         self.arity[name] = arity
-        if old is not None:
+        self._stats[name] = stats
+        if old is not None and old is not df:
             old.unpersist()
 
     def put(self, name: str, arity: int, rows: TextRel) -> None:
         data = [tuple(k) + (int(n),) for k, n in rows.items() if n]
-        self._store(name, arity, self.spark.createDataFrame(data, self._schema(arity)))
+        # no job here: the statistics are counted in Python, exactly, and the first reader
+        # materialises the cache
+        stats = Stats(len(data), tuple(len({r[i] for r in data}) for i in range(arity)))
+        self._store(name, arity, self.spark.createDataFrame(data, self._schema(arity)), stats)
 
     def _rule(self, plan: RulePlan):
         from pyspark.sql import functions as F
@@ -78,23 +93,22 @@ class SparkZ:
         return name in self.frames
 
     def stats(self, name: str) -> Stats:
-        from pyspark.sql import functions as F
-
-        arity = self.arity[name]
-        df = self.frames[name]
-        row = df.agg(F.count(F.lit(1)), *[F.countDistinct(f"c{i}") for i in range(arity)]).collect()[0]  # type: ignore[attr-defined]
-        return Stats(int(row[0]), tuple(int(x) for x in row[1:]))
+        return self._stats[name]  # gathered when the relation was stored
 
     def drop(self, name: str) -> None:
         df = self.frames.pop(name, None)
         self.arity.pop(name, None)
-        if df is not None:
+        self._stats.pop(name, None)
+        if df is not None and all(f is not df for f in self.frames.values()):
             df.unpersist()  # type: ignore[attr-defined]
 
     def rename(self, old: str, new: str) -> None:
+        if old == new:
+            return
         self.drop(new)
         self.frames[new] = self.frames.pop(old)
         self.arity[new] = self.arity.pop(old)
+        self._stats[new] = self._stats.pop(old)
 
     def names(self) -> list[str]:
         return sorted(self.arity)

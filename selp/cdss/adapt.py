@@ -251,11 +251,6 @@ def adapt_store(store: Any, base: Mapping[str, set[Row]], eng: Any, spark: Any =
     """The adaptation of the store's latest epoch to its current ``cdss.toml`` and base data
     ``base`` (``R_x`` included) on engine ``eng``, written nowhere; ``(None, why)`` when there
     is nothing to adapt from."""
-    from selp.adapt.registry import z_engine
-    from selp.cdss.errors import CdssError
-
-    if eng.needs_spark_session:
-        raise CdssError(f"--strategy adapt runs on the in-process engines (embedded, reference), not on {eng.name}; use --engine embedded")
     start = store.last_exchange()
     if start is None:
         return None, "no earlier exchange to adapt from"
@@ -264,8 +259,12 @@ def adapt_store(store: Any, base: Mapping[str, set[Row]], eng: Any, spark: Any =
         return None, f"epoch {start.epoch} was written without its program (by an older selp)"
     say(f"adapting epoch {start.epoch} (publication {start.publication}) to the current mappings")
     old_state = _old_state(store, start.epoch, old)
-    z = z_engine(eng.name)
-    return adapt_instances(old, old_state, store.compiled.program, base, z, lambda an, facts: eng.evaluate(an, facts, spark=spark), budget, say), ""
+    z = eng.counting(spark)  # the Z-relations on the exchange's engine (its session on Spark)
+    try:
+        return adapt_instances(old, old_state, store.compiled.program, base, z, lambda an, facts: eng.evaluate(an, facts, spark=spark), budget, say), ""
+    finally:  # the result is in Python sets: release the store (Spark's cached frames outlive it otherwise)
+        for name in z.names():
+            z.drop(name)
 
 
 def plan_exchange(store: Any, eng: Any, spark: Any = None, say: Say = lambda msg: None) -> tuple[Adaptation | None, str]:

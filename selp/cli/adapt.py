@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from selp.engines.registry import names as engine_names
 from selp.errors import SelpError
 
 
@@ -16,7 +17,7 @@ from selp.errors import SelpError
 @click.option("--db", "db_dir", required=True, type=click.Path(file_okay=False), help="Old data: REL.csv per EDB relation (optional _cnt column).")
 @click.option("--delta", "delta_dir", type=click.Path(file_okay=False), help="Pending data changes: REL.csv with signed _cnt.")
 @click.option("--strategy", type=click.Choice(["adapt", "recompute"]), default="adapt", show_default=True)
-@click.option("--engine", type=click.Choice(["embedded", "reference", "spark"]), default="embedded", show_default=True)
+@click.option("--engine", type=click.Choice(engine_names()), default="embedded", show_default=True)
 @click.option("--no-provenance", is_flag=True, help="Keep no provenance tables (P_m) for the rewriting to use.")
 @click.option("--show", "show", multiple=True, help="Print this relation of the new instance with its counts (repeatable).")
 def adapt_cmd(old_program: str, new_program: str, db_dir: str, delta_dir: str | None, strategy: str, engine: str, no_provenance: bool, show: tuple[str, ...]) -> None:

@@ -382,11 +382,11 @@ def adapt_cmd(rows: int, mix: int, sweep: str, updates: int, kinds: bool, engine
     Example:
       selp bench adapt --rows 20000 --sweep 0,8,24,64 --out datasets/results/adapt
     """
-    from selp.adapt.registry import Z_ENGINES
+    from selp.adapt.registry import z_engine_names
     from selp.bench.adapt import run, save, summary, markdown
 
-    if engine not in Z_ENGINES:
-        raise SelpError(f"--engine: unknown {echo(engine)} (choose {', '.join(Z_ENGINES)})")
+    if engine not in z_engine_names():
+        raise SelpError(f"--engine: unknown {echo(engine)} (choose {', '.join(z_engine_names())})")
     counts = _int_list(sweep, "--sweep", 0) if sweep.strip() else []
     say = say_printer(quiet)
     params = {"rows": rows, "mix": mix, "sweep": counts, "updates": updates, "kinds": kinds, "engine": engine, "repeat": repeat,

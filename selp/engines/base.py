@@ -13,6 +13,8 @@ operations, so adding an engine touches its module and one registry entry:
   when absent), :meth:`Engine.exchange_epoch` (one epoch's relations, recomputed or maintained)
   and :meth:`Engine.threshold_rejections` (ranked trust's ``R_x``);
 * ProQL -- :meth:`Engine.proql` (the in-memory graph, or Spark's);
+* counting -- :meth:`Engine.counting`: a store of Z-relations (signed derivation counts) on this
+  engine, what ``selp adapt`` and ``--strategy adapt`` evaluate rewritten plans in ([GI12]);
 * :attr:`Engine.needs_spark_session` -- whether a command starts a Spark session for it (and
   accepts ``--master``/``--conf``);
 * :attr:`Engine.computes_from_files` -- whether it reads the database files inside each run
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from selp.values import Value
 
 if TYPE_CHECKING:
+    from selp.adapt.zprogram import ZEngine
     from selp.cdss.compile import CompiledCDSS
     from selp.cdss.proql.evaluate import QueryResult
     from selp.cdss.store import ExchangeInfo, Store
@@ -193,3 +196,9 @@ class Engine(ABC):
         """Parse, check and evaluate a ProQL query over the store of ``directory``: the
         :class:`~selp.cdss.proql.evaluate.QueryResult` (with the graph when ``graph``), and the
         engine's own result when it has one worth explaining (Spark's plan), else None."""
+
+    # -- counting (Z-relations) -------------------------------------------------------------
+    @abstractmethod
+    def counting(self, spark: Any = None) -> ZEngine:
+        """A new, empty store of Z-relations (:class:`selp.adapt.zprogram.ZEngine`) evaluated by
+        this engine (on the session ``spark`` when the engine runs on one, else its default)."""

@@ -4,10 +4,13 @@ indexes (:mod:`selp.engines.local`), the oracle of the tests, behind the engine 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from selp.engines.base import EvalStats, Row, TopkInput, Warn, warn_not_goal_directed
 from selp.engines.in_process import InProcessEngine
+
+if TYPE_CHECKING:
+    from selp.adapt.zprogram import ZEngine
 
 
 class ReferenceTopk(TopkInput):
@@ -44,6 +47,12 @@ class ReferenceEngine(InProcessEngine):
         result = run_local(analysis, db_dir, progress)
         result.engine = self.name
         return result
+
+    def counting(self, spark: Any = None) -> ZEngine:
+        """Z-relations as Python dictionaries (:class:`selp.adapt.zref.ReferenceZ`): the oracle."""
+        from selp.adapt.zref import ReferenceZ
+
+        return ReferenceZ()
 
     def evaluate(
         self, analysis: Any, facts: Mapping[str, Iterable[Row]], progress: Any = None, spark: Any = None, stats: EvalStats | None = None

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from selp.engines.base import Engine, EvalStats, Row, Say, TopkInput, Warn
+
+if TYPE_CHECKING:
+    from selp.adapt.zprogram import ZEngine
 
 
 def session(spark: Any) -> Any:
@@ -78,6 +81,13 @@ class SparkEngine(Engine):
         from selp.engines.spark import run_spark
 
         return run_spark(analysis, db_dir, session(spark), progress)
+
+    def counting(self, spark: Any = None) -> ZEngine:
+        """Z-relations as cached DataFrames (:class:`selp.adapt.zspark.SparkZ`) on ``spark``
+        (default: the session :func:`~selp.engines.spark_session.get_spark` gives)."""
+        from selp.adapt.zspark import SparkZ
+
+        return SparkZ(session(spark))
 
     def evaluate(
         self, analysis: Any, facts: Mapping[str, Iterable[Row]], progress: Any = None, spark: Any = None, stats: EvalStats | None = None

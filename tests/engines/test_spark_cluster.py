@@ -271,15 +271,20 @@ def test_partition_local_topk_on_the_cluster_agrees_with_the_embedded_engine(clu
     assert trees["results"] == spark["results"]
 
 
+def _bio_with_gus(d: Path) -> Path:
+    """A store of the bio example at ``d`` with GUS's ``G`` imported (not yet published)."""
+    shutil.copytree(EXAMPLES / "cdss" / "bio", d, ignore=shutil.ignore_patterns(".selp"))
+    selp("cdss", "init", str(d))
+    selp("cdss", "import", str(d), "--peer", "PGUS", "--relation", "G", str(d / "data" / "PGUS" / "G.csv"))
+    return d
+
+
 def test_cdss_exchange_and_proql_on_the_cluster_agree_with_the_embedded_engine(cluster, tmp_path):
     """The bio example's walkthrough, exchanged once by the cluster and once by the embedded
     engine: the same instance (labeled nulls included) and the same ProQL answers."""
     stores = {}
     for engine in ("embedded", "spark"):
-        d = tmp_path / engine / "bio"
-        shutil.copytree(EXAMPLES / "cdss" / "bio", d, ignore=shutil.ignore_patterns(".selp"))
-        selp("cdss", "init", str(d))
-        selp("cdss", "import", str(d), "--peer", "PGUS", "--relation", "G", str(d / "data" / "PGUS" / "G.csv"))
+        d = _bio_with_gus(tmp_path / engine / "bio")
         selp("cdss", "edit", str(d), "--peer", "PuBio", "+U(2, 5)")
         for peer in ("PGUS", "PuBio"):
             selp("cdss", "publish", str(d), "--peer", peer)
@@ -310,3 +315,27 @@ def test_a_one_shot_explain_on_the_cluster_agrees_with_the_embedded_engine(clust
     spark, local = json.loads(r.stdout), json.loads(embedded.stdout)
     assert _weights(spark) == _weights(local) and len(spark["results"]) == 1  # path(0, 1) holds here
     assert "goal-directed" in r.stderr and "partition-local on position 1" in r.stderr
+
+
+def test_cdss_adapt_on_the_cluster_agrees_with_recomputation(cluster, tmp_path):
+    """``--strategy adapt`` run by the cluster after a mapping is added ([GI12]): the Z-relations
+    are the cluster's DataFrames; the instance equals the embedded engine's recomputation."""
+    stores = {}
+    for engine in ("embedded", "spark"):
+        d = _bio_with_gus(tmp_path / engine / "bio")
+        selp("cdss", "publish", str(d), "--peer", "PGUS")
+        extra = ["--master", cluster.master] if engine == "spark" else []
+        selp("cdss", "exchange", str(d), "--peer", "PBioSQL", "--engine", engine, *extra, env=cluster.env)
+        toml = d / "cdss.toml"
+        text = toml.read_text()
+        assert '"m4: B(i, c), U(n, c) -> B(i, n)",' in text
+        toml.write_text(text.replace('"m4: B(i, c), U(n, c) -> B(i, n)",', '"m4: B(i, c), U(n, c) -> B(i, n)",\n  "m5: G(i, c, n) -> U(c, n)",'))
+        strategy = "adapt" if engine == "spark" else "recompute"
+        r = selp("cdss", "exchange", str(d), "--peer", "PBioSQL", "--engine", engine, "--strategy", strategy, *extra, env=cluster.env)
+        assert f", {strategy}, {engine})" in r.stdout  # adapted (not recomputed) by the cluster
+        stores[engine] = d
+    for rel in ("U", "B"):
+        query = ["--peer", "PBioSQL", rel, "--with-nulls", "--format", "json"]
+        a = json.loads(selp("cdss", "query", str(stores["embedded"]), *query).stdout)
+        b = json.loads(selp("cdss", "query", str(stores["spark"]), *query).stdout)
+        assert a == b and a

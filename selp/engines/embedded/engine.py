@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from selp.engines.base import EvalStats, Row, TopkInput, Warn
 from selp.engines.in_process import InProcessEngine
+
+if TYPE_CHECKING:
+    from selp.adapt.zprogram import ZEngine
 
 
 class EmbeddedTopk(TopkInput):
@@ -60,6 +63,12 @@ class EmbeddedEngine(InProcessEngine):
         from selp.engines.embedded import run_embedded
 
         return run_embedded(analysis, db_dir, progress)
+
+    def counting(self, spark: Any = None) -> ZEngine:
+        """Z-relations as DuckDB tables (:class:`selp.adapt.zduck.DuckZ`), in memory."""
+        from selp.adapt.zduck import DuckZ
+
+        return DuckZ()
 
     def evaluate(
         self, analysis: Any, facts: Mapping[str, Iterable[Row]], progress: Any = None, spark: Any = None, stats: EvalStats | None = None
