@@ -469,6 +469,16 @@ def test_a_short_local_session_compiles_with_c1_only_and_others_keep_the_default
         assert "TieredStopAtLevel" not in opts and "-Dlog4j2.configurationFile=" in opts
 
 
+def test_a_short_local_session_runs_without_adaptive_execution_and_others_keep_it() -> None:
+    """A one-shot explain's small jobs are not re-planned stage by stage (fewer jobs); long
+    sessions and cluster sessions keep adaptive execution."""
+    from selp.engines.spark_session import short_session_settings
+
+    assert short_session_settings("local[*]", True) == {"spark.sql.adaptive.enabled": "false"}
+    for master, flag in (("local[2]", False), ("spark://host:7077", True), ("yarn", True)):
+        assert short_session_settings(master, flag) == {}
+
+
 def test_csv_with_a_byte_order_mark_reads_like_the_local_engine(spark, tmp_path):
     """Spreadsheets save CSV with a UTF-8 BOM; it is not part of the first column's name."""
     db = tmp_path / "db"
