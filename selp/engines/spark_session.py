@@ -275,6 +275,19 @@ def get_spark(
     return spark
 
 
+def _writes_archive(master: str | None, conf: dict[str, str] | None, short: bool) -> bool:
+    """Whether :func:`get_spark` with these arguments would launch a JVM that writes the archive."""
+    if not (short and _is_local(master or "local[*]")) or _jvm_running() or not spark_archive.enabled(conf or {}):
+        return False
+    if "spark.driver.extraJavaOptions" in (conf or {}):
+        return False
+    try:
+        path = spark_archive.archive_path()
+    except (OSError, RuntimeError):
+        return False
+    return path is not None and not path.is_file()
+
+
 def start_spark(
     master: str | None = None, conf: dict[str, str] | None = None, say: Callable[[str], None] | None = None,
     short: bool = False,
@@ -288,7 +301,9 @@ def start_spark(
             " or run with the embedded engine (the default)"
         )
     if say is not None:
-        say(f"starting Spark ({master or 'local'}) ...")
+        # the run that writes the class-data archive is several times slower: say why, once
+        note = "; first short run here: also writing a class-data archive, later runs start faster" if _writes_archive(master, conf, short) else ""
+        say(f"starting Spark ({master or 'local'}{note}) ...")
     try:
         return get_spark(master, conf, short=short)
     except SelpError:
