@@ -254,7 +254,7 @@ def get_spark(
     archive, dumping = "", None
     if fresh_jvm and "spark.driver.extraJavaOptions" not in conf:
         # JVM options only matter (and only reach the JVM) when spark-submit launches it now.
-        if short and _is_local(effective_master) and spark_archive.enabled(conf):
+        if _uses_archive(effective_master, conf, short):
             archive, dumping = spark_archive.jvm_options()
         settings["spark.driver.extraJavaOptions"] = driver_java_options(effective_master, level, short, archive)
     settings.update(conf)
@@ -275,11 +275,14 @@ def get_spark(
     return spark
 
 
+def _uses_archive(master: str, conf: dict[str, str], short: bool) -> bool:
+    """Whether a JVM launched for this session starts from (or writes) the class-data archive."""
+    return short and _is_local(master) and "spark.driver.extraJavaOptions" not in conf and spark_archive.enabled(conf)
+
+
 def _writes_archive(master: str | None, conf: dict[str, str] | None, short: bool) -> bool:
     """Whether :func:`get_spark` with these arguments would launch a JVM that writes the archive."""
-    if not (short and _is_local(master or "local[*]")) or _jvm_running() or not spark_archive.enabled(conf or {}):
-        return False
-    if "spark.driver.extraJavaOptions" in (conf or {}):
+    if _jvm_running() or not _uses_archive(master or "local[*]", conf or {}, short):
         return False
     try:
         path = spark_archive.archive_path()
