@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Union
 
+from selp.aggregate import Spec, spec_of
 from selp.errors import Location
 from selp.values import Value
 
@@ -145,11 +146,14 @@ class Rule:
 
     @property
     def aggregate(self) -> tuple[int, Aggregate] | None:
-        """The head position and term of the rule's aggregate, if its head has one."""
-        for p, t in enumerate(self.head.args):
-            if isinstance(t, Aggregate):
-                return p, t
-        return None
+        """The head position and term of the rule's first aggregate, if its head has one."""
+        aggs = self.aggregates
+        return aggs[0] if aggs else None
+
+    @property
+    def aggregates(self) -> tuple[tuple[int, Aggregate], ...]:
+        """The head positions and terms of every aggregate of the rule's head, in order."""
+        return tuple((p, t) for p, t in enumerate(self.head.args) if isinstance(t, Aggregate))
 
     @property
     def positive_atoms(self) -> list[Atom]:
@@ -254,14 +258,14 @@ class Program:
             out.setdefault(f.atom.relation, f.atom.arity)
         return out
 
-    def aggregated(self) -> dict[str, tuple[int, str]]:
-        """The relations whose rules aggregate: ``{relation: (head position, fn)}`` (of its
-        first aggregate rule; validation checks that all its rules agree)."""
-        out: dict[str, tuple[int, str]] = {}
+    def aggregated(self) -> dict[str, Spec]:
+        """The relations whose rules aggregate, with where and how (of its first aggregate rule;
+        validation checks that all its rules agree)."""
+        out: dict[str, Spec] = {}
         for r in self.rules:
-            agg = r.aggregate
-            if agg is not None:
-                out.setdefault(r.head.relation, (agg[0], agg[1].fn))
+            aggs = r.aggregates
+            if aggs and r.head.relation not in out:
+                out[r.head.relation] = spec_of(r.head.args, {p: t.fn for p, t in aggs})
         return out
 
     def rule(self, name: str) -> Rule:
