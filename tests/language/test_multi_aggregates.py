@@ -166,3 +166,15 @@ def test_aggregates_around_and_without_a_key(engine: str) -> None:
     links = {(1, 2, 5), (1, 3, 7), (2, 3, 1)}
     got = get_engine(engine).evaluate(program, {"link": links})
     assert got["t"] == {(1, 7, 3)} and got["m"] == {(5, 1, 7), (1, 2, 1)}
+
+
+@pytest.mark.parametrize("engine", IN_PROCESS)
+def test_the_routes_example_has_the_least_weight_and_fewest_hops_of_every_pair(engine: str) -> None:
+    from selp.database import load_database
+
+    analysis = analyze(parse_program((ROOT / "examples/graphs/routes.dl").read_text()))
+    db = load_database(analysis, ROOT / "examples/graphs/db")
+    got = get_engine(engine).evaluate(analysis, db.facts)
+    route, out = _brute(set(db.facts["edge"]))
+    assert got["route"] == route and got["out"] == out
+    assert (1, 2, 3, 1) in route  # the cheap path has two hops, the direct edge one
