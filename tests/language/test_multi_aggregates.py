@@ -178,3 +178,15 @@ def test_the_routes_example_has_the_least_weight_and_fewest_hops_of_every_pair(e
     route, out = _brute(set(db.facts["edge"]))
     assert got["route"] == route and got["out"] == out
     assert (1, 2, 3, 1) in route  # the cheap path has two hops, the direct edge one
+
+
+@pytest.mark.spark
+def test_spark_selects_several_aggregates_like_the_other_engines(spark) -> None:
+    """Multi AggSel and several aggregates outside a recursion, keyed and keyless, on Spark."""
+    program = analyze(parse_program(ROUTE + "t(min(w), max(w), count(y)) :- link(_, y, w).\n"))
+    for seed in range(2):
+        links = _links(seed)
+        got = get_engine("spark").evaluate(program, {"link": links}, spark=spark)
+        route, stats = _brute(links)
+        assert got["route"] == route and got["stats"] == stats
+        assert got["t"] == {(min(w for *_, w in links), max(w for *_, w in links), len(links))}
