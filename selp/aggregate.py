@@ -15,101 +15,25 @@ An instance whose ``e`` has no value (a labeled null, or arithmetic over one) is
 
 A head may hold several aggregates (``stats(x, count(y), sum(w), max(w))``): the group key is
 the head's other arguments, each aggregate is folded over the group's instances on its own, and a
-group has a fact only when every aggregate has a value (:class:`Spec` says where they are).
+group has a fact only when every aggregate has a value (:class:`~selp.language.ast.Spec` says where they are).
 
 ``min``/``max`` may aggregate through recursion: evaluation then keeps one best value per group
-and aggregate, and propagates only improvements (:func:`better`, :meth:`Spec.improve`: a group's
+and aggregate, and propagates only improvements (:func:`better`, :func:`improve`: a group's
 fact improves when any of its aggregates does -- [LTZIL10]'s Multi AggSel); :func:`diverges` is the bound past which a
 recursion that keeps improving (a negative-weight cycle) is an error instead of a hang.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property, reduce
+from functools import reduce
 from typing import Iterable, Sequence
 
 from selp import arith
 from selp.errors import EvalError, Location
+from selp.language.ast import Spec
 from selp.values import INT64_MAX, INT64_MIN, Skolem, Value
 
 SELECTIVE = ("min", "max")  # the aggregates allowed through recursion
-
-
-@dataclass(frozen=True)
-class Spec:
-    """Where a relation's head aggregates: their positions (ascending) and functions, and the
-    relation's arity; the other positions are the group key."""
-
-    positions: tuple[int, ...]
-    fns: tuple[str, ...]
-    arity: int
-
-    @cached_property
-    def keys(self) -> tuple[int, ...]:
-        """The group key's positions."""
-        return tuple(i for i in range(self.arity) if i not in self.positions)
-
-    @property
-    def selective(self) -> bool:
-        """Whether every aggregate is min or max (the only ones allowed through recursion)."""
-        return all(fn in SELECTIVE for fn in self.fns)
-
-    def describe(self) -> str:
-        """``min(...) at argument 3, min(...) at argument 4``: for error messages."""
-        return ", ".join(f"{fn}(...) at argument {p + 1}" for p, fn in zip(self.positions, self.fns))
-
-    def key(self, fact: Sequence[Value]) -> tuple[Value, ...]:
-        """The group of a head tuple: every value but the aggregated ones."""
-        if len(self.positions) == 1:  # the common case, per candidate: slices are cheapest
-            p = self.positions[0]
-            return tuple(fact[:p]) + tuple(fact[p + 1:])
-        return tuple(fact[i] for i in self.keys)
-
-    def values(self, fact: Sequence[Value]) -> tuple[Value, ...]:
-        """The aggregated values of a head tuple, in position order."""
-        return tuple(fact[p] for p in self.positions)
-
-    def fact(self, key: Sequence[Value], values: Sequence[Value]) -> tuple[Value, ...]:
-        """The fact of group ``key`` whose aggregated values are ``values``."""
-        out: list[Value] = []
-        k = iter(key)
-        v = dict(zip(self.positions, values))
-        for i in range(self.arity):
-            out.append(v[i] if i in v else next(k))
-        return tuple(out)
-
-    def best(self, candidates: Iterable[Sequence[Value | None]]) -> tuple[Value, ...] | None:
-        """Per aggregate, the best value among the candidates' (min/max), a candidate with no
-        value for some aggregate (a labeled null) being no candidate at all -- it could not be
-        compared with the group's fact; None when no candidate is left."""
-        out: list[Value] | None = None
-        for vals in candidates:
-            if not all(has_value(v) for v in vals):
-                continue
-            if out is None:
-                out = list(vals)  # type: ignore[arg-type]
-                continue
-            for i, (fn, v) in enumerate(zip(self.fns, vals)):
-                if better(fn, v, out[i]):  # type: ignore[arg-type]
-                    out[i] = v  # type: ignore[assignment]
-        return None if out is None else tuple(out)
-
-    def improve(self, old: Sequence[Value] | None, new: Sequence[Value]) -> tuple[Value, ...] | None:
-        """The group's values once candidate ``new`` is taken into account, when it improves at
-        least one aggregate of ``old`` (None: it is worse or equal on every one, so pruned)."""
-        if old is None:
-            return tuple(new)
-        if not any(better(fn, n, o) for fn, n, o in zip(self.fns, new, old)):
-            return None
-        return tuple(n if better(fn, n, o) else o for fn, n, o in zip(self.fns, new, old))
-
-
-def spec_of(head_args: Sequence[object], fns: dict[int, str]) -> Spec:
-    """The :class:`Spec` of a head with ``len(head_args)`` arguments aggregating ``fns``
-    (``{position: fn}``)."""
-    positions = tuple(sorted(fns))
-    return Spec(positions, tuple(fns[p] for p in positions), len(head_args))
 
 
 def has_value(v: Value | None) -> bool:
@@ -150,6 +74,32 @@ def better(fn: str, a: Value, b: Value) -> bool:
     """Whether ``a`` strictly improves on ``b`` under ``min`` or ``max``."""
     a, b = arith.numeric_pair(a, b)
     return a < b if fn == "min" else a > b  # type: ignore[operator]
+
+
+def best(spec: Spec, candidates: Iterable[Sequence[Value | None]]) -> tuple[Value, ...] | None:
+    """Per aggregate of ``spec``, the best value among the candidates' (min/max), a candidate with no
+    value for some aggregate (a labeled null) being no candidate at all -- it could not be
+    compared with the group's fact; None when no candidate is left."""
+    out: list[Value] | None = None
+    for vals in candidates:
+        if not all(has_value(v) for v in vals):
+            continue
+        if out is None:
+            out = list(vals)  # type: ignore[arg-type]
+            continue
+        for i, (fn, v) in enumerate(zip(spec.fns, vals)):
+            if better(fn, v, out[i]):  # type: ignore[arg-type]
+                out[i] = v  # type: ignore[assignment]
+    return None if out is None else tuple(out)
+
+def improve(spec: Spec, old: Sequence[Value] | None, new: Sequence[Value]) -> tuple[Value, ...] | None:
+    """The values of a group of ``spec`` once candidate ``new`` is taken into account, when it improves at
+    least one aggregate of ``old`` (None: it is worse or equal on every one, so pruned)."""
+    if old is None:
+        return tuple(new)
+    if not any(better(fn, n, o) for fn, n, o in zip(spec.fns, new, old)):
+        return None
+    return tuple(n if better(fn, n, o) else o for fn, n, o in zip(spec.fns, new, old))
 
 
 def diverges(rounds: int, groups: int) -> bool:

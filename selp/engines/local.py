@@ -245,11 +245,11 @@ def _selective(
             fresh, stale = [], []
             kept = best[rel]
             for k, rows in groups.items():
-                cand = spec.best(rows)
+                cand = aggregate.best(spec, rows)
                 if cand is None:
                     continue
                 old = kept.get(k)
-                v = spec.improve(old, cand)  # type: ignore[arg-type]
+                v = aggregate.improve(spec, old, cand)  # type: ignore[arg-type]
                 if v is not None:
                     if old is not None:
                         stale.append(spec.fact(k, old))  # type: ignore[arg-type]

@@ -7,9 +7,9 @@ equality, so a program equals its own pretty-printed-and-reparsed copy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from functools import cached_property
+from typing import Iterator, Sequence, Union
 
-from selp.aggregate import Spec, spec_of
 from selp.errors import Location
 from selp.values import Value
 
@@ -92,6 +92,54 @@ def has_arith(t: Term) -> bool:
     if isinstance(t, Arith):
         return True
     return isinstance(t, (SkolemTerm, Aggregate)) and any(has_arith(a) for a in t.args)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Where a relation's head aggregates: their positions (ascending) and functions, and the
+    relation's arity; the other positions are the group key (what they compute:
+    :mod:`selp.aggregate`)."""
+
+    positions: tuple[int, ...]
+    fns: tuple[str, ...]
+    arity: int
+
+    @cached_property
+    def keys(self) -> tuple[int, ...]:
+        """The group key's positions."""
+        return tuple(i for i in range(self.arity) if i not in self.positions)
+
+    @property
+    def selective(self) -> bool:
+        """Whether every aggregate is min or max (the only ones allowed through recursion)."""
+        return all(fn in ("min", "max") for fn in self.fns)
+
+    def key(self, fact: Sequence[Value]) -> tuple[Value, ...]:
+        """The group of a head tuple: every value but the aggregated ones."""
+        if len(self.positions) == 1:  # the common case, per candidate: slices are cheapest
+            p = self.positions[0]
+            return tuple(fact[:p]) + tuple(fact[p + 1:])
+        return tuple(fact[i] for i in self.keys)
+
+    def values(self, fact: Sequence[Value]) -> tuple[Value, ...]:
+        """The aggregated values of a head tuple, in position order."""
+        return tuple(fact[p] for p in self.positions)
+
+    def fact(self, key: Sequence[Value], values: Sequence[Value]) -> tuple[Value, ...]:
+        """The fact of group ``key`` whose aggregated values are ``values``."""
+        out: list[Value] = []
+        k = iter(key)
+        v = dict(zip(self.positions, values))
+        for i in range(self.arity):
+            out.append(v[i] if i in v else next(k))
+        return tuple(out)
+
+
+def spec_of(head_args: Sequence[object], fns: dict[int, str]) -> Spec:
+    """The :class:`Spec` of a head with ``len(head_args)`` arguments aggregating ``fns``
+    (``{position: fn}``)."""
+    positions = tuple(sorted(fns))
+    return Spec(positions, tuple(fns[p] for p in positions), len(head_args))
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from selp.aggregate import Spec
+from selp.language.ast import Spec
 from selp.language.validate import Analysis
 
 

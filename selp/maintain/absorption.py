@@ -435,7 +435,7 @@ class Absorption(Maintainer):
             for rule, _, head, new in self._derive(comp.rules, current, stores, forms):
                 rel = rule.head.relation
                 spec = self.aggregated[rel]
-                # a candidate lacking a value of some aggregate is none (see selp.aggregate.Spec.best)
+                # a candidate lacking a value of some aggregate is none (see selp.aggregate.best)
                 if all(aggregate.has_value(v) for v in spec.values(head)) and self._candidate(rel, head, head, new):
                     touched[rel].add(spec.key(head))
             current = {}
@@ -504,7 +504,7 @@ class Absorption(Maintainer):
     def _best_fact(self, rel: str, key: Fact) -> Fact | None:
         """The group's fact: per aggregate, the best value of its candidates (Multi AggSel)."""
         spec = self.aggregated[rel]
-        best = spec.best(spec.values(self.candidates[rel][cid][0]) for cid in self.groups[rel].get(key, ()))
+        best = aggregate.best(spec, (spec.values(self.candidates[rel][cid][0]) for cid in self.groups[rel].get(key, ())))
         return None if best is None else spec.fact(key, best)
 
     def _reselect(self, rel: str, key: Fact, start: dict[Fact, Fact | None], current: Delta) -> None:

@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping
 
-from selp.aggregate import Spec, has_value
+from selp.aggregate import has_value
 from selp.engines.joins import BodyPlan
 from selp.engines.local import evaluate
 from selp.instrument.witness import is_filter_relation
-from selp.language.ast import Atom, Rule
+from selp.language.ast import Atom, Rule, Spec
 from selp.language.validate import Analysis
 from selp.values import Value, format_value
 
