@@ -13,18 +13,24 @@ binding, so two rules never share one). Per group:
 An instance whose ``e`` has no value (a labeled null, or arithmetic over one) is counted by
 ``count`` and ignored by the others; a group with no value left has no fact.
 
+A head may hold several aggregates (``stats(x, count(y), sum(w), max(w))``): the group key is
+the head's other arguments, each aggregate is folded over the group's instances on its own, and a
+group has a fact only when every aggregate has a value (:class:`~selp.language.ast.Spec` says where they are).
+
 ``min``/``max`` may aggregate through recursion: evaluation then keeps one best value per group
-and propagates only improvements (:func:`better`); :func:`diverges` is the bound past which a
+and aggregate, and propagates only improvements (:func:`better`, :func:`improve`: a group's
+fact improves when any of its aggregates does -- [LTZIL10]'s Multi AggSel); :func:`diverges` is the bound past which a
 recursion that keeps improving (a negative-weight cycle) is an error instead of a hang.
 """
 
 from __future__ import annotations
 
 from functools import reduce
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from selp import arith
 from selp.errors import EvalError, Location
+from selp.language.ast import Spec
 from selp.values import INT64_MAX, INT64_MIN, Skolem, Value
 
 SELECTIVE = ("min", "max")  # the aggregates allowed through recursion
@@ -70,6 +76,32 @@ def better(fn: str, a: Value, b: Value) -> bool:
     return a < b if fn == "min" else a > b  # type: ignore[operator]
 
 
+def best(spec: Spec, candidates: Iterable[Sequence[Value | None]]) -> tuple[Value, ...] | None:
+    """Per aggregate of ``spec``, the best value among the candidates' (min/max), a candidate with no
+    value for some aggregate (a labeled null) being no candidate at all -- it could not be
+    compared with the group's fact; None when no candidate is left."""
+    out: list[Value] | None = None
+    for vals in candidates:
+        if not all(has_value(v) for v in vals):
+            continue
+        if out is None:
+            out = list(vals)  # type: ignore[arg-type]
+            continue
+        for i, (fn, v) in enumerate(zip(spec.fns, vals)):
+            if better(fn, v, out[i]):  # type: ignore[arg-type]
+                out[i] = v  # type: ignore[assignment]
+    return None if out is None else tuple(out)
+
+def improve(spec: Spec, old: Sequence[Value] | None, new: Sequence[Value]) -> tuple[Value, ...] | None:
+    """The values of a group of ``spec`` once candidate ``new`` is taken into account, when it improves at
+    least one aggregate of ``old`` (None: it is worse or equal on every one, so pruned)."""
+    if old is None:
+        return tuple(new)
+    if not any(better(fn, n, o) for fn, n, o in zip(spec.fns, new, old)):
+        return None
+    return tuple(n if better(fn, n, o) else o for fn, n, o in zip(spec.fns, new, old))
+
+
 def diverges(rounds: int, groups: int) -> bool:
     """Whether a round that still improved some group means the recursion does not converge:
     in a recursion whose best derivations revisit no group (any that improves is a cycle that
@@ -87,38 +119,30 @@ def no_convergence(relation: str, fn: str, rounds: int, groups: int, rule: str, 
     )
 
 
-def group_key(fact: tuple[Value, ...], position: int) -> tuple[Value, ...]:
-    """The group of a head tuple: every value but the aggregated one."""
-    return fact[:position] + fact[position + 1:]
-
-
-def with_value(key: tuple[Value, ...], position: int, value: Value) -> tuple[Value, ...]:
-    """The fact of group ``key`` whose aggregated value is ``value``."""
-    return key[:position] + (value,) + key[position:]
-
-
 def aggregate_groups(
-    fn: str, position: int, instances: Iterable[tuple[Value, ...]], rule: str, loc: Location, arg: str
+    spec: Spec, instances: Iterable[tuple[Value, ...]], rules: Iterable, relation: str
 ) -> set[tuple[Value, ...]]:
-    """The facts of an aggregated relation from its rule instances' head tuples (the aggregated
-    position holding the instance's value)."""
-    groups: dict[tuple[Value, ...], list[Value | None]] = {}
+    """The facts of an aggregated relation from its rule instances' head tuples (each aggregated
+    position holding the instance's value); ``rules`` locate an overflow (see :func:`site`)."""
+    groups: dict[tuple[Value, ...], list[tuple[Value, ...]]] = {}
     for t in instances:
-        groups.setdefault(group_key(t, position), []).append(t[position])
+        groups.setdefault(spec.key(t), []).append(spec.values(t))
+    rules = list(rules)
+    sites = [site(rules, relation, i) for i in range(len(spec.fns))]
     out = set()
-    for key, values in groups.items():
-        v = fold(fn, values, rule, loc, arg)
-        if v is not None:
-            out.add(with_value(key, position, v))
+    for key, rows in groups.items():
+        vals = [fold(fn, [r[i] for r in rows], *sites[i]) for i, fn in enumerate(spec.fns)]
+        if all(v is not None for v in vals):
+            out.add(spec.fact(key, vals))  # type: ignore[arg-type]
     return out
 
 
-def site(rules: Iterable, relation: str) -> tuple[str, Location, str]:
-    """Where an aggregate of ``relation`` is reported: its first rule's name, head location and
-    the aggregated argument's text."""
+def site(rules: Iterable, relation: str, index: int = 0) -> tuple[str, Location, str]:
+    """Where aggregate ``index`` (in head order) of ``relation`` is reported: its first rule's
+    name, head location and the aggregated argument's text."""
     from selp.language.printer import format_term
 
     for r in rules:
-        if r.head.relation == relation and r.aggregate is not None:
-            return r.name, r.head.loc, format_term(r.aggregate[1].arg)
+        if r.head.relation == relation and r.aggregates:
+            return r.name, r.head.loc, format_term(r.aggregates[index][1].arg)
     raise KeyError(relation)

@@ -334,7 +334,7 @@ def anchors_cmd(nodes: str | None, engines: tuple[str, ...], repeat: int, warmup
 
 
 @click.command(name="maintain")
-@click.option("--workloads", default="reachable,shortest,regions", show_default=True, help="Comma-separated: reachable, shortest (transit-stub), regions (sensor grid).")
+@click.option("--workloads", default="reachable,shortest,regions", show_default=True, help="Comma-separated: reachable, shortest, shortest-multi (latency and hops: Multi AggSel; transit-stub), regions (sensor grid).")
 @click.option("--strategies", default="absorption-bdd,absorption-monomials,dred,recompute", show_default=True, help="Comma-separated maintenance strategies.")
 @click.option("--deletions", type=click.IntRange(min=0), default=10, show_default=True, help="Base tuples deleted one at a time after the insert-all build.")
 @click.option("--stub-extra", type=IntList(0), default="8", show_default=True, help="Extra links per stub domain beyond a spanning tree (8: the paper's ~400 directed links; fewer: sparser); comma-separated for several densities.")

@@ -139,8 +139,7 @@ def evaluate(
                 new = {head(env) for env in envs}
                 store.add_all(new - store.facts)
             for rel, heads in instances.items():
-                pos, fn = aggregated[rel]
-                stores[rel].add_all(aggregate.aggregate_groups(fn, pos, heads, *aggregate.site(comp.rules, rel)))
+                stores[rel].add_all(aggregate.aggregate_groups(aggregated[rel], heads, comp.rules, rel))
             total_iterations += 1
             if progress:
                 size = sum(len(stores[r].facts) for r in comp.relations)
@@ -237,24 +236,25 @@ def _selective(
         iteration += 1
         improved: list[str] = []
         for rel in sorted(members):
-            pos, fn = aggregated[rel]
-            groups: dict[Fact, object] = {}
+            spec = aggregated[rel]
+            # each group's best candidate per aggregate, then the group's improvement, if any:
+            # a candidate worse or equal on every aggregate is pruned ([LTZIL10]'s Multi AggSel)
+            groups: dict[Fact, list] = {}
             for t in pending[rel]:
-                v = t[pos]
-                if aggregate.has_value(v):
-                    k = aggregate.group_key(t, pos)
-                    cur = groups.get(k)
-                    if cur is None or aggregate.better(fn, v, cur):  # type: ignore[arg-type]
-                        groups[k] = v
+                groups.setdefault(spec.key(t), []).append(spec.values(t))
             fresh, stale = [], []
             kept = best[rel]
-            for k, v in groups.items():
+            for k, rows in groups.items():
+                cand = aggregate.best(spec, rows)
+                if cand is None:
+                    continue
                 old = kept.get(k)
-                if old is None or aggregate.better(fn, v, old):  # type: ignore[arg-type]
+                v = aggregate.improve(spec, old, cand)  # type: ignore[arg-type]
+                if v is not None:
                     if old is not None:
-                        stale.append(aggregate.with_value(k, pos, old))  # type: ignore[arg-type]
+                        stale.append(spec.fact(k, old))  # type: ignore[arg-type]
                     kept[k] = v
-                    fresh.append(aggregate.with_value(k, pos, v))  # type: ignore[arg-type]
+                    fresh.append(spec.fact(k, v))
             stores[rel].discard_all(stale)
             stores[rel].add_all(fresh)
             deltas[rel] = FactStore(fresh)
@@ -269,5 +269,5 @@ def _selective(
         if aggregate.diverges(iteration, groups_total):
             rel = improved[0]
             name, loc, _ = aggregate.site(comp.rules, rel)
-            raise aggregate.no_convergence(rel, aggregated[rel][1], iteration, groups_total, name, loc)
+            raise aggregate.no_convergence(rel, aggregated[rel].fns[0], iteration, groups_total, name, loc)
         pending = candidates(variants)

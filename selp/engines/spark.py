@@ -245,11 +245,12 @@ class _Evaluator:
             progress(comp, len(run.rounds) + 1, 0, total)
         self.iterations += len(run.rounds) + 1
 
-    def _grouped(self, rel: str, plans: list[DataFrame]) -> list[DataFrame]:
-        """An aggregated relation's facts from its rules' instance rows (one plan, or none)."""
+    def _grouped(self, rel: str, plans: list[DataFrame], complete: bool = False) -> list[DataFrame]:
+        """An aggregated relation's facts from its rules' instance rows (one plan, or none);
+        ``complete``: only the instances with every aggregate's value (aggregate selection)."""
         if not plans:
             return []
-        return [group_frame(self.analysis.program, rel, self.db.types[rel], union_all(plans))]
+        return [group_frame(self.analysis.program, rel, self.db.types[rel], union_all(plans), complete)]
 
     def component(self, comp: Component, progress: Progress | None) -> None:
         d = self._choose(comp)
@@ -383,7 +384,7 @@ class _Evaluator:
             iteration += 1
             fresh: dict[str, tuple[DataFrame, int]] = {}
             for rel in sorted(members):  # every candidate before any relation changes
-                grouped = self._grouped(rel, pending[rel])
+                grouped = self._grouped(rel, pending[rel], complete=True)
                 if not grouped:
                     fresh[rel] = (empty_frame(self.spark, self.analysis.arities[rel]), 0)
                     continue
@@ -398,7 +399,7 @@ class _Evaluator:
                     improved.append(rel)
                     size += n
                     known = self.idb[rel]
-                    whole, total = materialize_count(replaced(known.frame(), df, known.arity, aggregated[rel][0]))
+                    whole, total = materialize_count(replaced(known.frame(), df, known.arity, aggregated[rel]))
                     for piece in known.pieces:
                         release(piece)
                     known.pieces, known.size = [whole], total
@@ -411,7 +412,7 @@ class _Evaluator:
             if aggregate.diverges(iteration, groups):
                 rel = improved[0]
                 name, loc, _ = aggregate.site(comp.rules, rel)
-                raise aggregate.no_convergence(rel, aggregated[rel][1], iteration, groups, name, loc)
+                raise aggregate.no_convergence(rel, aggregated[rel].fns[0], iteration, groups, name, loc)
             src = self.sources()
             pending = {rel: [] for rel in members}
             for rule, i in variants:

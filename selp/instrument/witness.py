@@ -5,7 +5,10 @@ A fact ``R(k, v)`` of an aggregated relation is the result of its group's rule i
 group being the tree's root step and its body facts the children:
 
 * ``min``/``max``: the instances whose value is ``v`` (each reaches the minimum/maximum);
-* ``count``/``sum``: every instance of the group (each is counted or added to ``v``).
+* ``count``/``sum``: every instance of the group (each is counted or added to ``v``);
+* several aggregates: every instance when one is ``count``/``sum``; with ``min``/``max`` only, an
+  instance reaching at least one of the values -- a disjunction one witness rule cannot say, so
+  top-k refuses such a relation in one line (the reference enumerator has it).
 
 The k best trees of the fact are the k best trees over its witnesses under the query's monoid;
 the first is "the tree of its best witness".
@@ -34,7 +37,7 @@ import itertools
 
 from selp.aggregate import SELECTIVE
 from selp.errors import SelpError
-from selp.language.ast import Aggregate, Atom, Comparison, Rule, SkolemTerm, Term, Var
+from selp.language.ast import Atom, Comparison, Rule, SkolemTerm, Term, Var
 from selp.language.validate import Analysis
 
 # as with demand@, a relation of P named agg@... would be taken for a copy: '@' names are meant
@@ -68,8 +71,7 @@ def witness_rules(analysis: Analysis, rules: tuple[Rule, ...]) -> tuple[tuple[Ru
     copies = tuple(_copy(r, idb) for r in rules if r.head.relation in needed)
     out = []
     for r in rules:
-        agg = r.aggregate
-        out.append(r if agg is None else _witness(r, *agg))
+        out.append(_witness(r) if r.aggregates else r)
     return tuple(out), copies
 
 
@@ -98,9 +100,10 @@ def _copy(rule: Rule, idb: set[str]) -> Rule:
     return dataclasses.replace(rule, name=filter_name(rule.name), head=renamed(rule.head), body=body, named=True)
 
 
-def _witness(rule: Rule, pos: int, agg: Aggregate) -> Rule:
+def _witness(rule: Rule) -> Rule:
     """The witness form of one aggregate rule (see the module's docstring)."""
     head = rule.head
+    aggs = rule.aggregates
     for t in head.args:
         if isinstance(t, SkolemTerm):
             raise SelpError(
@@ -108,10 +111,20 @@ def _witness(rule: Rule, pos: int, agg: Aggregate) -> Rule:
                 " Skolem term beside the aggregate (the witness rule would need it in its body)",
                 head.loc,
             )
+    selective = all(t.fn in SELECTIVE for _, t in aggs)
+    if selective and len(aggs) > 1:
+        # a witness reaches at least one of the values: a disjunction, which one rule cannot say
+        raise SelpError(
+            f"rule {rule.name}: derivation trees of {head.relation} are not supported: its head has"
+            f" {len(aggs)} min/max aggregates (a witness reaches any one of their values)",
+            head.loc,
+        )
     taken = {v.name for lit in (head, *rule.body) for v in lit.vars()}
-    value = Var(next(n for n in (f"_a{i}" for i in itertools.count(1)) if n not in taken))
-    args: list[Term] = [value if i == pos else t for i, t in enumerate(head.args)]
+    fresh = (n for n in (f"_a{i}" for i in itertools.count(1)) if n not in taken)
+    values = {p: Var(next(fresh)) for p, _ in aggs}
+    args: list[Term] = [values.get(i, t) for i, t in enumerate(head.args)]
     body = list(rule.body) + [Atom(filter_name(head.relation), tuple(args), False, head.loc)]
-    if agg.fn in SELECTIVE:  # the instances reaching the group's value; count/sum: all of them
-        body.append(Comparison("=", value, agg.arg, head.loc))
+    if selective:  # the instances reaching the group's value; with a count or a sum: all of them
+        (p, agg), = aggs
+        body.append(Comparison("=", values[p], agg.arg, head.loc))
     return dataclasses.replace(rule, head=dataclasses.replace(head, args=tuple(args)), body=tuple(body))

@@ -7,7 +7,8 @@ equality, so a program equals its own pretty-printed-and-reparsed copy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from functools import cached_property
+from typing import Iterator, Sequence, Union
 
 from selp.errors import Location
 from selp.values import Value
@@ -94,6 +95,54 @@ def has_arith(t: Term) -> bool:
 
 
 @dataclass(frozen=True)
+class Spec:
+    """Where a relation's head aggregates: their positions (ascending) and functions, and the
+    relation's arity; the other positions are the group key (what they compute:
+    :mod:`selp.aggregate`)."""
+
+    positions: tuple[int, ...]
+    fns: tuple[str, ...]
+    arity: int
+
+    @cached_property
+    def keys(self) -> tuple[int, ...]:
+        """The group key's positions."""
+        return tuple(i for i in range(self.arity) if i not in self.positions)
+
+    @property
+    def selective(self) -> bool:
+        """Whether every aggregate is min or max (the only ones allowed through recursion)."""
+        return all(fn in ("min", "max") for fn in self.fns)
+
+    def key(self, fact: Sequence[Value]) -> tuple[Value, ...]:
+        """The group of a head tuple: every value but the aggregated ones."""
+        if len(self.positions) == 1:  # the common case, per candidate: slices are cheapest
+            p = self.positions[0]
+            return tuple(fact[:p]) + tuple(fact[p + 1:])
+        return tuple(fact[i] for i in self.keys)
+
+    def values(self, fact: Sequence[Value]) -> tuple[Value, ...]:
+        """The aggregated values of a head tuple, in position order."""
+        return tuple(fact[p] for p in self.positions)
+
+    def fact(self, key: Sequence[Value], values: Sequence[Value]) -> tuple[Value, ...]:
+        """The fact of group ``key`` whose aggregated values are ``values``."""
+        out: list[Value] = []
+        k = iter(key)
+        v = dict(zip(self.positions, values))
+        for i in range(self.arity):
+            out.append(v[i] if i in v else next(k))
+        return tuple(out)
+
+
+def spec_of(head_args: Sequence[object], fns: dict[int, str]) -> Spec:
+    """The :class:`Spec` of a head with ``len(head_args)`` arguments aggregating ``fns``
+    (``{position: fn}``)."""
+    positions = tuple(sorted(fns))
+    return Spec(positions, tuple(fns[p] for p in positions), len(head_args))
+
+
+@dataclass(frozen=True)
 class Atom:
     """``R(t1, ..., tn)``, possibly negated (``not R(...)``) when it occurs in a body."""
 
@@ -145,11 +194,14 @@ class Rule:
 
     @property
     def aggregate(self) -> tuple[int, Aggregate] | None:
-        """The head position and term of the rule's aggregate, if its head has one."""
-        for p, t in enumerate(self.head.args):
-            if isinstance(t, Aggregate):
-                return p, t
-        return None
+        """The head position and term of the rule's first aggregate, if its head has one."""
+        aggs = self.aggregates
+        return aggs[0] if aggs else None
+
+    @property
+    def aggregates(self) -> tuple[tuple[int, Aggregate], ...]:
+        """The head positions and terms of every aggregate of the rule's head, in order."""
+        return tuple((p, t) for p, t in enumerate(self.head.args) if isinstance(t, Aggregate))
 
     @property
     def positive_atoms(self) -> list[Atom]:
@@ -254,14 +306,14 @@ class Program:
             out.setdefault(f.atom.relation, f.atom.arity)
         return out
 
-    def aggregated(self) -> dict[str, tuple[int, str]]:
-        """The relations whose rules aggregate: ``{relation: (head position, fn)}`` (of its
-        first aggregate rule; validation checks that all its rules agree)."""
-        out: dict[str, tuple[int, str]] = {}
+    def aggregated(self) -> dict[str, Spec]:
+        """The relations whose rules aggregate, with where and how (of its first aggregate rule;
+        validation checks that all its rules agree)."""
+        out: dict[str, Spec] = {}
         for r in self.rules:
-            agg = r.aggregate
-            if agg is not None:
-                out.setdefault(r.head.relation, (agg[0], agg[1].fn))
+            aggs = r.aggregates
+            if aggs and r.head.relation not in out:
+                out[r.head.relation] = spec_of(r.head.args, {p: t.fn for p, t in aggs})
         return out
 
     def rule(self, name: str) -> Rule:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from selp.language.ast import Spec
 from selp.language.validate import Analysis
 
 
 def relations_report(analysis: Analysis, types: dict[str, tuple[str, ...]]) -> list[dict[str, Any]]:
     """One entry per relation, by name: ``relation``, ``kind`` (idb/edb), ``arity``, ``types``
     (from ``types``), ``rules`` (the names of the rules whose head it is) and ``aggregate``
-    (``min(2)``: the function and the 1-based head position it aggregates; None if none)."""
+    (``min(2)``: the function and the 1-based head position it aggregates, ``min(3) min(4)`` for
+    several; None if none)."""
     aggregated = analysis.program.aggregated()
     return [
         {
@@ -20,7 +22,7 @@ def relations_report(analysis: Analysis, types: dict[str, tuple[str, ...]]) -> l
             "arity": analysis.arities[rel],
             "types": list(types[rel]),
             "rules": [r.name for r in analysis.program.rules if r.head.relation == rel],
-            "aggregate": f"{aggregated[rel][1]}({aggregated[rel][0] + 1})" if rel in aggregated else None,
+            "aggregate": _shown(aggregated[rel]) if rel in aggregated else None,
         }
         for rel in sorted(analysis.arities)
     ]
@@ -34,3 +36,8 @@ def recursive_components(analysis: Analysis, stratum: int) -> list[str]:
         for c in analysis.components
         if c.stratum == stratum and c.recursive
     ]
+
+
+def _shown(spec: Spec) -> str:
+    """``min(3) min(4)``: each aggregate's function and 1-based head position."""
+    return " ".join(f"{fn}({p + 1})" for p, fn in zip(spec.positions, spec.fns))

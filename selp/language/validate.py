@@ -154,31 +154,29 @@ def _check_names(program: Program) -> None:
 
 
 def _check_aggregates(program: Program) -> None:
-    """Every rule of an aggregated relation aggregates alike: same function, same position."""
+    """Every rule of an aggregated relation aggregates alike: same functions, same positions."""
     first: dict[str, Rule] = {}
     for r in program.rules:
-        agg = r.aggregate
         rel = r.head.relation
         if rel not in first:
             first[rel] = r
             continue
-        other = first[rel].aggregate
-        if (agg is None) != (other is None) or (agg and other and (agg[0], agg[1].fn) != (other[0], other[1].fn)):
-            def shown(x: tuple[int, Aggregate] | None) -> str:
-                return "no aggregate" if x is None else f"{x[1].fn}(...) at argument {x[0] + 1}"
 
+        def shown(x: Rule) -> str:
+            aggs = x.aggregates
+            return ", ".join(f"{t.fn}(...) at argument {p + 1}" for p, t in aggs) if aggs else "no aggregate"
+
+        other = first[rel]
+        if [(p, t.fn) for p, t in r.aggregates] != [(p, t.fn) for p, t in other.aggregates]:
             raise ProgramError(
-                f"rule {r.name} of {rel} has {shown(agg)} but rule {first[rel].name} ({first[rel].loc})"
+                f"rule {r.name} of {rel} has {shown(r)} but rule {other.name} ({other.loc})"
                 f" has {shown(other)}; every rule of an aggregated relation aggregates alike",
                 r.head.loc,
             )
 
 
 def _check_head_aggregate(r: Rule) -> None:
-    aggs = [t for t in r.head.args if isinstance(t, Aggregate)]
-    if len(aggs) > 1:
-        raise ProgramError(f"rule {r.name} has {len(aggs)} aggregates in its head; at most one is allowed", r.head.loc)
-    for t in aggs:
+    for _, t in r.aggregates:
         a = t.arg
         if not (isinstance(a, Var) and not a.anonymous) and not isinstance(a, Arith):
             raise ProgramError(
@@ -341,8 +339,8 @@ def _check_recursive_aggregates(
     for (head, body), (r, atom) in sorted(agg.items()):
         if comp_of[head] != comp_of[body]:
             continue
-        fn = aggregated[head][1]
-        if fn not in ("min", "max"):
+        fn = next((f for f in aggregated[head].fns if f not in ("min", "max")), None)
+        if fn is not None:
             over = "itself" if head == body else f"{body}, which depends on {head} ({' -> '.join(_cycle(deps, body, head))})"
             raise ProgramError(
                 f"{fn}(...) through recursion in rule {r.name}: {head} aggregates over {over};"
@@ -356,20 +354,68 @@ def _check_recursive_aggregates(
                 r = next(x for x in program.rules if x.head.relation == other)
                 raise ProgramError(
                     f"{other} is in a recursion with {rel}, which aggregates with"
-                    f" {aggregated[rel][1]}(...) through it: every relation of such a recursion"
+                    f" {aggregated[rel].fns[0]}(...) through it: every relation of such a recursion"
                     f" must aggregate with min or max (fold {other}'s rules into {rel}'s)",
                     r.head.loc,
                 )
-            if comp_of[other] == comp_of[rel] and aggregated[other][1] not in ("min", "max"):
+            bad = next((f for f in aggregated[other].fns if f not in ("min", "max")), None) if other in aggregated else None
+            if comp_of[other] == comp_of[rel] and bad is not None:
                 r = next(x for x in program.rules if x.head.relation == other)
                 raise ProgramError(
-                    f"{aggregated[other][1]}(...) through recursion in rule {r.name}: {other} is in a"
+                    f"{bad}(...) through recursion in rule {r.name}: {other} is in a"
                     f" recursion with {rel}; only min and max may aggregate through recursion",
                     r.head.loc,
                 )
     # every aggregated relation of such a component is selective
     comps = {comp_of[rel] for rel in selective}
-    return selective | {rel for rel in aggregated if comp_of[rel] in comps}
+    out = selective | {rel for rel in aggregated if comp_of[rel] in comps}
+    for r in program.rules:
+        members = {x for x in out if comp_of[x] == comp_of.get(r.head.relation)}
+        if r.head.relation in out and any(len(aggregated[m].positions) > 1 for m in members):
+            _check_own_columns(r, members, aggregated)
+    return out
+
+
+def _check_own_columns(r: Rule, members: set[str], aggregated: dict) -> None:
+    """In a recursion whose relations have several aggregates, aggregate ``k`` of the head may
+    read aggregate ``k`` of the recursive body atoms and nothing else may: each aggregate is
+    selected on its own (a group's fact mixes the best of each, from different derivations), so
+    a value that crossed to another aggregate, a filter or a join would pair values of different
+    derivations -- not exact. Raises a located :class:`ProgramError`."""
+    heads = {id(t): k for k, (_, t) in enumerate(r.aggregates)}
+    assigned = {v: e for _, v, e in r.assignments()}
+    assigning = {i for i, _, _ in r.assignments()}
+    for a in r.positive_atoms:
+        if a.relation not in members:
+            continue
+        for k, p in enumerate(aggregated[a.relation].positions):
+            v = a.args[p]
+            if isinstance(v, Var) and v.anonymous:
+                continue
+            where = f"the value of aggregate {k + 1} of {a.relation} (argument {p + 1}) in rule {r.name}"
+            if not isinstance(v, Var):
+                raise ProgramError(f"{where} must be a variable: a recursion with several aggregates selects each on its own", a.loc)
+            # the variables computed from v, through assignments
+            flow, todo = {v}, [v]
+            while todo:
+                x = todo.pop()
+                for y, e in assigned.items():
+                    if y not in flow and x in set(term_vars(e)):
+                        flow.add(y)
+                        todo.append(y)
+            uses = [b for b in r.body if b is not a and not (isinstance(b, Comparison) and r.body.index(b) in assigning) and flow & set(b.vars())]
+            uses += [b for b in r.body if b is a and sum(1 for t in a.args if t == v) > 1]
+            keys = [t for t in r.head.args if id(t) not in heads and flow & set(term_vars(t))]
+            others = [j for _, t in r.aggregates if flow & set(term_vars(t.arg)) for j in [heads[id(t)]] if j != k]
+            if uses or keys or others:
+                what = (f"aggregate {others[0] + 1} of the head" if others else "the group key of the head" if keys
+                        else "a filter or a join")
+                raise ProgramError(
+                    f"{where} is read by {what}: in a recursion with several aggregates, aggregate"
+                    f" {k + 1} of the head may read only aggregate {k + 1} of the recursive atoms"
+                    " (each aggregate is selected on its own, so mixing them is not exact)",
+                    (uses[0].loc if uses else r.head.loc),
+                )
 
 
 def _cycle(deps: dict[str, set[str]], start: str, goal: str) -> list[str]:

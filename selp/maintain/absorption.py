@@ -19,7 +19,10 @@ order, each batch at once:
   formula is not false, and only a group's new best (or new monomials of it) propagates. When the
   best is deleted, the next candidate of the reserve takes over and propagates. Inside the
   component a fact's formula is the disjunction of its best candidates' formulas, over base
-  variables, so a deletion restricts candidates exactly as it restricts any tuple. This is
+  variables, so a deletion restricts candidates exactly as it restricts any tuple. With several
+  aggregates (Multi AggSel) the group's fact takes each aggregate's best over the candidates and
+  its formula is the conjunction, over the aggregates, of the disjunction of the candidates
+  reaching that aggregate's value. This is
   exact when the aggregated value is monotone along the recursion (a path's cost only grows
   when it is extended, as in shortest paths): the best value of a group is then the best over
   its derivations, and a candidate kept in reserve is a derivation that still exists.
@@ -431,9 +434,10 @@ class Absorption(Maintainer):
         while current:
             for rule, _, head, new in self._derive(comp.rules, current, stores, forms):
                 rel = rule.head.relation
-                pos = self.aggregated[rel][0]
-                if aggregate.has_value(head[pos]) and self._candidate(rel, head, head, new):
-                    touched[rel].add(aggregate.group_key(head, pos))
+                spec = self.aggregated[rel]
+                # a candidate lacking a value of some aggregate is none (see selp.aggregate.best)
+                if all(aggregate.has_value(v) for v in spec.values(head)) and self._candidate(rel, head, head, new):
+                    touched[rel].add(spec.key(head))
             current = {}
             for rel in members:
                 for key in touched[rel]:
@@ -447,7 +451,7 @@ class Absorption(Maintainer):
             if current and aggregate.diverges(rounds, 2 * groups + 2):
                 rel = next(iter(current))
                 name, loc, _ = aggregate.site(comp.rules, rel)
-                raise aggregate.no_convergence(rel, self.aggregated[rel][1], rounds, groups, name, loc)
+                raise aggregate.no_convergence(rel, self.aggregated[rel].fns[0], rounds, groups, name, loc)
         self._export(members, start, killed, delta, changed, changes, lambda rel, key: self._best_fact(rel, key))
 
     def _candidate(self, rel: str, cid: Any, head: Fact, new: Formula) -> bool:
@@ -457,7 +461,7 @@ class Absorption(Maintainer):
         if gained is None:
             return False
         if got is None:
-            self.groups[rel].setdefault(aggregate.group_key(head, self.aggregated[rel][0]), set()).add(cid)
+            self.groups[rel].setdefault(self.aggregated[rel].key(head), set()).add(cid)
         self.candidates[rel][cid] = (head, form)
         self._changed(self._reserve(rel), cid)
         return True
@@ -468,7 +472,7 @@ class Absorption(Maintainer):
         return f"{rel}#reserve"
 
     def _restrict_candidates(self, cands: dict[Any, tuple[Fact, Formula]], killed: set[int], touched: set[Fact], rel: str) -> list[Any]:
-        pos = self.aggregated[rel][0]
+        spec = self.aggregated[rel]
         alg = self.alg
         kill = alg.killer(killed)
         gone = []
@@ -480,7 +484,7 @@ class Absorption(Maintainer):
                 rest = alg.restrict(form, kill)
                 if rest == form:
                     continue
-                touched.add(aggregate.group_key(fact, pos))
+                touched.add(spec.key(fact))
                 if rest is None:
                     gone.append(cid)
                 else:
@@ -490,7 +494,7 @@ class Absorption(Maintainer):
         return gone
 
     def _ungroup(self, rel: str, cid: Any, fact: Fact) -> None:
-        key = aggregate.group_key(fact, self.aggregated[rel][0])
+        key = self.aggregated[rel].key(fact)
         members = self.groups[rel].get(key)
         if members is not None:
             members.discard(cid)
@@ -498,19 +502,19 @@ class Absorption(Maintainer):
                 del self.groups[rel][key]
 
     def _best_fact(self, rel: str, key: Fact) -> Fact | None:
-        pos, fn = self.aggregated[rel]
-        best = None
-        for cid in self.groups[rel].get(key, ()):
-            v = self.candidates[rel][cid][0][pos]
-            if best is None or aggregate.better(fn, v, best):
-                best = v
-        return None if best is None else aggregate.with_value(key, pos, best)
+        """The group's fact: per aggregate, the best value of its candidates (Multi AggSel)."""
+        spec = self.aggregated[rel]
+        best = aggregate.best(spec, (spec.values(self.candidates[rel][cid][0]) for cid in self.groups[rel].get(key, ())))
+        return None if best is None else spec.fact(key, best)
 
     def _reselect(self, rel: str, key: Fact, start: dict[Fact, Fact | None], current: Delta) -> None:
         """Bring group ``key``'s fact inside the component up to date with its candidates: the
         best one not false (the reserve replaces a deleted best); new monomials of the group's
-        fact, or all of a new best's, go into ``current``."""
-        pos = self.aggregated[rel][0]
+        fact, or all of a new best's, go into ``current``. With several aggregates the fact holds
+        while, for every aggregate, a candidate reaching its value holds: the conjunction of the
+        per-aggregate disjunctions, so that deleting the best of any one aggregate kills what was
+        derived from the fact (it is re-derived from the group's next fact)."""
+        spec = self.aggregated[rel]
         table, store = self.internal[rel], self.internal_stores[rel]
         old = next((f for f in store.lookup(self._key_positions(rel), key)), None)
         if key not in start:
@@ -521,8 +525,9 @@ class Absorption(Maintainer):
                 del table[old]
                 store.discard_all((old,))
             return
-        v = new[pos]
-        form = self.alg.union(f for cid in self.groups[rel][key] for c, f in [self.candidates[rel][cid]] if c[pos] == v)
+        cands = [self.candidates[rel][cid] for cid in self.groups[rel][key]]
+        parts = [self.alg.union(f for c, f in cands if c[p] == new[p]) for p in spec.positions]
+        form = parts[0] if len(parts) == 1 else self.alg.conj(parts)
         if old != new:
             if old is not None:
                 del table[old]
@@ -537,8 +542,7 @@ class Absorption(Maintainer):
             current.setdefault(rel, {})[new] = added
 
     def _key_positions(self, rel: str) -> tuple[int, ...]:
-        pos = self.aggregated[rel][0]
-        return tuple(p for p in range(self.analysis.arities[rel]) if p != pos)
+        return self.aggregated[rel].keys
 
     def _export(self, members: Iterable[str], start: Mapping[str, Mapping[Fact, Fact | None]], killed: set[int], delta: Delta,
                 changed: set[str], changes: ViewChanges, final: Callable[[str, Fact], Fact | None]) -> None:
@@ -560,7 +564,7 @@ class Absorption(Maintainer):
         if self._feeds(comp, delta):
             self.settle()
         (rel,) = comp.relations
-        pos, fn = self.aggregated[rel]
+        spec = self.aggregated[rel]
         touched: set[Fact] = set()
         if killed:
             for cid in self._restrict_candidates(self.candidates[rel], killed, touched, rel):
@@ -570,16 +574,16 @@ class Absorption(Maintainer):
         for rule, env, head, new in self._derive(comp.rules, current, self.stores, self.formulas):
             cid = (index[rule], tuple(env), head)  # one rule instance: a rule and a binding
             if self._candidate(rel, cid, head, new):
-                touched.add(aggregate.group_key(head, pos))
+                touched.add(spec.key(head))
         start = {rel: {key: self._current_fact(rel, key) for key in touched}}
-        site = aggregate.site(comp.rules, rel)
+        sites = [aggregate.site(comp.rules, rel, i) for i in range(len(spec.fns))]
 
         def final(r: str, key: Fact) -> Fact | None:
-            values = [self.candidates[r][cid][0][pos] for cid in self.groups[r].get(key, ())]
-            if not values:
+            rows = [spec.values(self.candidates[r][cid][0]) for cid in self.groups[r].get(key, ())]
+            if not rows:
                 return None
-            v = aggregate.fold(fn, values, *site)
-            return None if v is None else aggregate.with_value(key, pos, v)
+            vs = [aggregate.fold(fn, [row[i] for row in rows], *sites[i]) for i, fn in enumerate(spec.fns)]
+            return None if any(v is None for v in vs) else spec.fact(key, vs)  # type: ignore[arg-type]
 
         self._export([rel], start, killed, delta, changed, changes, final)
 

@@ -28,7 +28,7 @@ from selp.maintain.program import Fact, ViewChanges, diff
 from selp.maintain.recompute import Recompute, from_scratch
 
 STRATEGIES = ("absorption", "dred", "recompute")
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: aggregated relations as selp.language.ast.Spec (several aggregates per head)
 Warn = Callable[[str], None]
 
 

@@ -4,7 +4,8 @@ A derivation tree of a fact is labelled by facts: the root by the fact, leaves b
 the children of an internal node by the instantiated positive body atoms of one rule whose
 instantiated head is the node (an *occurrence* of that rule). A fact of an aggregated relation is
 the head of its group's *witnesses*: the instances whose value is the group's (min/max), or every
-instance of the group (count/sum). Negated atoms and comparisons of
+instance of the group (count/sum); with several aggregates, an instance reaching at least one
+min/max value, or every instance when one aggregate is count/sum. Negated atoms and comparisons of
 the rule must hold but are not children: negation is checked against the program's fixpoint.
 
 :func:`enumerate_trees` lists **every** tree with at most ``max_rules`` rule occurrences. It is
@@ -17,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping
 
-from selp.aggregate import SELECTIVE, group_key
+from selp.aggregate import has_value
 from selp.engines.joins import BodyPlan
 from selp.engines.local import evaluate
 from selp.instrument.witness import is_filter_relation
-from selp.language.ast import Atom, Rule
+from selp.language.ast import Atom, Rule, Spec
 from selp.language.validate import Analysis
 from selp.values import Value, format_value
 
@@ -148,24 +149,28 @@ def instantiations(analysis: Analysis, facts: Mapping[str, set[tuple[Value, ...]
             for f in facts.get(rel, ())
         )
 
-    # an aggregated fact's trees are its witnesses' (docs/language.md): an instance of a min/max
-    # rule derives the group's fact when its value is the group's; of count/sum, always
+    # an aggregated fact's trees are its witnesses' (docs/language.md): an instance derives the
+    # group's fact when some aggregate is count/sum (every instance counts), else when it reaches
+    # at least one min/max value -- in a recursion, only if it has every aggregate's value (one
+    # missing a value is no candidate of aggregate selection)
     groups: dict[str, dict[tuple, tuple]] = {}
-    for rel, (pos, _) in analysis.program.aggregated().items():
-        groups[rel] = {group_key(f, pos): f for f in facts.get(rel, ())}
+    specs = analysis.program.aggregated()
+    selective = {rel for c in analysis.components for rel in c.selective}
+    for rel, spec in specs.items():
+        groups[rel] = {spec.key(f): f for f in facts.get(rel, ())}
     out: list[Instantiation] = []
     seen: set[tuple] = set()
     for rule in analysis.program.rules:
         plan = BodyPlan(rule)
         head = plan.head_builder()
-        agg = rule.aggregate
+        spec = specs.get(rule.head.relation)
         # an agg@ atom of an instrumented program filters, as a negated one does: no child
         positives = [i for i, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and not is_filter_relation(b.relation)]
         for env in plan.bindings(lookup, negated):
             values = head(env)
-            if agg is not None:
-                fact = groups[rule.head.relation].get(group_key(values, agg[0]))
-                if fact is None or (agg[1].fn in SELECTIVE and fact[agg[0]] != values[agg[0]]):
+            if spec is not None:
+                fact = groups[rule.head.relation].get(spec.key(values))
+                if fact is None or not _witnesses(spec, values, fact, rule.head.relation in selective):
                     continue  # no witness of its group's fact
                 values = fact
             inst = Instantiation(
@@ -178,6 +183,15 @@ def instantiations(analysis: Analysis, facts: Mapping[str, set[tuple[Value, ...]
                 seen.add(key)
                 out.append(inst)
     return out
+
+
+def _witnesses(spec: Spec, instance: tuple[Value, ...], fact: tuple[Value, ...], selective: bool) -> bool:
+    """Whether a rule instance (its head tuple) is a witness of its group's ``fact``."""
+    if not spec.selective:
+        return True
+    if selective and not all(has_value(v) for v in spec.values(instance)):
+        return False
+    return any(instance[p] == fact[p] for p in spec.positions)
 
 
 def enumerate_trees(

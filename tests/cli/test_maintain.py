@@ -101,3 +101,17 @@ def test_gen_sensor_grid_feeds_the_regions_program(tmp_path: Path) -> None:
     r = selp("eval", "datasets/regions.dl", "--db", str(tmp_path), "--show", "largest")
     assert r.returncode == 0, r.stderr
     assert "largest(" in r.stdout
+
+
+def test_multi_aggsel_replaces_a_deleted_fewest_hops_path_from_the_reserve(tmp_path: Path) -> None:
+    """route's latency comes over b, its hop count from the direct link: deleting the link keeps
+    the latency and takes the hop count of the next candidate, by every strategy."""
+    for strategy in ("absorption", "dred", "recompute"):
+        db = tmp_path / strategy / "db"
+        db.mkdir(parents=True)
+        (db / "link.csv").write_text("src,dst,latency\na,b,1\nb,c,1\na,c,9\ns,a,1\n")
+        r = selp("maintain", "datasets/shortest-multi.dl", "--db", str(db), "--strategy", strategy, "--changes", "-",
+                 input="-link(a, c, 9)\n")
+        assert r.returncode == 0, r.stderr
+        assert sorted(r.stdout.splitlines()[1:]) == ['+route("a", "c", 2, 2)', '+route("s", "c", 3, 3)',
+                                                     '-route("a", "c", 2, 1)', '-route("s", "c", 3, 2)'], strategy

@@ -242,8 +242,11 @@ class _Body:
 class _Gen:
     """Draws the parts of one program; see :func:`programs_with_databases`."""
 
-    def __init__(self, draw, max_idb: int) -> None:
+    def __init__(self, draw, max_idb: int, trees: bool = False) -> None:
         self.draw = draw
+        # top-k: no head with two min/max aggregates (their witnesses are a disjunction, which
+        # top-k refuses; docs/language.md)
+        self.trees = trees
         self.strs = draw(st.lists(st.sampled_from(STR_VALUES), min_size=2, max_size=5, unique=True))
         self.ints = draw(st.lists(st.sampled_from(INT_VALUES), min_size=2, max_size=8, unique=True))
         # one type per program (more joins) or both
@@ -254,6 +257,7 @@ class _Gen:
             _Rel(f"p{i}", self.columns(), draw(st.integers(0, 2))) for i in range(draw(st.integers(1, max_idb)))
         ]
         self.aggregated: list[tuple[str, int]] = []  # (relation, arity) of aggregate_rules' relations
+        self.multi = False  # whether s selects two aggregates (see selective_rules)
 
     def columns(self) -> tuple[str, ...]:
         n = self.draw(st.sampled_from([2, 1, 2, 3, 2]))  # mostly binary: chains and closures
@@ -451,6 +455,10 @@ class _Gen:
         lower = self.edb + self.idb
         for i in range(self.draw(st.integers(1, 2))):
             fn = self.pick(["min", "max", "count", "sum"])
+            # sometimes a second aggregate over the same argument (several in one head)
+            second = self.pick(["min", "max", "count"] + (["sum"] if fn == "sum" else [])) if self.chance(3) else None
+            if self.trees and second in ("min", "max") and fn in ("min", "max"):
+                second = "count"
             sig: tuple[str, ...] | None = None  # the key's types and then the argument's type
             for _ in range(self.draw(st.integers(1, 2))):
                 b = _Body()
@@ -476,10 +484,11 @@ class _Gen:
                     arg = self.pick(args)
                 if sig[-1] != "str" and fn != "count" and self.chance(3):
                     arg = self.expr(b, sig[-1]) or arg
-                head = ", ".join(keys + [f"{fn}({arg})"])
+                aggs = [f"{fn}({arg})"] + ([f"{second}({arg})"] if second else [])
+                head = ", ".join(keys + aggs)
                 out.append(f"a{i}({head}) :- {', '.join(b.literals)}.")
             if sig is not None:
-                self.aggregated.append((f"a{i}", len(sig)))
+                self.aggregated.append((f"a{i}", len(sig) + (1 if second else 0)))
         return out
 
     def reader_rules(self, selective: bool) -> list[str]:
@@ -492,7 +501,7 @@ class _Gen:
             xs = ", ".join(f"x{j}" for j in range(n))
             out.append(f"w({xs}) :- {name}({xs}).")
         if selective and self.chance(2):
-            out.append("u(c, count(x)) :- s(x, c).")
+            out.append("u(c, count(x)) :- s(x, c, _)." if self.multi else "u(c, count(x)) :- s(x, c).")
         return out
 
     def selective_rules(self) -> list[str]:
@@ -506,6 +515,14 @@ class _Gen:
         fn = self.pick(["min", "max"])
         rest = ["_"] * (len(g.types) - 2)
         weight = len(g.types) == 3 and g.types[2] != "str" and self.chance(2)
+        if weight and not self.trees and self.chance(2):  # cost and hops selected together (Multi AggSel)
+            sign = ">=" if fn == "min" else "<="
+            self.multi = True
+            return [
+                f"s(x, {fn}(w), min(h)) :- {g.name}(x, _, w), h = 1.",
+                f"s(y, {fn}(d), min(h)) :- s(x, d1, h1), {g.name}(x, y, w), w {sign} {'0' if g.types[2] == 'int' else '0.0'},"
+                " d = d1 + w, h = h1 + 1.",
+            ]
         if weight:
             sign = ">=" if fn == "min" else "<="
             return [
@@ -531,7 +548,7 @@ class _Gen:
 
 
 @st.composite
-def programs_with_databases(draw, max_idb: int = 4, aggregates: bool = False):
+def programs_with_databases(draw, max_idb: int = 4, aggregates: bool = False, trees: bool = False):
     """``(program_text, {edb relation: set of tuples})`` for a valid, stratified, finite program.
 
     Every IDB relation gets a level; a rule may read relations of lower levels positively or
@@ -545,9 +562,11 @@ def programs_with_databases(draw, max_idb: int = 4, aggregates: bool = False):
     transitive closure, or free-form); the program text has one statement per line. With
     ``aggregates``, relations ``a<i>`` aggregate over the others, ``s`` may be a min/max
     recursion over a graph, and ``w``/``u`` may read them (see :meth:`_Gen.aggregate_rules`,
-    :meth:`_Gen.selective_rules`, :meth:`_Gen.reader_rules`).
+    :meth:`_Gen.selective_rules`, :meth:`_Gen.reader_rules`); some heads have two aggregates, and
+    ``s`` may select two (cost and hops) -- unless ``trees`` (top-k's programs: no head with two
+    min/max aggregates).
     """
-    g = _Gen(draw, max_idb)
+    g = _Gen(draw, max_idb, trees)
     rules = []
     for head in g.idb:
         rules.append(g.rule(head, recursive=False))
@@ -588,10 +607,12 @@ def _compare(op: str, a, b) -> bool:
 
 
 def _agg(rule: Rule) -> tuple[int, Aggregate] | None:
-    for p, t in enumerate(rule.head.args):
-        if isinstance(t, Aggregate):
-            return p, t
-    return None
+    aggs = _aggs(rule)
+    return aggs[0] if aggs else None
+
+
+def _aggs(rule: Rule) -> list[tuple[int, Aggregate]]:
+    return [(p, t) for p, t in enumerate(rule.head.args) if isinstance(t, Aggregate)]
 
 
 def stratify(program: Program) -> list[list[Rule]]:
@@ -757,15 +778,22 @@ def naive_fixpoint(analysis, edb) -> dict[str, set[tuple]]:
             # aggregated relations: recomputed from every rule instance, each group keeping the
             # better of its old and new value (min/max); count/sum read lower strata only
             for rel in sorted({r.head.relation for r in rules if _agg(r) is not None}):
-                new = _aggregate(rel, [r for r in rules if r.head.relation == rel], facts)
+                own = [r for r in rules if r.head.relation == rel]
+                heads = {r.head.relation for r in rules}
+                recursive = any(isinstance(b, Atom) and b.relation in heads for r in own for b in r.body)
+                new = _aggregate(rel, own, facts, recursive)
                 if new != facts[rel]:
                     facts[rel] = new
                     changed = True
     return {rel: facts[rel] for rel in analysis.idb}
 
 
-def _aggregate(rel: str, rules: list[Rule], facts: dict[str, set]) -> set:
-    pos, agg = _agg(rules[0])  # type: ignore[misc]
+def _aggregate(rel: str, rules: list[Rule], facts: dict[str, set], recursive: bool = False) -> set:
+    """Each aggregate folded over the group's instances on its own; a group has a fact when every
+    aggregate has a value. Through recursion (min/max) a group keeps, per aggregate, the better
+    of its old and new value, and an instance lacking some aggregate's value is no candidate."""
+    aggs = _aggs(rules[0])
+    positions = [p for p, _ in aggs]
     groups: dict[tuple, list] = {}
     for rule in rules:
         positives = [b for b in rule.body if isinstance(b, Atom) and not b.negated]
@@ -773,26 +801,36 @@ def _aggregate(rel: str, rules: list[Rule], facts: dict[str, set]) -> set:
         for a in positives:
             envs = [e2 for e in envs for f in facts.get(a.relation, ()) if (e2 := _unify(a.args, f, e)) is not None]
         for env in envs:  # one per combination of body facts: a rule instance
-            plain = Rule(rule.name, Atom(rel, tuple(Const(0) if i == pos else t for i, t in enumerate(rule.head.args))), rule.body)
+            plain = Rule(rule.name, Atom(rel, tuple(Const(0) if i in positions else t for i, t in enumerate(rule.head.args))), rule.body)
             head = instance_head(plain, env, facts)
             if head is None:
                 continue
             full, _ = assigned(rule, env)
-            value = _value(_agg(rule)[1].args[0], full)  # type: ignore[index]
-            groups.setdefault(head[:pos] + head[pos + 1:], []).append(value)
+            values = tuple(_value(t.args[0], full) for _, t in _aggs(rule))
+            if recursive and len(aggs) > 1 and any(v is None or isinstance(v, Skolem) for v in values):
+                continue
+            groups.setdefault(tuple(v for i, v in enumerate(head) if i not in positions), []).append(values)
     out = set()
-    old = {f[:pos] + f[pos + 1:]: f[pos] for f in facts[rel]}
-    for key, values in groups.items():
-        vals = [v for v in values if v is not None and not isinstance(v, Skolem)]
-        if agg.fn == "count":
-            v = len(values)
-        elif not vals:
-            continue
-        elif agg.fn == "sum":
-            v = sum(sorted(vals), 0.0 if isinstance(vals[0], float) else 0) + (0.0 if isinstance(vals[0], float) else 0)
+    old = {tuple(v for i, v in enumerate(f) if i not in positions): tuple(f[p] for p in positions) for f in facts[rel]}
+    for key, rows in groups.items():
+        result = []
+        for k, (_, agg) in enumerate(aggs):
+            values = [row[k] for row in rows]
+            vals = [v for v in values if v is not None and not isinstance(v, Skolem)]
+            if agg.fn == "count":
+                v = len(values)
+            elif not vals:
+                break
+            elif agg.fn == "sum":
+                v = sum(sorted(vals), 0.0 if isinstance(vals[0], float) else 0) + (0.0 if isinstance(vals[0], float) else 0)
+            else:
+                v = min(vals) if agg.fn == "min" else max(vals)
+                if key in old:
+                    v = min(v, old[key][k]) if agg.fn == "min" else max(v, old[key][k])
+            result.append(v)
         else:
-            v = min(vals) if agg.fn == "min" else max(vals)
-            if key in old:
-                v = min(v, old[key]) if agg.fn == "min" else max(v, old[key])
-        out.add(key[:pos] + (v,) + key[pos:])
+            fact, it = [], iter(key)
+            for i in range(len(key) + len(aggs)):
+                fact.append(result[positions.index(i)] if i in positions else next(it))
+            out.add(tuple(fact))
     return out

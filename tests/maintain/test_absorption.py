@@ -68,6 +68,31 @@ def test_aggsel_reserve_replaces_a_deleted_best(algebra: str) -> None:
     assert changes.removed["sp"] == {("a", "c", 2), ("b", "c", 1)} and changes.added["sp"] == {("a", "c", 5)}
 
 
+MULTI = analyze(parse_program(
+    "route(s, d, min(c), min(h)) :- link(s, d, c), h = 1."
+    " route(s, d, min(c), min(h)) :- link(s, z, c1), route(z, d, c2, h2), c = c1 + c2, h = h2 + 1."
+))
+
+
+@pytest.mark.parametrize("algebra", ["monomials", "bdd"])
+def test_multi_aggsel_replaces_the_deleted_best_of_either_aggregate_and_what_it_fed(algebra: str) -> None:
+    # a -> d: cheapest over b and c (cost 3, 3 hops), fewest hops direct (cost 10, 1 hop); s -> a
+    # reads route(a, d), whose fact mixes the two paths
+    base = {"link": {("a", "b", 1), ("b", "c", 1), ("c", "d", 1), ("a", "d", 10), ("s", "a", 1)}}
+    m = Absorption(MULTI, base, formulas=algebra)
+    view = m.view()["route"]
+    assert ("a", "d", 3, 1) in view and ("s", "d", 4, 2) in view
+    # the fewest-hops path goes: the hop count of (a, d) comes from the reserve, and the one of
+    # (s, d), derived from (a, d)'s old fact, goes with it although its cost path still exists
+    changes = m.apply({}, {"link": {("a", "d", 10)}})
+    assert ("a", "d", 3, 3) in changes.added["route"] and ("s", "d", 4, 4) in changes.added["route"]
+    assert m.view() == from_scratch(MULTI, {"link": base["link"] - {("a", "d", 10)}})
+    # and back: the cheapest path goes, the direct link's cost takes over
+    m.apply({"link": {("a", "d", 10)}}, {"link": {("b", "c", 1)}})
+    assert {("a", "d", 10, 1), ("s", "d", 11, 2)} <= m.view()["route"]
+    assert m.view() == from_scratch(MULTI, {"link": base["link"] - {("b", "c", 1)}})
+
+
 def test_a_formula_past_the_cap_falls_back_to_dred_exactly() -> None:
     # a complete graph: many minimal paths per pair
     nodes = range(5)

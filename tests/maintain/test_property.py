@@ -36,6 +36,15 @@ PROGRAMS = {
         hub(s) :- out(s, n), n >= 2.
         farhub(s, c) :- hub(s), far(s, c).
     """,
+    # Multi AggSel: cost and hops selected together through recursion (a group's fact improves
+    # when either does; a deleted best of either is replaced from the reserve), then several
+    # non-recursive aggregates in one head above it
+    "shortest-multi": """
+        route(s, d, min(c), min(h)) :- link(s, d, c), h = 1.
+        route(s, d, min(c), min(h)) :- link(s, z, c1), route(z, d, c2, h2), c = c1 + c2, h = h2 + 1.
+        stats(s, count(d), min(h), max(c), sum(c)) :- route(s, d, c, h).
+        widest(s, max(c), min(c)) :- link(s, _, c).
+    """,
     # the sensor regions: recursion over a static relation, COUNT and MAX above it
     "regions": """
         active(r, s) :- seed(r, s), link(s, s, _).

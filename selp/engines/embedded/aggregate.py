@@ -4,7 +4,8 @@ A rule of an aggregated relation compiles (:func:`selp.engines.embedded.sql.comp
 row per rule instance, the aggregated column holding the instance's value; :func:`group_sql`
 groups the ``UNION ALL`` of its rules. A recursive component of min/max relations runs rounds of
 aggregate selection driven from Python (:func:`selective`): the best candidate of each group
-replaces the group's fact when it improves it, and the improvements are the next delta.
+replaces the group's fact when it improves it (on any of its aggregates, the others kept), and
+the improvements are the next delta.
 """
 
 from __future__ import annotations
@@ -25,34 +26,40 @@ def _value_kind(kind: Kind) -> Kind:
     return Kind(kind.logical, False)
 
 
-def group_sql(store: Store, rel: str, selects: list[str]) -> str:
-    """The facts of aggregated ``rel`` from its rules' instance queries."""
+def group_sql(store: Store, rel: str, selects: list[str], complete: bool = False) -> str:
+    """The facts of aggregated ``rel`` from its rules' instance queries (``complete``: only the
+    instances with a value for every aggregate, as aggregate selection takes them)."""
     program = store.analysis.program
-    pos, fn = program.aggregated()[rel]
+    spec = program.aggregated()[rel]
     kinds = store.kinds[rel]
     cols = columns(len(kinds))
-    keys = [c for i, c in enumerate(cols) if i != pos]
-    v = f"u.{cols[pos]}"
-    if fn == "count":
-        agg, kind = "COUNT(*)", Kind("int", False)
-    elif fn in ("min", "max"):
-        agg, kind = f"{fn.upper()}({v})", _value_kind(kinds[pos])
-    else:
-        name, _, arg = aggregate.site(program.rules, rel)
-        loc = next(r.head.loc for r in program.rules if r.name == name)
-        fault = "integer overflow" if kinds[pos].logical == "int" else "float overflow"
-        w = sql_string(f"{arith.site(name, loc)}{fault}|{aggregate.sum_text(arg)}")
-        if kinds[pos].logical == "int":
-            agg = f"selp_sum_i(SUM(CAST({v} AS HUGEINT)), {w})"
+    aggs: dict[int, str] = {}
+    values: dict[int, str] = {}
+    for k, (pos, fn) in enumerate(zip(spec.positions, spec.fns)):
+        v = f"u.{cols[pos]}"
+        if fn == "count":
+            agg, kind = "COUNT(*)", Kind("int", False)
+        elif fn in ("min", "max"):
+            agg, kind = f"{fn.upper()}({v})", _value_kind(kinds[pos])
         else:
-            agg = f"selp_sum_f(list_sort(list({v}) FILTER (WHERE {v} IS NOT NULL)), {w})"
-        kind = _value_kind(kinds[pos])
-    outs = [f"u.{c}" for c in keys]
-    value = convert(Expr(agg, kind), kinds[pos])
-    select = [value if i == pos else f"u.{c}" for i, c in enumerate(cols)]
+            name, _, arg = aggregate.site(program.rules, rel, k)
+            loc = next(r.head.loc for r in program.rules if r.name == name)
+            fault = "integer overflow" if kinds[pos].logical == "int" else "float overflow"
+            w = sql_string(f"{arith.site(name, loc)}{fault}|{aggregate.sum_text(arg)}")
+            if kinds[pos].logical == "int":
+                agg = f"selp_sum_i(SUM(CAST({v} AS HUGEINT)), {w})"
+            else:
+                agg = f"selp_sum_f(list_sort(list({v}) FILTER (WHERE {v} IS NOT NULL)), {w})"
+            kind = _value_kind(kinds[pos])
+        aggs[pos] = agg
+        values[pos] = convert(Expr(agg, kind), kinds[pos])
+    outs = [f"u.{cols[i]}" for i in spec.keys]
+    select = [values[i] if i in values else f"u.{c}" for i, c in enumerate(cols)]
     union = " UNION ALL ".join(f"({q})" for q in selects)
+    where = f" WHERE {' AND '.join(f'u.{cols[p]} IS NOT NULL' for p in spec.positions)}" if complete else ""
     group = f" GROUP BY {', '.join(outs)}" if outs else ""
-    return f"SELECT {', '.join(f'{x} AS {c}' for x, c in zip(select, cols))} FROM ({union}) AS u{group} HAVING COUNT(*) > 0 AND ({agg}) IS NOT NULL"
+    having = " AND ".join(f"({a}) IS NOT NULL" for a in aggs.values())
+    return f"SELECT {', '.join(f'{x} AS {c}' for x, c in zip(select, cols))} FROM ({union}) AS u{where}{group} HAVING COUNT(*) > 0 AND {having}"
 
 
 def selective(store: Store, comp: Component, progress: Progress | None) -> int:
@@ -88,7 +95,7 @@ def selective(store: Store, comp: Component, progress: Progress | None) -> int:
         for rel in sorted(members):
             _improvements(store, rel, aggregated[rel], pending[rel])
         for rel in sorted(members):
-            n = _apply(store, rel, aggregated[rel][0], delta[rel])
+            n = _apply(store, rel, aggregated[rel], delta[rel])
             size += n
             if n:
                 improved.append(rel)
@@ -100,39 +107,47 @@ def selective(store: Store, comp: Component, progress: Progress | None) -> int:
         if aggregate.diverges(iteration, groups):
             rel = improved[0]
             name, loc, _ = aggregate.site(comp.rules, rel)
-            raise aggregate.no_convergence(rel, aggregated[rel][1], iteration, groups, name, loc)
+            raise aggregate.no_convergence(rel, aggregated[rel].fns[0], iteration, groups, name, loc)
         pending = variants
     for rel in members:
         con.execute(f"DROP TABLE IF EXISTS {delta[rel]}")
     return iteration
 
 
-def _improvements(store: Store, rel: str, agg: tuple[int, str], selects: list[str]) -> None:
-    """``n:rel``: each group's best candidate that improves on the group's current fact."""
-    pos, fn = agg
+def _improvements(store: Store, rel: str, spec: aggregate.Spec, selects: list[str]) -> None:
+    """``n:rel``: each group's best candidate, merged with the group's current fact, when it
+    improves on at least one of its aggregates (Multi AggSel: one worse or equal on every
+    aggregate is pruned)."""
     kinds = store.kinds[rel]
     cols = columns(len(kinds))
     new = ident(f"n:{rel}")
     if not selects:
         create_table(store.con, new, kinds)
         return
-    best = group_sql(store, rel, selects)
-    keys = [c for i, c in enumerate(cols) if i != pos]
-    on = " AND ".join(f"f.{c} = n.{c}" for c in keys) or "TRUE"
-    op = "<" if fn == "min" else ">"
-    # ordered as values (NULL for a labeled null), whatever the column's storage
-    mine, theirs = (number(Expr(f"{a}.{cols[pos]}", kinds[pos])) for a in ("n", "f"))
+    best = group_sql(store, rel, selects, complete=True)
+    on = " AND ".join(f"f.{cols[i]} = n.{cols[i]}" for i in spec.keys) or "TRUE"
+    better = {}
+    for pos, fn in zip(spec.positions, spec.fns):
+        op = "<" if fn == "min" else ">"
+        # ordered as values (NULL for a labeled null), whatever the column's storage
+        mine, theirs = (number(Expr(f"{a}.{cols[pos]}", kinds[pos])) for a in ("n", "f"))
+        better[pos] = f"({mine} {op} {theirs})"
+    select = [
+        f"CASE WHEN f._e IS NULL OR {better[i]} THEN n.{c} ELSE f.{c} END" if i in better else f"n.{c}"
+        for i, c in enumerate(cols)
+    ]
     store.con.execute(
-        f"CREATE OR REPLACE TABLE {new} AS SELECT n.* FROM ({best}) AS n"
-        f" WHERE NOT EXISTS (SELECT 1 FROM {table(rel)} AS f WHERE {on} AND NOT ({mine} {op} {theirs}))"
+        f"CREATE OR REPLACE TABLE {new} AS SELECT {', '.join(f'{x} AS {c}' for x, c in zip(select, cols))}"
+        f" FROM ({best}) AS n LEFT JOIN (SELECT *, TRUE AS _e FROM {table(rel)}) AS f ON {on}"
+        f" WHERE f._e IS NULL OR {' OR '.join(better.values())}"
     )
 
 
-def _apply(store: Store, rel: str, pos: int, delta: str) -> int:
+def _apply(store: Store, rel: str, spec: aggregate.Spec, delta: str) -> int:
     """Replace the improved groups' facts of ``rel`` by ``n:rel``, which becomes the delta."""
     con = store.con
     cols = columns(len(store.kinds[rel]))
-    keys = [c for i, c in enumerate(cols) if i != pos]
+    keys = [cols[i] for i in spec.keys]
     new = ident(f"n:{rel}")
     n = int(con.execute(f"SELECT COUNT(*) FROM {new}").fetchone()[0])
     if n:
