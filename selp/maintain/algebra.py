@@ -47,8 +47,10 @@ class Monomials:
     def conj(self, parts: list[Any]) -> Any:
         return pb.conjoin(parts, self.cap)
 
-    def disj(self, old: Any | None, new: Any) -> tuple[Any, Any | None]:
-        """``(old ∨ new, what it gained or None)``."""
+    def disj(self, old: Any | None, new: Any, stale: bool = False) -> tuple[Any, Any | None]:
+        """``(old ∨ new, what it gained or None)``. ``stale``: ``old`` may still have monomials
+        with pending deleted variables; ``new`` has none, so such a monomial never absorbs one
+        of ``new``'s, and the gain is the same as against the restricted ``old``."""
         form = [] if old is None else list(old)
         gained = [m for m in new if pb.absorb(form, m, self.cap)]
         return form, (gained or None)
@@ -145,13 +147,18 @@ class Bdds:
             out &= p
         return out
 
-    def disj(self, old: Any | None, new: Any) -> tuple[Any, Any | None]:
+    def disj(self, old: Any | None, new: Any, stale: bool = False) -> tuple[Any, Any | None]:
+        """``(old ∨ new, what it gained or None)``. ``stale``: ``old`` is monotone but may
+        still mention pending deleted variables, ``new`` does not. Then ``new ≤ old`` iff ``new ≤
+        old`` restricted (restriction is monotone and leaves ``new`` as it is), so the test is
+        exact; the gain is ``new`` itself, not ``new ∧ ¬old``, whose negated pending variables
+        would carry the staleness into the formulas it is OR-ed into."""
         if old is None:
             return new, (None if new == self.bdd.false else new)
         form = old | new
         if form == old:
             return old, None
-        return form, new & ~old
+        return form, (new if stale else new & ~old)
 
     def union(self, forms: Iterable[Any]) -> Any:
         out = self.bdd.false
