@@ -53,6 +53,8 @@ STRATEGIES: dict[str, Callable[[Analysis, dict], Maintainer]] = {
     # the distributed form on 4 nodes, its rounds run in this process (selp.maintain.spark), and
     # DRed counting what it would ship under the same placement: the shipped_* columns
     **{f"minship-{mode}": (lambda mode: lambda a, b: _distributed(a, b, mode))(mode) for mode in ("lazy", "eager", "off")},
+    # the same with BDDs, all nodes sharing one CUDD manager (selp.maintain.spark, runner local)
+    **{f"minship-{mode}-bdd": (lambda mode: lambda a, b: _distributed(a, b, mode, "bdd"))(mode) for mode in ("lazy", "eager")},
     "dred-shipping": lambda a, b: _distributed(a, b, "dred"),
 }
 
@@ -68,12 +70,23 @@ class _BulkSettle(Absorption):
         return super().apply(inserts, deletes)
 
 
-def _distributed(analysis: Analysis, base: dict, mode: str) -> Maintainer:
+def _distributed(analysis: Analysis, base: dict, mode: str, formulas: str = "monomials") -> Maintainer:
     from selp.maintain.spark import Distributed, ShippingDRed
 
     if mode == "dred":
         return ShippingDRed(analysis, base)
-    return Distributed(analysis, base, minship=mode, cap=10**9, runner="local")
+    return Distributed(analysis, base, minship=mode, cap=10**9, runner="local", formulas=formulas)
+
+
+def _state_bytes(m: Maintainer) -> int | None:
+    """The state's size as stored; None for a maintainer that is not durable (the distributed
+    form with BDDs, a local simulation)."""
+    from selp.errors import SelpError
+
+    try:
+        return state_bytes(m)
+    except SelpError:
+        return None
 
 
 def generate(generator: str, out_dir: Path, seed: int, density: int) -> dict[str, Any]:
@@ -131,7 +144,7 @@ def _workload(w: str, program: str, generator: str, deleted_rel: str, extra: int
         say(f"{w} {s}: built in {build:.2f}s")
         rows.append({"workload": w, "strategy": s, "phase": "insert-all", "status": "ok", "seconds": round(build, 4),
                      "cpu_seconds": round(time.process_time() - c0, 4), "derivations": getattr(m, "work", 0),
-                     "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_shipped(m, {}, 1), **_data(stats)})
+                     "tuples": sum(map(len, m.view().values())), "state_bytes": _state_bytes(m), **_prov(m), **_shipped(m, {}, 1), **_data(stats)})
         _write(out, rows)
     times = {s: 0.0 for s in built}
     cpu = {s: 0.0 for s in built}
@@ -157,7 +170,7 @@ def _workload(w: str, program: str, generator: str, deleted_rel: str, extra: int
                      "touched_per_deletion": (getattr(m, "touched", 0) - work0[s][1]) / n,
                      # formulas restricted (absorption: at once with pending_cap=0, else deferred)
                      "settled_per_deletion": (getattr(m, "settled", 0) - work0[s][2]) / n,
-                     "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_shipped(m, shipped0[s], n),
+                     "tuples": sum(map(len, m.view().values())), "state_bytes": _state_bytes(m), **_prov(m), **_shipped(m, shipped0[s], n),
                      **_data(stats)})
         say(f"{w} {s}: {times[s] / n * 1000:.1f} ms per deletion")
     for s, m in built.items():
