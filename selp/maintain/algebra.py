@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import warnings
 from typing import Any, Callable, Iterable
 
 from selp.maintain import formula as pb
@@ -117,8 +118,12 @@ class Bdds:
 
     def check(self) -> None:
         """Raise :class:`~selp.maintain.formula.Blowup` when the manager holds more live nodes
-        than ``node_cap`` (reading the count costs ~0.1 ms: once per round, not per operation)."""
-        nodes = len(self.bdd)
+        than ``node_cap``. The count is CUDD's keys less its dead nodes, not the exact count of
+        ``len(bdd)``, which walks the unique table: 26-30 ms of CPU at 150 K nodes (252 links),
+        38 % of an insertion's time when checked once per inserted edge; this one 2.5 ms."""
+        with warnings.catch_warnings():  # dd's note on a changed key we do not read
+            warnings.simplefilter("ignore", UserWarning)
+            nodes = self.bdd.statistics(exact_node_count=False)["n_nodes"]
         if nodes > self.node_cap:
             raise pb.Blowup(nodes, "live BDD nodes", self.node_cap)
 
