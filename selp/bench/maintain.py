@@ -238,16 +238,26 @@ def mixed_stream(base: set, deleted: list, rounds: int, seed: int) -> list[tuple
 def _mixed(w: str, rel: str, base: dict, victims: list, built: dict[str, Maintainer], rounds: int, seed: int, stats: dict[str, Any],
            rows: list[dict[str, Any]], say: Callable[[str], None]) -> None:
     """The mixed stream (:func:`mixed_stream`) after the deletions: every strategy applies each
-    change, the views are checked to agree, and the time per change is recorded by kind."""
+    change, the views are checked to agree, and the time per change is recorded by kind. A
+    strategy whose formulas pass their cap on a change (a new link can make the depth-first
+    order a poor one) gets a row saying so and leaves the stream."""
     stream = mixed_stream(base[rel] - set(victims), victims, rounds, seed)
     spent = {s: {"-": [0.0, 0.0], "+": [0.0, 0.0]} for s in built}
     settled0 = {s: getattr(m, "settled", 0) for s, m in built.items()}
     shipped0 = {s: dict(getattr(m, "total", {})) for s, m in built.items()}
-    for op, fact in stream:
+    built = dict(built)
+    for k, (op, fact) in enumerate(stream):
         views = []
-        for s, m in built.items():
+        for s, m in list(built.items()):
             t0, c0 = time.perf_counter(), time.process_time()
-            m.apply({rel: {fact}} if op == "+" else {}, {rel: {fact}} if op == "-" else {})
+            try:
+                m.apply({rel: {fact}} if op == "+" else {}, {rel: {fact}} if op == "-" else {})
+            except Blowup as err:
+                rows.append({"workload": w, "strategy": s, "phase": "mixed", "status": f"change {k + 1} ({op}{fact}): {fallback_message(err, DEFAULT_CAP)}",
+                             "seconds": round(time.perf_counter() - t0, 4), "cpu_seconds": round(time.process_time() - c0, 4), **_data(stats)})
+                say(f"{w} {s}: {rows[-1]['status']}")
+                del built[s]
+                continue
             spent[s][op][0] += time.perf_counter() - t0
             spent[s][op][1] += time.process_time() - c0
             views.append(m.view())

@@ -61,10 +61,11 @@ Formula = Any  # of the maintainer's algebra (selp.maintain.algebra)
 # variable does (a pass over the BDD), so waiting long is cheap; the cap bounds the pending set
 # carried in the state and the work a later insertion finds waiting
 DEFAULT_PENDING_CAP = 1024
-# stale formulas restricted at the end of every batch (background compaction): bounds the work a
-# batch adds to itself (~0.3 ms a BDD of ~1,500 nodes at 396 links) while draining the stale set
-# of a stream that deletes less than this many formulas' worth per change
-DEFAULT_COMPACT = 64
+# stale formulas restricted at the end of every batch (background compaction). Small: at 396
+# links a BDD restriction is ~0.3 ms of CPU and a deletion leaves ~600 formulas stale, so 64 a
+# batch took a deletion from 7 to 132 ms of CPU (loaded) without keeping up; the stale set is
+# harmless (insertions restrict what they read) and pending_cap bounds it
+DEFAULT_COMPACT = 8
 Delta = dict[str, dict[Fact, Formula]]  # relation -> tuple -> what its formula gained in this batch
 _EMPTY = FactStore()
 
