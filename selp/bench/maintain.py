@@ -8,8 +8,10 @@ strategy has the same view. Measured: build time, mean time per deletion, the wo
 (derivations enumerated), provenance bytes per tuple, the state's size as stored, the candidates
 kept by aggregate selection (absorption's reserve, with its bytes); and, for
 absorption with BDDs, the provenance in depth-first variable order against a random arrival
-order. The paper's distributed costs (shipped rows/bytes between nodes) are not measured: the
-view is maintained in one process.
+order. With ``mixed``: then a stream that alternates a deletion and an insertion (a new link
+or a deleted one re-inserted), timed per change. The paper's distributed costs (shipped
+rows/bytes between nodes) are measured by the ``minship-*`` and ``dred-shipping`` strategies,
+whose nodes run in this process.
 """
 
 from __future__ import annotations
@@ -48,21 +50,47 @@ STRATEGIES: dict[str, Callable[[Analysis, dict], Maintainer]] = {
     "absorption-bdd-rounds": lambda a, b: Absorption(a, b, formulas="bdd", build="rounds"),
     # every deletion restricted at once, as before deletion by evaluation (pending_cap=0)
     "absorption-bdd-eager": lambda a, b: Absorption(a, b, formulas="bdd", pending_cap=0),
+    # the restriction deferred but paid in bulk by the next insertion, as at 7423b6f
+    "absorption-bdd-bulk": lambda a, b: _BulkSettle(a, b, formulas="bdd", compact=0),
     "dred": lambda a, b: DRed(a, b),
     "recompute": lambda a, b: Recompute(a, b),
     # the distributed form on 4 nodes, its rounds run in this process (selp.maintain.spark), and
     # DRed counting what it would ship under the same placement: the shipped_* columns
     **{f"minship-{mode}": (lambda mode: lambda a, b: _distributed(a, b, mode))(mode) for mode in ("lazy", "eager", "off")},
+    # the same with BDDs, all nodes sharing one CUDD manager (selp.maintain.spark, runner local)
+    **{f"minship-{mode}-bdd": (lambda mode: lambda a, b: _distributed(a, b, mode, "bdd"))(mode) for mode in ("lazy", "eager")},
     "dred-shipping": lambda a, b: _distributed(a, b, "dred"),
 }
 
 
-def _distributed(analysis: Analysis, base: dict, mode: str) -> Maintainer:
+class _BulkSettle(Absorption):
+    """Absorption as it was before restriction on read (7423b6f): every stale formula is
+    restricted before an insertion is combined with the view (no background compaction)."""
+
+    def apply(self, inserts: Any, deletes: Any) -> Any:
+        """One batch; an insertion first restricts everything pending."""
+        if any(inserts.values()):
+            self.settle()
+        return super().apply(inserts, deletes)
+
+
+def _distributed(analysis: Analysis, base: dict, mode: str, formulas: str = "monomials") -> Maintainer:
     from selp.maintain.spark import Distributed, ShippingDRed
 
     if mode == "dred":
         return ShippingDRed(analysis, base)
-    return Distributed(analysis, base, minship=mode, cap=10**9, runner="local")
+    return Distributed(analysis, base, minship=mode, cap=10**9, runner="local", formulas=formulas)
+
+
+def _state_bytes(m: Maintainer) -> int | None:
+    """The state's size as stored; None for a maintainer that is not durable (the distributed
+    form with BDDs, a local simulation)."""
+    from selp.errors import SelpError
+
+    try:
+        return state_bytes(m)
+    except SelpError:
+        return None
 
 
 def generate(generator: str, out_dir: Path, seed: int, density: int) -> dict[str, Any]:
@@ -76,25 +104,26 @@ def generate(generator: str, out_dir: Path, seed: int, density: int) -> dict[str
 
 
 def run(workloads: list[str], strategies: list[str], deletions: int, seed: int, stub_extra: int | list[int], out_dir: str | Path,
-        say: Callable[[str], None] = lambda s: None, grid_k: list[int] | None = None, orders: bool = True) -> list[dict[str, Any]]:
+        say: Callable[[str], None] = lambda s: None, grid_k: list[int] | None = None, orders: bool = True, mixed: int = 0) -> list[dict[str, Any]]:
     """Run the experiments, for every density: ``stub_extra`` for the transit-stub workloads,
     ``grid_k`` (the sensors' range, default 20 m) for the sensor grid; writes ``results.csv``,
     ``results.json`` and plots into ``out_dir`` as it goes. ``orders``: also build BDDs in a
-    random arrival order, against the depth-first one."""
+    random arrival order, against the depth-first one. ``mixed``: rounds of the mixed stream
+    after the deletions (each a deletion then an insertion; 0: none)."""
     out = Path(out_dir)
     rows: list[dict[str, Any]] = []
     densities = {"transit-stub": [stub_extra] if isinstance(stub_extra, int) else list(stub_extra), "sensor-grid": grid_k or [20]}
     for w in workloads:
         program, generator, deleted_rel = WORKLOADS[w]
         for density in densities[generator]:
-            _workload(w, program, generator, deleted_rel, density, strategies, deletions, seed, out, rows, say, orders)
+            _workload(w, program, generator, deleted_rel, density, strategies, deletions, seed, out, rows, say, orders, mixed)
     _write(out, rows)
     plots(rows, out)
     return rows
 
 
 def _workload(w: str, program: str, generator: str, deleted_rel: str, extra: int, strategies: list[str], deletions: int, seed: int,
-              out: Path, rows: list[dict[str, Any]], say: Callable[[str], None], orders: bool = True) -> None:
+              out: Path, rows: list[dict[str, Any]], say: Callable[[str], None], orders: bool = True, mixed: int = 0) -> None:
     data = out / "data" / (f"{w}-extra{extra}" if generator == "transit-stub" else f"{w}-k{extra}")
     stats = generate(generator, data, seed, extra)
     analysis = analyze(parse_program_file(PROGRAMS / program))
@@ -119,7 +148,7 @@ def _workload(w: str, program: str, generator: str, deleted_rel: str, extra: int
         say(f"{w} {s}: built in {build:.2f}s")
         rows.append({"workload": w, "strategy": s, "phase": "insert-all", "status": "ok", "seconds": round(build, 4),
                      "cpu_seconds": round(time.process_time() - c0, 4), "derivations": getattr(m, "work", 0),
-                     "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_reserve(m), **_shipped(m, {}, 1),
+                     "tuples": sum(map(len, m.view().values())), "state_bytes": _state_bytes(m), **_prov(m), **_reserve(m), **_shipped(m, {}, 1),
                      **_data(stats)})
         _write(out, rows)
     times = {s: 0.0 for s in built}
@@ -146,7 +175,7 @@ def _workload(w: str, program: str, generator: str, deleted_rel: str, extra: int
                      "touched_per_deletion": (getattr(m, "touched", 0) - work0[s][1]) / n,
                      # formulas restricted (absorption: at once with pending_cap=0, else deferred)
                      "settled_per_deletion": (getattr(m, "settled", 0) - work0[s][2]) / n,
-                     "tuples": sum(map(len, m.view().values())), "state_bytes": state_bytes(m), **_prov(m), **_reserve(m), **_shipped(m, shipped0[s], n),
+                     "tuples": sum(map(len, m.view().values())), "state_bytes": _state_bytes(m), **_prov(m), **_reserve(m), **_shipped(m, shipped0[s], n),
                      **_data(stats)})
         say(f"{w} {s}: {times[s] / n * 1000:.1f} ms per deletion")
     for s, m in built.items():
@@ -159,6 +188,9 @@ def _workload(w: str, program: str, generator: str, deleted_rel: str, extra: int
                          "cpu_seconds": round(time.process_time() - c0, 5), "deletions": len(victims), "pending": pending,
                          "settled": m.settled - settled, **_data(stats)})
     _write(out, rows)  # as it goes: the order comparison below can take long on dense graphs
+    if mixed and built:
+        _mixed(w, deleted_rel, base, victims, built, mixed, seed, stats, rows, say)
+        _write(out, rows)
     if orders and "absorption-bdd" in built and not w.startswith("shortest"):
         # absorption-bdd's own build is the depth-first one: its insert-all row is copied, not
         # rebuilt (a minute of CPU at the paper's density)
@@ -178,6 +210,74 @@ def _workload(w: str, program: str, generator: str, deleted_rel: str, extra: int
             rows.append({"workload": w, "strategy": f"absorption-bdd-{order}-order", "phase": "insert-all", "status": "ok",
                          "seconds": round(time.perf_counter() - t0, 4), "cpu_seconds": round(time.process_time() - c0, 4), "tuples": sum(map(len, m.view().values())), **_prov(m), **_data(stats)})
             _write(out, rows)
+
+
+def mixed_stream(base: set, deleted: list, rounds: int, seed: int) -> list[tuple[str, Any]]:
+    """``rounds`` pairs of changes to a relation of ``(src, dst, ...)`` tuples whose present
+    tuples are ``base`` (``deleted``: those deleted before): a random present tuple deleted,
+    then a tuple inserted -- half the time one deleted earlier, else a new link between two
+    nodes not linked yet, with the values after the endpoints of a random present tuple."""
+    rng = random.Random(seed + 1)
+    present, gone = set(base), list(deleted)
+    nodes = sorted({v for f in base for v in f[:2]}, key=repr)
+    out: list[tuple[str, Any]] = []
+    for _ in range(rounds):
+        victim = rng.choice(sorted(present, key=repr))
+        present.discard(victim)
+        gone.append(victim)
+        out.append(("-", victim))
+        if rng.random() < 0.5:
+            back = gone.pop(rng.randrange(len(gone)))
+        else:
+            linked = {f[:2] for f in present}
+            while True:
+                a, b = rng.choice(nodes), rng.choice(nodes)
+                if a != b and (a, b) not in linked:
+                    break
+            back = (a, b, *rng.choice(sorted(present, key=repr))[2:])
+        present.add(back)
+        out.append(("+", back))
+    return out
+
+
+def _mixed(w: str, rel: str, base: dict, victims: list, built: dict[str, Maintainer], rounds: int, seed: int, stats: dict[str, Any],
+           rows: list[dict[str, Any]], say: Callable[[str], None]) -> None:
+    """The mixed stream (:func:`mixed_stream`) after the deletions: every strategy applies each
+    change, the views are checked to agree, and the time per change is recorded by kind. A
+    strategy whose formulas pass their cap on a change (a new link can make the depth-first
+    order a poor one) gets a row saying so and leaves the stream."""
+    stream = mixed_stream(base[rel] - set(victims), victims, rounds, seed)
+    spent = {s: {"-": [0.0, 0.0], "+": [0.0, 0.0]} for s in built}
+    settled0 = {s: getattr(m, "settled", 0) for s, m in built.items()}
+    shipped0 = {s: dict(getattr(m, "total", {})) for s, m in built.items()}
+    built = dict(built)
+    for k, (op, fact) in enumerate(stream):
+        views = []
+        for s, m in list(built.items()):
+            t0, c0 = time.perf_counter(), time.process_time()
+            try:
+                m.apply({rel: {fact}} if op == "+" else {}, {rel: {fact}} if op == "-" else {})
+            except Blowup as err:
+                rows.append({"workload": w, "strategy": s, "phase": "mixed", "status": f"change {k + 1} ({op}{fact}): {fallback_message(err, DEFAULT_CAP)}",
+                             "seconds": round(time.perf_counter() - t0, 4), "cpu_seconds": round(time.process_time() - c0, 4), **_data(stats)})
+                say(f"{w} {s}: {rows[-1]['status']}")
+                del built[s]
+                continue
+            spent[s][op][0] += time.perf_counter() - t0
+            spent[s][op][1] += time.process_time() - c0
+            views.append(m.view())
+        if any(v != views[0] for v in views):
+            raise AssertionError(f"{w}: the strategies disagree after {op}{fact}")
+    n = len(stream)
+    for s, m in built.items():
+        d, i = spent[s]["-"], spent[s]["+"]
+        rows.append({"workload": w, "strategy": s, "phase": "mixed", "status": "ok", "seconds": round((d[0] + i[0]) / n, 5),
+                     "cpu_seconds": round((d[1] + i[1]) / n, 5), "changes": n,
+                     "delete_seconds": round(d[0] / rounds, 5), "delete_cpu_seconds": round(d[1] / rounds, 5),
+                     "insert_seconds": round(i[0] / rounds, 5), "insert_cpu_seconds": round(i[1] / rounds, 5),
+                     "settled_per_change": (getattr(m, "settled", 0) - settled0[s]) / n, "pending": len(getattr(m, "pending", ())),
+                     "tuples": sum(map(len, m.view().values())), **_shipped(m, shipped0[s], n), **_data(stats)})
+        say(f"{w} {s}: mixed stream {(d[0] + i[0]) / n * 1000:.1f} ms per change")
 
 
 def _prov(m: Maintainer) -> dict[str, Any]:

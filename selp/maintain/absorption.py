@@ -8,7 +8,9 @@ tuples' variables to false in every formula: a tuple whose formula becomes false
 other one is still derivable. Nothing is over-deleted and nothing re-derived, and tuples on a
 cycle cannot keep each other alive because formulas mention base variables only. In positive
 components a deletion only *decides* (each formula evaluated with the deleted variables false);
-the restriction itself waits until an insertion is combined with the formulas (:meth:`settle`).
+the restriction itself waits: an insertion restricts only the stored formulas it reads as
+derivation inputs (:meth:`_fresh`), compares the rest modulo the pending deleted variables, and
+each batch restricts a bounded number of stale formulas in the background (:meth:`_compact`).
 
 The components of the program (:func:`selp.maintain.program.kind`) are maintained in evaluation
 order, each batch at once:
@@ -62,6 +64,11 @@ Formula = Any  # of the maintainer's algebra (selp.maintain.algebra)
 # variable does (a pass over the BDD), so waiting long is cheap; the cap bounds the pending set
 # carried in the state and the work a later insertion finds waiting
 DEFAULT_PENDING_CAP = 1024
+# stale formulas restricted at the end of every batch (background compaction). Small: at 396
+# links a BDD restriction is ~0.3 ms of CPU and a deletion leaves ~600 formulas stale, so 64 a
+# batch took a deletion from 7 to 132 ms of CPU (loaded) without keeping up; the stale set is
+# harmless (insertions restrict what they read) and pending_cap bounds it
+DEFAULT_COMPACT = 8
 Delta = dict[str, dict[Fact, Formula]]  # relation -> tuple -> what its formula gained in this batch
 _EMPTY = FactStore()
 
@@ -75,16 +82,19 @@ class Absorption(Maintainer):
 
     def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = pb.DEFAULT_CAP, formulas: str = "monomials",
                  order: str = "dfs", node_cap: int = pb.DEFAULT_NODE_CAP, build: str = "eliminate",
-                 pending_cap: int = DEFAULT_PENDING_CAP) -> None:
+                 pending_cap: int = DEFAULT_PENDING_CAP, compact: int = DEFAULT_COMPACT) -> None:
         super().__init__(analysis)
-        # deletion by evaluation, restriction deferred (see _kill and settle): the variables
-        # deleted since the last restriction, and per positive relation the tuples whose
-        # stored formula may still mention one; restricted when an insertion is next combined
-        # with them, or when more than pending_cap variables wait (0: after every deletion)
+        # deletion by evaluation, restriction deferred (see _kill, _fresh, _compact, settle):
+        # the variables deleted since the stale set was last empty, and per positive relation
+        # the tuples whose stored formula may still mention one; each restricted when an
+        # insertion reads it, by the background compaction (compact a batch), or all at once
+        # when more than pending_cap variables wait (0: after every deletion)
         self.pending: set[int] = set()
         self.stale: dict[str, set[Fact]] = {}
         self.pending_cap = pending_cap
-        self.settled = 0  # formulas restricted by settle (the deferred part of deletions)
+        self.compact = compact
+        self.settled = 0  # formulas restricted later than their deletion (the deferred part)
+        self._cache_kill: tuple[int, Any] = (-1, None)  # (len(pending), alg.killer(pending))
         # transitive-closure components: by elimination (selp.maintain.closure), or by
         # semi-naive rounds like every other component ("rounds", to compare)
         self.build = build
@@ -186,6 +196,8 @@ class Absorption(Maintainer):
                 self._recompute(comp, killed, delta, changed, changes)
         if len(self.pending) > self.pending_cap:
             self.settle()
+        else:
+            self._compact(self.compact)
         return changes
 
     def _arrange(self, ins: Mapping[str, set[Fact]], first: bool) -> list[tuple[str, Fact]]:
@@ -263,18 +275,55 @@ class Absorption(Maintainer):
         set passes ``pending_cap``."""
         if not self.pending:
             return
-        alg = self.alg
-        kill = alg.killer(self.pending)
         for rel, facts in self.stale.items():
-            table = self.formulas[rel]
-            for f in facts:
-                rest = alg.restrict(table[f], kill)
-                if rest is None:  # _kill decided it lives: a false one here is a bug, not data
-                    raise AssertionError(f"absorption: {rel}{f} was kept by a deletion but its formula is false")
-                table[f] = rest
-            self.settled += len(facts)
+            for f in list(facts):
+                self._fresh(rel, f)
+        self._clear_pending()
+
+    def _clear_pending(self) -> None:
+        """No stored formula mentions a pending variable any more: forget them (and the
+        restriction argument built for them)."""
         self.stale.clear()
         self.pending.clear()
+        self._cache_kill = (-1, None)
+
+    def _killer(self) -> Any:
+        """The pending variables as the algebra's restriction argument, built once per size of
+        the pending set (it only grows until it is cleared)."""
+        n, kill = self._cache_kill
+        if n != len(self.pending):
+            self._cache_kill = n, kill = len(self.pending), self.alg.killer(self.pending)
+        return kill
+
+    def _fresh(self, rel: str, fact: Fact) -> Formula:
+        """``fact``'s formula in positive ``rel``, restricted first if it is stale: what an
+        insertion reads as a derivation's input, so that every formula it builds is free of
+        pending variables (the invariant :meth:`_positive` relies on)."""
+        table = self.formulas[rel]
+        stale = self.stale.get(rel)
+        if not stale or fact not in stale:
+            return table[fact]
+        stale.discard(fact)
+        rest = self.alg.restrict(table[fact], self._killer())
+        if rest is None:  # _kill decided it lives: a false one here is a bug, not data
+            raise AssertionError(f"absorption: {rel}{fact} was kept by a deletion but its formula is false")
+        table[fact] = rest
+        self.settled += 1
+        return rest
+
+    def _is_stale(self, rel: str, fact: Fact) -> bool:
+        stale = self.stale.get(rel)
+        return stale is not None and fact in stale
+
+    def _compact(self, budget: int) -> None:
+        """Restrict up to ``budget`` stale formulas (the background compaction); when none is
+        left, no stored formula mentions a pending variable and the pending set is emptied."""
+        for rel, facts in self.stale.items():
+            while facts and budget > 0:
+                self._fresh(rel, next(iter(facts)))
+                budget -= 1
+        if not any(self.stale.values()):
+            self._clear_pending()
 
     def _feeds(self, comp: Component, delta: Delta) -> bool:
         """Whether ``delta`` holds a change a rule of ``comp`` reads (so the component derives)."""
@@ -327,8 +376,9 @@ class Absorption(Maintainer):
                     for f in gone:
                         changes.remove(rel, f)
                     changed.add(rel)
-        if self._feeds(comp, delta):
-            self.settle()
+        # no settle here: an insertion restricts only the stale formulas it reads as inputs
+        # (_fresh), so every formula it builds is free of pending variables, and compares a
+        # stale head unrestricted, which is exact (docs/maintain.md, "Restriction on read")
         shape = self._shape(comp)
         if shape is not None:
             self._closure(shape, delta, changed, changes)
@@ -338,13 +388,13 @@ class Absorption(Maintainer):
             # the round's derivations per head first, then one OR of the batch per head: the
             # formula algebra is paid once per head and round, not once per derivation
             batch: dict[tuple[str, Fact], list[Formula]] = {}
-            for rule, _, head, new in self._derive(comp.rules, current, self.stores, self.formulas):
+            for rule, _, head, new in self._derive(comp.rules, current, self.stores, _FreshTables(self)):
                 batch.setdefault((rule.head.relation, head), []).append(new)
             fresh: Delta = {}
             for (rel, head), news in batch.items():
                 table = self.formulas[rel]
                 old = table.get(head)
-                form, gained = self.alg.disj(old, news[0] if len(news) == 1 else self.alg.union(news))
+                form, gained = self.alg.disj(old, news[0] if len(news) == 1 else self.alg.union(news), self._is_stale(rel, head))
                 if gained is None:
                     continue
                 table[head] = form
@@ -378,19 +428,21 @@ class Absorption(Maintainer):
         alg, rel = self.alg, shape.rel
         table = self.formulas[rel]
         if not table:  # no tuple yet, so no edge before this batch: every edge's whole formula
-            made, work = eliminate(alg, edge_formulas(alg, self.formulas[shape.edges].items(), shape), alg.check)
+            edges = [(f, self._fresh(shape.edges, f)) for f in list(self.formulas[shape.edges])]
+            made, work = eliminate(alg, edge_formulas(alg, edges, shape), alg.check)
             self.work += work
             for head, form in made.items():
                 self._grown(rel, head, None, form, form, delta, changed, changes)
             return
         store = self.stores[rel]
         for edge, g in edge_formulas(alg, gained.items(), shape).items():
-            column = [(f[0], table[f]) for f in store.lookup((1,), (edge[0],))]
-            row = [(f[1], table[f]) for f in store.lookup((0,), (edge[1],))]
+            # the inputs restricted (a few hundred), the heads (up to the whole view) not
+            column = [(f[0], self._fresh(rel, f)) for f in store.lookup((1,), (edge[0],))]
+            row = [(f[1], self._fresh(rel, f)) for f in store.lookup((0,), (edge[1],))]
             for head, new in insert_edge(alg, edge, g, column, row):
                 self.work += 1
                 old = table.get(head)
-                form, got = alg.disj(old, new)
+                form, got = alg.disj(old, new, self._is_stale(rel, head))
                 if got is not None:
                     self._grown(rel, head, old, form, got, delta, changed, changes)
             alg.check()
@@ -628,6 +680,8 @@ class Absorption(Maintainer):
         state.setdefault("stale", {})
         state.setdefault("pending_cap", DEFAULT_PENDING_CAP)
         state.setdefault("settled", 0)
+        state.setdefault("compact", DEFAULT_COMPACT)  # states from before the background compaction
+        state["_cache_kill"] = (-1, None)
         state.setdefault("build", "eliminate")  # states from before it: the same formulas either way
         if isinstance(state["alg"], tuple):
             _, cap, text, *node_cap = state["alg"]  # states written before the node cap have none
@@ -660,3 +714,22 @@ class Absorption(Maintainer):
         return {v: f"{rel}({', '.join(format_value(x) for x in f)})" for (rel, f), v in self.var_of.items()}
 
 
+class _FreshTables:
+    """``formulas[rel][fact]`` for :meth:`Absorption._derive` in a positive component: each
+    stored formula read restricted first when stale (:meth:`Absorption._fresh`)."""
+
+    def __init__(self, m: Absorption) -> None:
+        self.m = m
+
+    def __getitem__(self, rel: str) -> _FreshTable:
+        return _FreshTable(self.m, rel)
+
+
+class _FreshTable:
+    """One relation of :class:`_FreshTables`."""
+
+    def __init__(self, m: Absorption, rel: str) -> None:
+        self.m, self.rel = m, rel
+
+    def __getitem__(self, fact: Fact) -> Formula:
+        return self.m._fresh(self.rel, fact)

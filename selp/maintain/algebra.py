@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import warnings
 from typing import Any, Callable, Iterable
 
 from selp.maintain import formula as pb
@@ -47,8 +48,10 @@ class Monomials:
     def conj(self, parts: list[Any]) -> Any:
         return pb.conjoin(parts, self.cap)
 
-    def disj(self, old: Any | None, new: Any) -> tuple[Any, Any | None]:
-        """``(old ∨ new, what it gained or None)``."""
+    def disj(self, old: Any | None, new: Any, stale: bool = False) -> tuple[Any, Any | None]:
+        """``(old ∨ new, what it gained or None)``. ``stale``: ``old`` may still have monomials
+        with pending deleted variables; ``new`` has none, so such a monomial never absorbs one
+        of ``new``'s, and the gain is the same as against the restricted ``old``."""
         form = [] if old is None else list(old)
         gained = [m for m in new if pb.absorb(form, m, self.cap)]
         return form, (gained or None)
@@ -115,8 +118,12 @@ class Bdds:
 
     def check(self) -> None:
         """Raise :class:`~selp.maintain.formula.Blowup` when the manager holds more live nodes
-        than ``node_cap`` (reading the count costs ~0.1 ms: once per round, not per operation)."""
-        nodes = len(self.bdd)
+        than ``node_cap``. The count is CUDD's keys less its dead nodes, not the exact count of
+        ``len(bdd)``, which walks the unique table: 26-30 ms of CPU at 150 K nodes (252 links),
+        38 % of an insertion's time when checked once per inserted edge; this one 2.5 ms."""
+        with warnings.catch_warnings():  # dd's note on a changed key we do not read
+            warnings.simplefilter("ignore", UserWarning)
+            nodes = self.bdd.statistics(exact_node_count=False)["n_nodes"]
         if nodes > self.node_cap:
             raise pb.Blowup(nodes, "live BDD nodes", self.node_cap)
 
@@ -145,13 +152,18 @@ class Bdds:
             out &= p
         return out
 
-    def disj(self, old: Any | None, new: Any) -> tuple[Any, Any | None]:
+    def disj(self, old: Any | None, new: Any, stale: bool = False) -> tuple[Any, Any | None]:
+        """``(old ∨ new, what it gained or None)``. ``stale``: ``old`` is monotone but may
+        still mention pending deleted variables, ``new`` does not. Then ``new ≤ old`` iff ``new ≤
+        old`` restricted (restriction is monotone and leaves ``new`` as it is), so the test is
+        exact; the gain is ``new`` itself, not ``new ∧ ¬old``, whose negated pending variables
+        would carry the staleness into the formulas it is OR-ed into."""
         if old is None:
             return new, (None if new == self.bdd.false else new)
         form = old | new
         if form == old:
             return old, None
-        return form, new & ~old
+        return form, (new if stale else new & ~old)
 
     def union(self, forms: Iterable[Any]) -> Any:
         out = self.bdd.false

@@ -35,6 +35,13 @@ derivation, that derivation is shipped -- by induction on derivation trees, ever
 ends with a true formula at its owner. Only *existence* is exact on the receiving side: a
 received formula may miss absorbed-later or buffered monomials, never has a false one.
 
+**Formulas** are those of an algebra of :mod:`selp.maintain.algebra`: minimal monomial sets
+(every runner), or BDDs when every node runs in this process and shares one CUDD manager
+(``run_local``: a BDD does not leave its manager's process). A formula that gained is shipped
+whole for BDDs (``new``, not ``new ∧ ¬old``: what a node holds stays a monotone disjunct of the
+tuple's formula, which is what the exactness argument below needs); kills are bit sets of
+variables in either case.
+
 Only positive programs (no negation, no aggregates; every rule reading some relation) are
 distributed; the others are refused where the maintainer is built.
 """
@@ -52,10 +59,11 @@ from selp.errors import SelpError
 from selp.language.ast import Atom, Rule
 from selp.language.validate import Analysis
 from selp.maintain import formula as pb
+from selp.maintain.algebra import Monomials
 from selp.maintain.program import Fact, ViewChanges, kind, positive_positions
 
 MODES = ("eager", "lazy", "off")
-Message = tuple[int, int, str, str, Fact, list[int]]  # dest, src, kind, name, fact, formula
+Message = tuple[int, int, str, str, Fact, Any]  # dest, src, kind, name, fact, formula (kill: [bit set])
 
 
 def place(value: Any, n: int) -> int:
@@ -74,6 +82,11 @@ class Localized:
     idb: frozenset[str]
     cap: int = pb.DEFAULT_CAP
     plans: dict[tuple[int, int], tuple[BodyPlan, Any, list]] = field(default_factory=dict, repr=False)
+    alg: Any = None  # the formulas' algebra (None: monomial sets under ``cap``)
+
+    def __post_init__(self) -> None:
+        if self.alg is None:
+            self.alg = Monomials(self.cap)
 
     def plan(self, r: int, driver: int) -> tuple[BodyPlan, Any, list]:
         """Rule ``r``'s join plan with body atom ``driver`` reading the delta (cached)."""
@@ -87,6 +100,11 @@ class Localized:
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "plans": {}}  # plans hold closures: rebuilt where they run
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.alg is None:  # placed before the algebra was a field: monomial sets
+            self.alg = Monomials(self.cap)
 
 
 def localize(analysis: Analysis, cap: int = pb.DEFAULT_CAP) -> Localized:
@@ -132,11 +150,24 @@ def _cost(rule: Rule, pos: list[int], a: int, component: Iterable[str]) -> tuple
     return everywhere, 0 if rule.body[a].relation in component else 1, a  # type: ignore[union-attr]
 
 
-def _or(old: list[int] | None, new: Iterable[int], cap: int) -> tuple[list[int], list[int]]:
-    """``(old ∨ new, the monomials it gained)``."""
-    form = [] if old is None else list(old)
-    gained = [m for m in new if pb.absorb(form, m, cap)]
-    return form, gained
+def _or(alg: Any, old: Any | None, new: Any) -> tuple[Any, Any | None]:
+    """``(old ∨ new, what it gained or None)``; for BDDs the gain is ``new`` itself (monotone,
+    see the module docstring), for monomial sets the monomials of ``new`` not absorbed."""
+    form, gained = alg.disj(old, new)
+    if gained is None or isinstance(alg, Monomials):
+        return form, gained
+    return form, new
+
+
+def _bits(kills: int) -> list[int]:
+    """The variables of a kill's bit set."""
+    out, v = [], 0
+    while kills:
+        if kills & 1:
+            out.append(v)
+        kills >>= 1
+        v += 1
+    return out
 
 
 class Node:
@@ -145,11 +176,11 @@ class Node:
 
     def __init__(self, node: int, n: int) -> None:
         self.id, self.n = node, n
-        self.forms: dict[str, dict[Fact, list[int]]] = {}  # relation or alias -> tuple -> formula
+        self.forms: dict[str, dict[Fact, Any]] = {}  # relation or alias -> tuple -> formula
         self.stores: dict[str, FactStore] = {}
-        self.out: dict[tuple[str, Fact], list[int]] = {}  # heads owned elsewhere -> derived here
-        self.sent: dict[tuple[int, str, Fact], list[int]] = {}
-        self.buffer: dict[tuple[int, str, Fact], list[int]] = {}
+        self.out: dict[tuple[str, Fact], Any] = {}  # heads owned elsewhere -> derived here
+        self.sent: dict[tuple[int, str, Fact], Any] = {}
+        self.buffer: dict[tuple[int, str, Fact], Any] = {}
         self.dead = 0  # every variable killed so far (variables are never reused)
         self.mode = "off"  # MinShip's, set by each round
         self.changes = ViewChanges()  # of the owned derived tuples, since the driver last read them
@@ -161,46 +192,48 @@ class Node:
         outbox: list[Message] = []
         # in one order whoever delivers them (Spark's groups are unordered): which derivation
         # MinShip forwards first, and so what is shipped, is then the same on every runner
-        msgs = sorted(msgs, key=lambda m: (m[1], m[2], m[3], repr(m[4]), m[5]))
+        msgs = sorted(msgs, key=lambda m: (m[1], m[2], m[3], repr(m[4]), m[5] if isinstance(m[5], list) else 0))
         kills = 0
         for m in msgs:
             if m[2] == "kill":
                 kills |= m[5][0]
         if kills:
             self._kill(kills, prog, outbox)
-        delta: dict[str, dict[Fact, list[int]]] = {}
+        alg = prog.alg
+        dead = alg.killer(_bits(self.dead)) if self.dead else None
+        delta: dict[str, dict[Fact, Any]] = {}
         for _, _, k, name, fact, form in msgs:
             if k == "kill":
                 continue
-            live = pb.restrict(form, self.dead) if self.dead else form
-            if live:
+            live = alg.restrict(form, dead) if self.dead else form
+            if live is not None:
                 self._receive(name, fact, live, prog, delta, outbox)
         while delta:
-            fresh: dict[str, dict[Fact, list[int]]] = {}
+            fresh: dict[str, dict[Fact, Any]] = {}
             for rel, fact, form in self._derive(delta, prog):
                 owner = place(fact[0], self.n)
                 if owner == self.id:
                     self._receive(rel, fact, form, prog, fresh, outbox)
                 else:
-                    merged, gained = _or(self.out.get((rel, fact)), form, prog.cap)
-                    if gained:
+                    merged, gained = _or(alg, self.out.get((rel, fact)), form)
+                    if gained is not None:
                         self.out[(rel, fact)] = merged
-                        self._ship(owner, rel, fact, gained, mode, outbox)
+                        self._ship(owner, rel, fact, gained, mode, outbox, prog)
             delta = fresh
         if mode == "eager":
             for key, form in self.buffer.items():
                 outbox.append((key[0], self.id, "ins", key[1], key[2], form))
-                self.sent[key] = _or(self.sent.get(key), form, prog.cap)[0]
+                self.sent[key] = _or(alg, self.sent.get(key), form)[0]
             self.buffer.clear()
         return outbox
 
-    def _receive(self, name: str, fact: Fact, form: list[int], prog: Localized, delta: dict, outbox: list[Message]) -> None:
+    def _receive(self, name: str, fact: Fact, form: Any, prog: Localized, delta: dict, outbox: list[Message]) -> None:
         """OR ``form`` into what this node holds of ``fact`` under ``name`` (an owned relation
         or an alias); what it gained joins ``delta`` and, for an owned tuple, its replicas."""
         table = self.forms.setdefault(name, {})
         old = table.get(fact)
-        merged, gained = _or(old, form, prog.cap)
-        if not gained:
+        merged, gained = _or(prog.alg, old, form)
+        if gained is None:
             return
         table[fact] = merged
         if old is None:
@@ -208,7 +241,7 @@ class Node:
             if name in prog.idb:
                 self.changes.add(name, fact)
         d = delta.setdefault(name, {})
-        d[fact] = _or(d.get(fact), gained, prog.cap)[0]
+        d[fact] = _or(prog.alg, d.get(fact), gained)[0]
         if name in prog.aliases:
             return
         for alias, at in prog.replicas.get(name, ()):
@@ -217,43 +250,52 @@ class Node:
                 if dest == self.id:
                     self._receive(alias, fact, gained, prog, delta, outbox)
                 else:
-                    self._ship(dest, alias, fact, gained, self.mode, outbox)
+                    self._ship(dest, alias, fact, gained, self.mode, outbox, prog)
 
-    def _ship(self, dest: int, name: str, fact: Fact, gained: list[int], mode: str, outbox: list[Message]) -> None:
+    def _ship(self, dest: int, name: str, fact: Fact, gained: Any, mode: str, outbox: list[Message], prog: Localized) -> None:
         """MinShip: the first derivation goes at once; later ones are buffered (``off``: sent)."""
         key = (dest, name, fact)
         if mode == "off" or key not in self.sent:
-            self.sent[key] = _or(self.sent.get(key), gained, pb.DEFAULT_CAP)[0]
+            self.sent[key] = _or(prog.alg, self.sent.get(key), gained)[0]
             outbox.append((dest, self.id, "ins", name, fact, gained))
         else:
-            self.buffer[key] = _or(self.buffer.get(key), gained, pb.DEFAULT_CAP)[0]
+            self.buffer[key] = _or(prog.alg, self.buffer.get(key), gained)[0]
 
     def _kill(self, kills: int, prog: Localized, outbox: list[Message]) -> None:
         """Set the variables of ``kills`` false everywhere; forward the kill to every node this
         one shipped a formula mentioning them to; re-ship what a deletion left unshipped."""
         self.dead |= kills
-        dests = {key[0] for key, form in self.sent.items() if any(m & kills for m in form)}
+        alg = prog.alg
+        killed = set(_bits(kills))
+        if isinstance(alg, Monomials):
+            dests = {key[0] for key, form in self.sent.items() if any(m & kills for m in form)}
+        else:
+            dests = set()  # a BDD's support is a pass over it: once per destination found
+            for key, form in self.sent.items():
+                if key[0] not in dests and killed.intersection(alg.support(form)):
+                    dests.add(key[0])
         for dest in sorted(dests):
             outbox.append((dest, self.id, "kill", "", (), [kills]))
+        kill = alg.killer(killed)
         for name, table in self.forms.items():
-            gone = _restrict_all(table, kills)
+            gone = _restrict_all(alg, table, kill)
             if gone:
                 self.stores[name].discard_all(gone)
                 if name in prog.idb:
                     for f in gone:
                         self.changes.remove(name, f)
-        _restrict_all(self.out, kills)
-        _restrict_all(self.buffer, kills)
-        emptied = _restrict_all(self.sent, kills)
+        _restrict_all(alg, self.out, kill)
+        _restrict_all(alg, self.buffer, kill)
+        emptied = _restrict_all(alg, self.sent, kill)
         for key in emptied:  # what was shipped is false: send what this node still has
             dest, name, fact = key
             self.buffer.pop(key, None)
             source = self.forms.get(prog.aliases[name][0], {}).get(fact) if name in prog.aliases else self.out.get((name, fact))
-            if source:
-                self.sent[key] = list(source)
-                outbox.append((dest, self.id, "ins", name, fact, list(source)))
+            if source is not None:
+                self.sent[key] = source
+                outbox.append((dest, self.id, "ins", name, fact, source))
 
-    def _derive(self, delta: dict[str, dict[Fact, list[int]]], prog: Localized) -> Iterator[tuple[str, Fact, list[int]]]:
+    def _derive(self, delta: dict[str, dict[Fact, Any]], prog: Localized) -> Iterator[tuple[str, Fact, Any]]:
         """Every derivation using a new monomial of ``delta`` at one positive atom: (head
         relation, head, formula); collected before any is applied."""
         out = []
@@ -264,17 +306,18 @@ class Node:
                     plan, head, atoms = prog.plan(r, i)
                     for env in _bindings(plan, FactStore(d), self.stores):
                         parts = [d[build(env)] if j == i else self.forms[rel][build(env)] for j, rel, build in atoms]
-                        out.append((rule.head.relation, head(env), pb.conjoin(parts, prog.cap)))
+                        out.append((rule.head.relation, head(env), prog.alg.conj(parts)))
         return iter(out)
 
     def owned(self, idb: Iterable[str]) -> dict[str, set[Fact]]:
         """The derived tuples this node owns."""
         return {rel: set(self.forms.get(rel, {})) for rel in idb}
 
-    def provenance_bytes(self, idb: Iterable[str]) -> tuple[int, int]:
+    def provenance_bytes(self, idb: Iterable[str], alg: Any = None) -> tuple[int, int]:
         """(bytes of the owned derived tuples' formulas, their number)."""
         tables = [self.forms.get(rel, {}) for rel in idb]
-        return sum(pb.stored_bytes(f) for t in tables for f in t.values()), sum(len(t) for t in tables)
+        nbytes = alg.nbytes if alg is not None else pb.stored_bytes
+        return sum(nbytes(f) for t in tables for f in t.values()), sum(len(t) for t in tables)
 
 
 _EMPTY = FactStore()
@@ -289,13 +332,13 @@ def _bindings(plan: BodyPlan, dstore: FactStore, stores: dict[str, FactStore]) -
     return plan.bindings(lookup, lambda *a: False)
 
 
-def _restrict_all(table: dict[Any, list[int]], kills: int) -> list[Any]:
-    """Set the variables of ``kills`` false in every formula of ``table``; drop and return the
-    keys whose formula became false."""
+def _restrict_all(alg: Any, table: dict[Any, Any], kill: Any) -> list[Any]:
+    """Set the variables of ``kill`` (``alg.killer``'s) false in every formula of ``table``;
+    drop and return the keys whose formula became false."""
     gone = []
-    for key in [k for k, form in table.items() if any(m & kills for m in form)]:
-        rest = pb.restrict(table[key], kills)
-        if rest:
+    for key in [k for k, form in table.items() if alg.mentions(form, kill)]:
+        rest = alg.restrict(table[key], kill)
+        if rest is not None:
             table[key] = rest
         else:
             del table[key]
@@ -303,7 +346,11 @@ def _restrict_all(table: dict[Any, list[int]], kills: int) -> list[Any]:
     return gone
 
 
-def message_bytes(msg: Message) -> int:
+def message_bytes(msg: Message, alg: Any = None) -> int:
     """A shipped message's payload: its fact's values as text plus its formula as stored
-    (:func:`selp.maintain.formula.stored_bytes`), plus the relation name."""
-    return len(msg[3]) + sum(len(repr(v)) for v in msg[4]) + pb.stored_bytes(msg[5])
+    (monomial sets: :func:`selp.maintain.formula.stored_bytes`; a BDD: its node count times a
+    12-byte node record, :attr:`selp.maintain.algebra.Bdds.NODE_BYTES`), plus the relation
+    name. A kill is a bit set of variables whatever the algebra."""
+    form = msg[5]
+    size = pb.stored_bytes(form) if alg is None or isinstance(form, list) else alg.nbytes(form)
+    return len(msg[3]) + sum(len(repr(v)) for v in msg[4]) + size

@@ -15,8 +15,13 @@ state file, between runs) together with the base and the view.
 The driver numbers the base tuples' variables (the first batch in the depth-first order of
 :mod:`selp.maintain.order`), sends each inserted tuple to its owner and each deletion as a
 *kill* of its variable to the deleted tuple's owner, which forwards it along what it shipped.
-Formulas are minimal monomial sets (bit sets; BDDs of one CUDD manager do not cross processes);
-a formula past the cap is a one-line error (no DRed fallback in the distributed form).
+On Spark, formulas are minimal monomial sets (bit sets): a BDD lives in its CUDD manager, and
+shipping one would mean a node list per message (:meth:`~selp.maintain.algebra.Bdds.dump`) and a
+rebuild in the receiving node's manager, every round -- not done. ``formulas="bdd"`` is for
+``runner="local"``: every node in this process, one manager shared, a BDD shipped as itself and
+counted as its node count times a 12-byte record (:func:`~selp.maintain.minship.message_bytes`);
+such a maintainer measures shipping and is not durable (it is not pickled). A formula past the
+cap is a one-line error (no DRed fallback in the distributed form).
 
 :class:`ShippingDRed` is the baseline: selp's DRed with the same placement, counting the rows
 the distributed DRed would ship (a node ships each tuple it over-deletes, re-derives or derives
@@ -35,6 +40,7 @@ from selp.errors import SelpError
 from selp.language.ast import Rule
 from selp.language.validate import Analysis
 from selp.maintain import formula as pb
+from selp.maintain.algebra import Bdds
 from selp.maintain.base import Maintainer, present_changes
 from selp.maintain.dred import DRed
 from selp.maintain.minship import MODES, Localized, Message, Node, localize, message_bytes, place
@@ -51,15 +57,21 @@ class Distributed(Maintainer):
     :attr:`total` their sums over the maintainer's life."""
 
     strategy = "absorption"
+    formulas = "monomials"  # states saved before BDDs could be distributed hold monomial sets
 
     def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], nodes: int = DEFAULT_NODES, minship: str = "lazy",
-                 cap: int = pb.DEFAULT_CAP, runner: str = "spark", spark: Any = None) -> None:
+                 cap: int = pb.DEFAULT_CAP, runner: str = "spark", spark: Any = None, formulas: str = "monomials") -> None:
         if minship not in MODES:
             raise SelpError(f"unknown MinShip mode {minship!r}; use one of {', '.join(MODES)}")
         if nodes < 1:
             raise SelpError(f"--nodes must be at least 1, got {nodes}")
         super().__init__(analysis)
         self.prog: Localized = localize(analysis, cap)
+        if formulas == "bdd":
+            if runner != "local":
+                raise SelpError("the distributed form keeps BDD formulas only with every node in one process (runner local); on spark use monomials")
+            self.prog.alg = Bdds(node_cap=10**12)
+        self.formulas = formulas
         self.cap, self.n, self.minship, self.runner = cap, nodes, minship, runner
         self.nodes = [Node(i, nodes) for i in range(nodes)]
         self.var_of: dict[tuple[str, Fact], int] = {}
@@ -76,13 +88,13 @@ class Distributed(Maintainer):
         for rel, fs in sorted(dels.items()):
             for f in sorted(fs, key=repr):
                 v = self.var_of.pop((rel, f))
-                msgs.append((place(f[0], self.n), -1, "kill", "", (), [1 << v]))
+                msgs.append((place(f[0], self.n), -1, "kill", "", (), [1 << v]))  # a bit set in either algebra
             self.stores[rel].discard_all(fs)
         listed = [(rel, f) for rel in sorted(ins) for f in sorted(ins[rel], key=repr)]
         for rel, f in dfs_order(listed) if self.first else listed:
             v = self.var_of[(rel, f)] = self.next_var
             self.next_var += 1
-            msgs.append((place(f[0], self.n), -1, "base+", rel, f, [1 << v]))
+            msgs.append((place(f[0], self.n), -1, "base+", rel, f, [1 << v] if self.formulas == "monomials" else self.prog.alg.var(v)))
             self.stores[rel].add_all((f,))
         self.first = False
         run = run_local if self.runner == "local" else self._run_spark
@@ -102,6 +114,11 @@ class Distributed(Maintainer):
             node.changes = ViewChanges()
         return changes
 
+    def __getstate__(self) -> dict[str, Any]:
+        if self.formulas != "monomials":
+            raise SelpError("the distributed form with BDD formulas is not durable (a local simulation that measures shipping)")
+        return super().__getstate__()
+
     def use_session(self, spark: Any) -> None:
         """Run the next rounds on ``spark`` (a loaded state has no session of its own)."""
         self._cache_spark["session"] = spark
@@ -118,9 +135,9 @@ class Distributed(Maintainer):
         """Bytes of the owned derived tuples' formulas, and the shipping of the last batch."""
         nbytes = tuples = 0
         for node in self.nodes:
-            b, t = node.provenance_bytes(self.analysis.idb)
+            b, t = node.provenance_bytes(self.analysis.idb, self.prog.alg)
             nbytes, tuples = nbytes + b, tuples + t
-        return {"formulas": "monomials", "nodes": self.n, "minship": self.minship, "provenance_bytes": nbytes,
+        return {"formulas": self.prog.alg.name, "nodes": self.n, "minship": self.minship, "provenance_bytes": nbytes,
                 "provenance_bytes_per_tuple": nbytes / tuples if tuples else 0.0, **{f"last_{k}": v for k, v in self.last.items()},
                 **{f"total_{k}": v for k, v in self.total.items()}}
 
@@ -137,7 +154,7 @@ def run_local(nodes: list[Node], msgs: list[Message], prog: Localized, mode: str
             msgs.extend(nodes[i].step(inbox[i], prog, mode))
         stats["rounds"] += 1
         stats["shipped_rows"] += len(msgs)
-        stats["shipped_bytes"] += sum(map(message_bytes, msgs))
+        stats["shipped_bytes"] += sum(message_bytes(m, prog.alg) for m in msgs)
     return nodes, stats
 
 

@@ -56,8 +56,11 @@ STEP = st.tuples(st.sampled_from("+-"), LINK)
 
 def canonical(m: Absorption, rel: str) -> dict[tuple, object]:
     """Each tuple's formula in a form comparable across maintainers: the minimal monomial set,
-    or the BDD's expression (same variable order: the same BDD gives the same text)."""
-    forms = m.formulas[rel]
+    or the BDD's expression (same variable order: the same BDD gives the same text). Restricted
+    by the pending deleted variables (not in place): a stale stored formula equals the tuple's
+    formula modulo them, and which formulas are still stale depends on what was read."""
+    kill = m.alg.killer(m.pending)
+    forms = {f: m.alg.restrict(form, kill) if m.pending else form for f, form in m.formulas[rel].items()}
     if m.alg.name == "monomials":
         return {f: frozenset(form) for f, form in forms.items()}
     return {f: m.alg.show(form, {}) for f, form in forms.items()}

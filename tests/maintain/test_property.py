@@ -63,10 +63,13 @@ def maintainers(name: str, base: dict) -> list:
     a = ANALYSES[name]
     # closures are built by elimination; build="rounds" keeps the semi-naive rounds tested on them.
     # Deletions leave their restriction pending (up to 1024 variables, more than a stream here
-    # deletes); pending_cap=1 restricts once two deleted variables wait, 0 after every deletion
+    # deletes); pending_cap=1 restricts once two deleted variables wait, 0 after every deletion.
+    # compact=0: no background compaction, so stale formulas meet insertions (restricted on read)
     return [Absorption(a, base, formulas="monomials"), Absorption(a, base, formulas="bdd", order="arrival"),
             Absorption(a, base, formulas="monomials", build="rounds"), Absorption(a, base, formulas="bdd", pending_cap=1),
-            Absorption(a, base, formulas="monomials", pending_cap=0), DRed(a, base), Recompute(a, base)]
+            Absorption(a, base, formulas="monomials", pending_cap=0), Absorption(a, base, formulas="bdd", compact=0),
+            Absorption(a, base, formulas="bdd", build="rounds", compact=0), Absorption(a, base, formulas="monomials", compact=0),
+            DRed(a, base), Recompute(a, base)]
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -87,6 +90,7 @@ def test_every_strategy_equals_recomputation_after_every_change(name: str, base:
         # the state as saved between runs, deletions pending or not, goes on exactly
         ms[0] = pickle.loads(pickle.dumps(ms[0]))
         ms[1] = pickle.loads(pickle.dumps(ms[1]))
+        ms[5] = pickle.loads(pickle.dumps(ms[5]))  # stale formulas saved and met by insertions
         for m in ms:
             before = m.view()
             changes = m.apply({"link": ins}, {"link": dels})
