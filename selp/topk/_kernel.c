@@ -137,32 +137,6 @@ static int heap_push(heap_t *h, double k, int64_t s, int64_t o, int64_t c) {
     return 0;
 }
 
-/* remove the root (read by the caller before) */
-static void heap_pop(heap_t *h) {
-    int64_t *H = h->a;
-    int64_t n = --h->n;
-    if (n == 0) return;
-    int64_t *t = H + 4 * n;
-    double k = as_f(t[0]);
-    int64_t s = t[1], o = t[2], c = t[3];
-    int64_t i = 0;
-    for (;;) {
-        int64_t m = 4 * i + 1;
-        if (m >= n) break;
-        int64_t e = m + 4 < n ? m + 4 : n;
-        for (int64_t r = m + 1; r < e; r++) {
-            int64_t *x = H + 4 * r, *y = H + 4 * m;
-            if (less4(as_f(x[0]), x[1], x[2], x[3], as_f(y[0]), y[1], y[2], y[3])) m = r;
-        }
-        int64_t *q = H + 4 * m;
-        if (!less4(as_f(q[0]), q[1], q[2], q[3], k, s, o, c)) break;
-        memcpy(H + 4 * i, q, 32);
-        i = m;
-    }
-    int64_t *d = H + 4 * i;
-    d[0] = as_i(k); d[1] = s; d[2] = o; d[3] = c;
-}
-
 /* replace the root (read by the caller before) by a new item: one sift-down where a pop and a
  * push would take two. The heap then holds the same set of items as after the pop and the push,
  * and as every item is distinct in the total order (key, size, origin, id), the pops that follow
@@ -185,6 +159,14 @@ static void heap_replace(heap_t *h, double k, int64_t s, int64_t o, int64_t c) {
     }
     int64_t *d = H + 4 * i;
     d[0] = as_i(k); d[1] = s; d[2] = o; d[3] = c;
+}
+
+/* remove the root (read by the caller before): the last item replaces it */
+static void heap_pop(heap_t *h) {
+    int64_t n = --h->n;
+    if (n == 0) return;
+    int64_t *t = h->a + 4 * n;
+    heap_replace(h, as_f(t[0]), t[1], t[2], t[3]);
 }
 
 /* ---- shared state and result ------------------------------------------------------------- */
