@@ -148,12 +148,23 @@ static void heap_replace(heap_t *h, double k, int64_t s, int64_t o, int64_t c) {
         int64_t m = 4 * i + 1;
         if (m >= n) break;
         int64_t e = m + 4 < n ? m + 4 : n;
+        /* the least child: selected without a branch on the weights (which child wins is data,
+         * a branch on it is mispredicted about half the time); equal weights, rare, go to the
+         * full comparison */
+        double km = as_f(H[4 * m]);
         for (int64_t r = m + 1; r < e; r++) {
-            int64_t *x = H + 4 * r, *y = H + 4 * m;
-            if (less4(as_f(x[0]), x[1], x[2], x[3], as_f(y[0]), y[1], y[2], y[3])) m = r;
+            double kr = as_f(H[4 * r]);
+            if (__builtin_expect(kr == km, 0)) {
+                int64_t *x = H + 4 * r, *y = H + 4 * m;
+                if (less4(kr, x[1], x[2], x[3], km, y[1], y[2], y[3])) m = r;
+                continue;
+            }
+            int lt = kr < km;
+            m = lt ? r : m;
+            km = lt ? kr : km;
         }
         int64_t *q = H + 4 * m;
-        if (!less4(as_f(q[0]), q[1], q[2], q[3], k, s, o, c)) break;
+        if (!less4(km, q[1], q[2], q[3], k, s, o, c)) break;
         memcpy(H + 4 * i, q, 32);
         i = m;
     }
