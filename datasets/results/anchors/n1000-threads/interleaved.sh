@@ -11,6 +11,7 @@ ROOT=$(git rev-parse --show-toplevel)
 BASE=${BASE:-7423b6f}
 ROUNDS=${ROUNDS:-5}
 W=$(mktemp -d /tmp/selp-k17-XXXX)
+trap 'rm -rf "$W"' EXIT
 INC=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 build() { # tree -> its kernel built from its own source
   gcc -O3 -fno-strict-aliasing -fwrapv -DNDEBUG -fPIC -shared -pthread -I"$INC" "$1/selp/topk/_kernel.c" \
@@ -48,4 +49,3 @@ for tree in ("base", "branch"):
     e, t1, t3, t7 = (med[tree, n] for n in ("eval", "top1", "top3", "top7"))
     print(f"{tree:6} top-1/eval {t1 / e:.2f}x (<= 2)  top-3/eval {t3 / e:.2f}x (<= 3)  top-7/top-1 {t7 / t1:.2f}x (<= 1.5)")
 PY
-rm -rf "$W"
