@@ -1540,14 +1540,25 @@ done:
     return NULL;
 }
 
+/* A worker's entries from n on and child slots from nr on (copied already) given back: realloc
+ * shrinks a large block in place (unmapping its tail), a failure leaves it as it was. */
+static void acc_shrink(acc_t *X, int64_t n, int64_t nr) {
+    grow((void **)&X->w, n, 8); grow((void **)&X->size, n, 8); grow((void **)&X->origin, n, 8);
+    grow((void **)&X->inst, n, 8); grow((void **)&X->crp, n + 1, 8); grow((void **)&X->rule, n, 4);
+    grow((void **)&X->kid, nr, 8); grow((void **)&X->cr, nr, 4);
+    X->n = X->cap = n; X->nr = X->rcap = nr;
+}
+
 /* The other workers' groups (first..ng-1: they claim from the back) appended to A in group
- * order: the entries' indices, child slot pointers and rows' first entries shifted. */
+ * order: the entries' indices, child slot pointers and rows' first entries shifted. A worker
+ * wrote its groups in descending order, so what is copied of it is always a suffix of its
+ * buffers, given back as the copy goes (the peak stays near one copy of the result, not 1.5). */
 static int merge(shared_t *S, acc_t *A, acc_t *const *accs, int64_t nw, int64_t first) {
-    int64_t ne = 0, nr = 0;
-    for (int64_t w = 1; w < nw; w++) { ne += accs[w]->n; nr += accs[w]->nr; }
+    int64_t ne = 0, nr = 0, held[64];
+    for (int64_t w = 1; w < nw; w++) { ne += accs[w]->n; nr += accs[w]->nr; held[w] = accs[w]->n; }
     if (acc_room(A, ne, nr)) return -1;
     for (int64_t g = first; g < S->ng; g++) {
-        const acc_t *X = accs[S->own[g]];
+        acc_t *X = accs[S->own[g]];
         int64_t e0 = S->ge0[g], r0 = S->gr0[g];
         int64_t n = S->ge1[g] - e0, m = S->gr1[g] - r0, de = A->n - e0, dr = A->nr - r0;
         memcpy(A->w + A->n, X->w + e0, (size_t)n * sizeof(double));
@@ -1562,6 +1573,7 @@ static int merge(shared_t *S, acc_t *A, acc_t *const *accs, int64_t nw, int64_t 
         memcpy(A->cr + A->nr, X->cr + r0, (size_t)m * sizeof(int32_t));
         for (int64_t x = S->L + S->gptr[g]; x < S->L + S->gptr[g + 1]; x++) S->fp[x] += de;
         A->n += n; A->nr += m;
+        if (held[S->own[g]] - e0 >= (1 << 18)) { acc_shrink(X, e0, r0); held[S->own[g]] = e0; }
     }
     return 0;
 }
