@@ -24,9 +24,9 @@ build "$W/base"; build "$W/branch"
 PYTHONPATH="$W/branch" python3 -c "from selp.bench.anchors import generate_graph; from pathlib import Path; generate_graph(1000, Path('$W/g'), 1)"
 cd "$W/g"
 uptime
-run() { # tree, name, args... -> seconds appended to $W/name.tree
+run() { # tree, name, args... -> wall seconds, CPU seconds (user + system) appended to $W/name.tree
   local tree=$1 name=$2; shift 2
-  /usr/bin/time -f "%e" -o "$W/t" env PYTHONPATH="$W/$tree" python3 -m selp "$@" >/dev/null 2>"$W/err" || { cat "$W/err"; exit 1; }
+  /usr/bin/time -f "%e %U %S" -o "$W/t" env PYTHONPATH="$W/$tree" python3 -m selp "$@" >/dev/null 2>"$W/err" || { cat "$W/err"; exit 1; }
   cat "$W/t" >> "$W/$name.$tree"
 }
 for r in $(seq "$ROUNDS"); do
@@ -42,9 +42,11 @@ w = sys.argv[1]
 med = {}
 for tree in ("base", "branch"):
     for name in ("eval", "top1", "top3", "top7"):
-        xs = sorted(float(x) for x in open(f"{w}/{name}.{tree}").read().split())
+        rows = [[float(v) for v in line.split()] for line in open(f"{w}/{name}.{tree}") if line.strip()]
+        xs = sorted(r[0] for r in rows)
+        cpu = statistics.median(r[1] + r[2] for r in rows)
         med[tree, name] = statistics.median(xs)
-        print(f"{tree:6} {name:5} median {med[tree, name]:.2f} s  runs {' '.join(f'{x:.2f}' for x in xs)}")
+        print(f"{tree:6} {name:5} median {med[tree, name]:.2f} s (CPU {cpu:.2f} s)  runs {' '.join(f'{x:.2f}' for x in xs)}")
 for tree in ("base", "branch"):
     e, t1, t3, t7 = (med[tree, n] for n in ("eval", "top1", "top3", "top7"))
     print(f"{tree:6} top-1/eval {t1 / e:.2f}x (<= 2)  top-3/eval {t3 / e:.2f}x (<= 3)  top-7/top-1 {t7 / t1:.2f}x (<= 1.5)")
