@@ -33,6 +33,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(_WIN32)
+/* no pthreads here: selp_static's workers are not started and the calling thread ranks every group */
+typedef int pthread_mutex_t;
+typedef int pthread_t;
+#define pthread_mutex_init(m, a) ((void)0)
+#define pthread_mutex_destroy(m) ((void)0)
+#define pthread_mutex_lock(m) ((void)0)
+#define pthread_mutex_unlock(m) ((void)0)
+#define pthread_create(t, a, f, x) 1
+#define pthread_join(t, r) ((void)0)
+#else
+#include <pthread.h>
+#endif
 
 #if defined(_WIN32)
 #define EXPORT __declspec(dllexport)
@@ -124,30 +137,47 @@ static int heap_push(heap_t *h, double k, int64_t s, int64_t o, int64_t c) {
     return 0;
 }
 
-/* remove the root (read by the caller before) */
-static void heap_pop(heap_t *h) {
+/* replace the root (read by the caller before) by a new item: one sift-down where a pop and a
+ * push would take two. The heap then holds the same set of items as after the pop and the push,
+ * and as every item is distinct in the total order (key, size, origin, id), the pops that follow
+ * are the same. */
+static void heap_replace(heap_t *h, double k, int64_t s, int64_t o, int64_t c) {
     int64_t *H = h->a;
-    int64_t n = --h->n;
-    if (n == 0) return;
-    int64_t *t = H + 4 * n;
-    double k = as_f(t[0]);
-    int64_t s = t[1], o = t[2], c = t[3];
-    int64_t i = 0;
+    int64_t n = h->n, i = 0;
     for (;;) {
         int64_t m = 4 * i + 1;
         if (m >= n) break;
         int64_t e = m + 4 < n ? m + 4 : n;
+        /* the least child: selected without a branch on the weights (which child wins is data,
+         * a branch on it is mispredicted about half the time); equal weights, rare, go to the
+         * full comparison */
+        double km = as_f(H[4 * m]);
         for (int64_t r = m + 1; r < e; r++) {
-            int64_t *x = H + 4 * r, *y = H + 4 * m;
-            if (less4(as_f(x[0]), x[1], x[2], x[3], as_f(y[0]), y[1], y[2], y[3])) m = r;
+            double kr = as_f(H[4 * r]);
+            if (__builtin_expect(kr == km, 0)) {
+                int64_t *x = H + 4 * r, *y = H + 4 * m;
+                if (less4(kr, x[1], x[2], x[3], km, y[1], y[2], y[3])) m = r;
+                continue;
+            }
+            int lt = kr < km;
+            m = lt ? r : m;
+            km = lt ? kr : km;
         }
         int64_t *q = H + 4 * m;
-        if (!less4(as_f(q[0]), q[1], q[2], q[3], k, s, o, c)) break;
+        if (!less4(km, q[1], q[2], q[3], k, s, o, c)) break;
         memcpy(H + 4 * i, q, 32);
         i = m;
     }
     int64_t *d = H + 4 * i;
     d[0] = as_i(k); d[1] = s; d[2] = o; d[3] = c;
+}
+
+/* remove the root (read by the caller before): the last item replaces it */
+static void heap_pop(heap_t *h) {
+    int64_t n = --h->n;
+    if (n == 0) return;
+    int64_t *t = h->a + 4 * n;
+    heap_replace(h, as_f(t[0]), t[1], t[2], t[3]);
 }
 
 /* ---- shared state and result ------------------------------------------------------------- */
@@ -469,6 +499,8 @@ fail:
 
 typedef struct {
     int64_t k, fb, se, sc, M;
+    int64_t L;         /* facts below L are leaves: their entry is LV[4 * f] (weight, size, origin) */
+    const int64_t *LV;
     int64_t *C, ccap;  /* one component's candidates */
     int64_t *todo, tcap;
     int64_t *dirty;    /* facts whose queue root changed since the last pop (ccap slots) */
@@ -558,14 +590,19 @@ static int64_t ph_pairs(int64_t *C, int64_t sc, int64_t first) {
     return r;
 }
 
-/* Lazy k-best over one component: instance records IR at positions base..hi-1, FB the fact
- * blocks. Candidates are numbered from 0 -- the instances (in sorted order) with every rank 1,
+/* Lazy k-best over one component: instance records IR at positions base..hi-1, FB the blocks of
+ * the non-leaf facts (fact f >= B->L at FB + (f - B->L) * fb). A leaf's one entry is read from
+ * B->LV, 32 bytes per leaf: the leaves that a component's instances read (transitive closure:
+ * ~3,000 `edge` facts) then take 96 KB, where blocks of fb int64 each (384 B at k = 7) took more
+ * than L2 and were read at random. Candidates are numbered from 0 -- the instances (in sorted order) with every rank 1,
  * then the modifications in the order they are formed, as in the global loop. Returns 0, -1
  * when out of memory or stopped. */
 static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
                      const prm_t *P) {
-    int64_t k = B->k, fb = B->fb, se = B->se, sc = B->sc, M = B->M;
+    int64_t k = B->k, fb = B->fb, se = B->se, sc = B->sc, M = B->M, L = B->L;
+    const int64_t *LV = B->LV;
     int64_t nc = hi - base, nt = 0, nd = 0, rel = -1;
+    int pend = 0; /* the heap's root was taken: removed at the next pop, or replaced by the next push */
     if (kbest_room(B, nc)) return -1;
     int64_t *C = B->C, *todo = B->todo, *dirty = B->dirty;
     heap_t *hp = &B->hp;
@@ -586,14 +623,16 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             else c = todo[--nt];
             int64_t *cr = C + c * sc;
             int64_t h = cr[C_HEAD] >> 1;
-            int64_t *hb = FB + h * fb;
+            int64_t *hb = FB + (h - L) * fb;
             if (FB_CNT(hb) >= k) continue;
             const int64_t *d = IR + cr[C_POS] * si;
             int64_t m = d[IR_M];
             int32_t *rk = (int32_t *)(cr + C_RANKS);
             int ready = 1;
             for (int64_t j = 0; j < m; j++) {
-                int64_t *b = FB + d[IR_KIDS + j] * fb;
+                int64_t x = d[IR_KIDS + j];
+                if (x < L) continue; /* a leaf has its entry (and a leaf's rank is always 1) */
+                int64_t *b = FB + (x - L) * fb;
                 int32_t r = rk[j];
                 if (FB_CNT(b) < r) {
                     cr[C_NEXT] = FB_WAIT(b, r - 1);
@@ -607,14 +646,16 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             double w = P->rule_w[rl];
             int64_t s = P->rule_size[rl];
             uint64_t hh = (uint64_t)P->rule_hash[rl];
+            int64_t o0 = 0;
             for (int64_t j = 0; j < m; j++) {
-                int64_t *e = FB_ENTRY(FB + d[IR_KIDS + j] * fb, k, rk[j] - 1);
+                int64_t x = d[IR_KIDS + j];
+                const int64_t *e = x < L ? LV + 4 * x : FB_ENTRY(FB + (x - L) * fb, k, rk[j] - 1);
                 w = comb(P->combine, w, as_f(e[0]));
                 s += e[1];
+                if (j == 0) o0 = e[2];
                 hh = origin_step(P->origin_mode, hh, e[2]);
             }
-            int64_t o = P->rule_copy[rl] ? FB_ENTRY(FB + d[IR_KIDS] * fb, k, rk[0] - 1)[2]
-                                         : origin_end(P->origin_mode, hh, m);
+            int64_t o = P->rule_copy[rl] ? o0 : origin_end(P->origin_mode, hh, m);
             cr[C_W] = as_i(P->sign * w); cr[C_S] = s; cr[C_O] = o;
             cr[C_NEXT] = -1; cr[C_CHILD] = -1;
             int64_t root = FB_ROOT(hb, k);
@@ -625,14 +666,16 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
         /* every changed root gets an item, unless it has one already */
         while (nd > 0) {
             int64_t h = dirty[--nd];
-            int64_t *hb = FB + h * fb;
+            int64_t *hb = FB + (h - L) * fb;
             hb[0] &= ~FB_DIRTY;
             int64_t r = FB_ROOT(hb, k);
             if (r < 0 || (C[r * sc + C_HEAD] & 1)) continue;
             int64_t *cr = C + r * sc;
-            if (heap_push(hp, as_f(cr[C_W]), cr[C_S], cr[C_O], r)) return -1;
+            if (pend) { heap_replace(hp, as_f(cr[C_W]), cr[C_S], cr[C_O], r); pend = 0; }
+            else if (heap_push(hp, as_f(cr[C_W]), cr[C_S], cr[C_O], r)) return -1;
             cr[C_HEAD] |= 1;
         }
+        if (pend) { heap_pop(hp); pend = 0; }
         if (hp->n == 0) return 0;
         if (stop_flag) return -1;
         if ((nc + M) > B->ccap) {
@@ -646,11 +689,11 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             B->ccap = cap;
         }
         int64_t c = hp->a[3];
-        heap_pop(hp);
+        pend = 1; /* removed (or replaced) later */
         int64_t *cr = C + c * sc;
         cr[C_HEAD] &= ~(int64_t)1;
         int64_t h = cr[C_HEAD] >> 1;
-        int64_t *b = FB + h * fb;
+        int64_t *b = FB + (h - L) * fb;
         if (FB_ROOT(b, k) != c) continue; /* stale: a better candidate is the root, or the fact is full */
         /* c leaves its fact's queue; the new root needs an item */
         FB_ROOT(b, k) = ph_pairs(C, sc, cr[C_CHILD]);
@@ -681,7 +724,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
         for (int64_t j = m - 1; j >= 0; j--)
             if (rk[j] > 1) { last = j; break; }
         for (int64_t j = last; j < m; j++) {
-            if (rk[j] >= k || FB_LEAF(FB + d[IR_KIDS + j] * fb)) continue;
+            if (rk[j] >= k || d[IR_KIDS + j] < L) continue; /* a leaf has one entry */
             int64_t *nr = C + nc * sc;
             nr[C_POS] = pos;
             nr[C_HEAD] = 2 * h;
@@ -723,12 +766,19 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
     prm_t P = {rule_w, rule_size, rule_hash, rule_copy, combine, origin_mode, sign};
     int64_t *FB = aligned_alloc(64, ((size_t)F * fb + 8) * sizeof(int64_t));
     run->FB = FB;
-    if (!IR || !FB) goto fail;
-    for (int64_t f = 0; f < F; f++)
-        fb_init(FB + nid[f] * fb, k, se, leaf[f], leaf_w[f], leaf_size ? leaf_size[f] : 0, leaf_origin[f]);
+    int64_t L = run->L, *LV = malloc(((size_t)L * 4 + 1) * sizeof(int64_t));
+    B.L = L; B.LV = LV;
+    if (!IR || !FB || !LV) goto fail;
+    for (int64_t f = 0; f < F; f++) {
+        double lw = leaf_w[f];
+        int64_t ls = leaf_size ? leaf_size[f] : 0, x = nid[f];
+        /* a leaf's block keeps its entry for selp_fill; the loop reads it from LV */
+        fb_init(FB + x * fb, k, se, leaf[f], lw, ls, leaf_origin[f]);
+        if (leaf[f]) { LV[4 * x] = as_i(lw); LV[4 * x + 1] = ls; LV[4 * x + 2] = leaf_origin[f]; LV[4 * x + 3] = 0; }
+    }
     /* one component after another (see "Components"): the heap holds one component's candidates */
     for (int64_t comp = 0; comp < run->ncomp; comp++)
-        if (comp_topk(IR, si, cptr[comp], cptr[comp + 1], FB, &B, &P)) goto fail;
+        if (comp_topk(IR, si, cptr[comp], cptr[comp + 1], FB + L * fb, &B, &P)) goto fail;
     for (int64_t f = 0; f < F; f++) {
         int64_t *b = FB + f * fb;
         run->n_entries += FB_CNT(b);
@@ -738,9 +788,11 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
         }
     }
     kbest_free(&B);
+    free(LV);
     return run;
 fail:
     kbest_free(&B);
+    free(LV);
     selp_free(run);
     return NULL;
 }
@@ -852,8 +904,9 @@ done:
  * 3: leaf sizes and origin modes (selp_top1/selp_topk take leaf_size and origin_mode).
  * 4: rule instances formed here (selp_head, selp_join and their helpers).
  * 5: instances formed and ranked component by component (selp_join_prepare, selp_static).
- * 6: selp_static's result in kernel order, its buffers handed over (selp_static_arrays). */
-EXPORT int64_t selp_abi(void) { return 6; }
+ * 6: selp_static's result in kernel order, its buffers handed over (selp_static_arrays).
+ * 7: selp_static takes a number of threads; the top-k loop reads leaves from a compact array. */
+EXPORT int64_t selp_abi(void) { return 7; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
 EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origins, int64_t n, int mode) {
@@ -1335,6 +1388,196 @@ static int grp_uses(const grp_t *G, int64_t L, int64_t nf, uses_t *U) {
     return 0;
 }
 
+/* What selp_static shares between its workers (read-only during the run, but the claims). */
+typedef struct {
+    int64_t F, L, ng, hk, nj, M, k, si, big, rec;
+    const int64_t *gptr, *eptr, *ehead, *ecptr, *ekids; const int32_t *erule;
+    const int64_t *const *gcols; join_t *const *joins; const uint8_t *const *masks;
+    const int64_t *LV;        /* top-k: the leaves' entries (weight, size, origin, -) */
+    const int64_t *LR;        /* top-1: the leaves' records (8 int64 each) */
+    prm_t P;
+    int64_t *fp;              /* per row (kernel id) its first entry, in its worker's acc until merged */
+    int64_t *own, *ge0, *gr0; /* per group: its worker, its first entry and child slot there */
+    int64_t *ge1, *gr1;       /* per group: the end of its entries and child slots there */
+    pthread_mutex_t mu;
+    int64_t front, back;      /* worker 0 claims groups from the front, the others from the back */
+    volatile int abort;       /* a worker failed: the others stop */
+} shared_t;
+
+/* One worker's state: its buffers (reused from group to group) and its share of the result. */
+typedef struct {
+    shared_t *S;
+    int64_t id;
+    acc_t *A;
+    int err;                  /* 0, 1 out of memory or stopped, 2 a head not among the group's facts */
+} worker_t;
+
+/* the next group for worker `id`, -1 when none is left */
+static int64_t claim(shared_t *S, int64_t id) {
+    int64_t g = -1;
+    pthread_mutex_lock(&S->mu);
+    if (S->front < S->back && !S->abort) g = id == 0 ? S->front++ : --S->back;
+    pthread_mutex_unlock(&S->mu);
+    return g;
+}
+
+/* The groups a worker claims, one at a time: form the instances, rank them, append the entries
+ * to the worker's acc (see selp_static). */
+static void *work(void *arg) {
+    worker_t *W = arg;
+    shared_t *S = W->S;
+    acc_t *A = W->A;
+    int64_t L = S->L, k = S->k, M = S->M, si = S->si, hk = S->hk, nj = S->nj, rec = S->rec;
+    const prm_t *P = &S->P;
+    kbest_t B;
+    kbest_init(&B, k, M);
+    B.L = L; B.LV = S->LV;
+    /* top-1: the leaves' records then one group's; top-k: one group's blocks (L + i at ST + i * rec) */
+    int64_t *ST = malloc(((size_t)(k == 1 ? L + S->big : S->big) * rec + 1) * sizeof(int64_t));
+    join_t *J = malloc(((size_t)nj + 1) * sizeof(join_t)); /* the joins, each with its own bindings */
+    grp_t G = {0};
+    G.si = si; G.cols = S->gcols; G.hk = hk; G.L = L;
+    int64_t tcap = 0;
+    uses_t U = {0};
+    int64_t *cnt = NULL, *stack = NULL;
+    heap_t hp = {NULL, 0, 0};
+    W->err = 1;
+    if (!ST || !J) goto done;
+    if (k == 1) memcpy(ST, S->LR, (size_t)L * 8 * sizeof(int64_t));
+    for (int64_t j = 0; j < nj; j++) { J[j] = *S->joins[j]; J[j].grp = &G; J[j].err = 0; }
+    for (int64_t g; (g = claim(S, W->id)) >= 0;) {
+        int64_t off = S->gptr[g], nf = S->gptr[g + 1] - off;
+        G.off = off; G.n = 0;
+        S->own[g] = W->id; S->ge0[g] = A->n; S->gr0[g] = A->nr;
+        /* the group's facts: fresh records after the leaves, a hash table by their columns */
+        for (int64_t i = 0; i < nf; i++) {
+            if (k == 1) fr_init(ST + 8 * (L + i), 0, 0.0, 0, 0);
+            else fb_init(ST + i * rec, k, B.se, 0, 0.0, 0, 0);
+        }
+        int64_t T = 16;
+        while (T < 2 * nf) T <<= 1;
+        if (T > tcap) {
+            if (grow((void **)&G.tab, T, 8)) goto done;
+            tcap = T;
+        }
+        memset(G.tab, 0xff, (size_t)T * sizeof(int64_t));
+        G.mask = (uint64_t)(T - 1);
+        for (int64_t i = 0; i < nf; i++) {
+            int64_t key[16];
+            for (int64_t c = 0; c < hk; c++) key[c] = S->gcols[c][off + i];
+            uint64_t b = key_hash(key, hk) & G.mask;
+            while (G.tab[b] >= 0) b = (b + 1) & G.mask;
+            G.tab[b] = L + i;
+        }
+        /* its instances: the exit rules' first, then by driver fact, rule and join order */
+        for (int64_t i = S->eptr[g]; i < S->eptr[g + 1]; i++) {
+            if (G.n == G.cap) {
+                int64_t cap = 2 * G.cap + 1024;
+                if (grow((void **)&G.IR, cap * si, 8)) goto done;
+                G.cap = cap;
+            }
+            int64_t *d = G.IR + G.n * si, m = S->ecptr[i + 1] - S->ecptr[i];
+            d[IR_HEAD] = S->ehead[i] - off; d[IR_RULE] = S->erule[i]; d[IR_M] = m; d[IR_ID] = G.n;
+            for (int64_t j = 0; j < m; j++) {
+                int64_t x = S->ekids[S->ecptr[i] + j];
+                d[IR_KIDS + j] = x >= L ? x - off : x;
+            }
+            G.n++;
+        }
+        for (int64_t i = 0; i < nf; i++) {
+            for (int64_t r = 0; r < nj; r++) {
+                join_t *j = J + r;
+                if (S->masks[r] && !S->masks[r][off + i]) continue;
+                for (int64_t c = 0; c < j->ncol[0]; c++) j->vals[j->slot[c]] = j->cols[c][off + i];
+                j->fid[0] = L + i;
+                join_rec(j, 1);
+                if (j->err) { if (j->err == 2) W->err = 2; goto done; }
+            }
+        }
+        if (stop_flag || S->abort) goto done;
+        int64_t n = G.n;
+        if (k == 1) {
+            if (grp_uses(&G, L, nf, &U)) goto done;
+            if (comp_top1(G.IR, si, 0, n, ST, U.rem, U.uptr, U.uses, L, U.todo, &hp, P)) goto done;
+            if (acc_room(A, nf, nf * M)) goto done;
+            for (int64_t i = 0; i < nf; i++) {
+                int64_t *q = ST + 8 * (L + i);
+                S->fp[L + off + i] = A->n;
+                if (q[3] == -2) continue;
+                const int64_t *d = G.IR + q[3] * si;
+                acc_add(A, as_f(q[0]), q[1], q[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS, NULL, L, off);
+            }
+        } else {
+            if (A->bound >= 0) {
+                /* the tree-count bound, as selp_tree_count_bound gives it on the global path */
+                if (grp_uses(&G, L, nf, &U) || grow((void **)&cnt, nf + n, 8) || grow((void **)&stack, nf + n, 8)) goto done;
+                int64_t b = grp_count(G.IR, si, n, L, nf, k, U.rem, U.uptr, U.uses, cnt, U.fill, stack);
+                A->bound = b < 0 ? -1 : (b > A->bound ? b : A->bound);
+            }
+            if (comp_topk(G.IR, si, 0, n, ST, &B, P)) goto done;
+            int64_t ne = 0;
+            for (int64_t i = 0; i < nf; i++) ne += FB_CNT(ST + i * rec);
+            if (acc_room(A, ne, ne * M)) goto done;
+            for (int64_t i = 0; i < nf; i++) {
+                int64_t *b = ST + i * rec, se = B.se;
+                S->fp[L + off + i] = A->n;
+                for (int32_t r = 0; r < FB_CNT(b); r++) {
+                    int64_t *e = FB_ENTRY(b, k, r);
+                    const int64_t *d = G.IR + e[3] * si;
+                    acc_add(A, as_f(e[0]), e[1], e[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS,
+                            (const int32_t *)(e + E_RANKS), L, off);
+                }
+            }
+        }
+        S->ge1[g] = A->n; S->gr1[g] = A->nr;
+    }
+    W->err = 0;
+done:
+    if (W->err) S->abort = 1;
+    free(ST); free(J); free(G.tab); free(G.IR); free(U.rem); free(U.uptr); free(U.fill); free(U.uses); free(U.todo);
+    free(hp.a); free(cnt); free(stack);
+    kbest_free(&B);
+    return NULL;
+}
+
+/* A worker's entries from n on and child slots from nr on (copied already) given back: realloc
+ * shrinks a large block in place (unmapping its tail), a failure leaves it as it was. */
+static void acc_shrink(acc_t *X, int64_t n, int64_t nr) {
+    grow((void **)&X->w, n, 8); grow((void **)&X->size, n, 8); grow((void **)&X->origin, n, 8);
+    grow((void **)&X->inst, n, 8); grow((void **)&X->crp, n + 1, 8); grow((void **)&X->rule, n, 4);
+    grow((void **)&X->kid, nr, 8); grow((void **)&X->cr, nr, 4);
+    X->n = X->cap = n; X->nr = X->rcap = nr;
+}
+
+/* The other workers' groups (first..ng-1: they claim from the back) appended to A in group
+ * order: the entries' indices, child slot pointers and rows' first entries shifted. A worker
+ * wrote its groups in descending order, so what is copied of it is always a suffix of its
+ * buffers, given back as the copy goes (the peak stays near one copy of the result, not 1.5). */
+static int merge(shared_t *S, acc_t *A, acc_t *const *accs, int64_t nw, int64_t first) {
+    int64_t ne = 0, nr = 0, held[64];
+    for (int64_t w = 1; w < nw; w++) { ne += accs[w]->n; nr += accs[w]->nr; held[w] = accs[w]->n; }
+    if (acc_room(A, ne, nr)) return -1;
+    for (int64_t g = first; g < S->ng; g++) {
+        acc_t *X = accs[S->own[g]];
+        int64_t e0 = S->ge0[g], r0 = S->gr0[g];
+        int64_t n = S->ge1[g] - e0, m = S->gr1[g] - r0, de = A->n - e0, dr = A->nr - r0;
+        memcpy(A->w + A->n, X->w + e0, (size_t)n * sizeof(double));
+        memcpy(A->size + A->n, X->size + e0, (size_t)n * sizeof(int64_t));
+        memcpy(A->origin + A->n, X->origin + e0, (size_t)n * sizeof(int64_t));
+        memcpy(A->rule + A->n, X->rule + e0, (size_t)n * sizeof(int32_t));
+        for (int64_t i = 0; i < n; i++) {
+            A->inst[A->n + i] = A->n + i;
+            A->crp[A->n + i + 1] = X->crp[e0 + i + 1] + dr;
+        }
+        memcpy(A->kid + A->nr, X->kid + r0, (size_t)m * sizeof(int64_t));
+        memcpy(A->cr + A->nr, X->cr + r0, (size_t)m * sizeof(int32_t));
+        for (int64_t x = S->L + S->gptr[g]; x < S->L + S->gptr[g + 1]; x++) S->fp[x] += de;
+        A->n += n; A->nr += m;
+        if (held[S->own[g]] - e0 >= (1 << 18)) { acc_shrink(X, e0, r0); held[S->own[g]] = e0; }
+    }
+    return 0;
+}
+
 /* Top-1 (k == 1) or top-k of every fact, component by component (see above). F facts, of which
  * kernel ids 0..L-1 are the leaves; nid: input id -> kernel id; group g's facts are kernel ids
  * L + gptr[g] .. L + gptr[g+1] - 1, their hk columns gcols[c][kernel id - L]. Exit instances,
@@ -1342,40 +1585,60 @@ static int grp_uses(const grp_t *G, int64_t L, int64_t nf, uses_t *U) {
  * ids, in the order the global kernel sorts them). nj recursive rules in program order, each a
  * prepared join (atom 0 the driver) with the driver's filter masks[r] (by kernel id - L; NULL
  * none); M the most children of any instance. Returns NULL when out of memory or stopped (*err
- * 1), or when a join finds a head that is not a fact of its group (*err 2). */
+ * 1), or when a join finds a head that is not a fact of its group (*err 2).
+ *
+ * Threads: groups are independent (each is formed and ranked with buffers reset for it, and
+ * nothing of one group's run reaches another's), so `threads` workers rank them at once. The
+ * calling thread's worker claims groups from the front and writes straight into the result;
+ * the others claim from the back into their own buffers, which are appended in group order at
+ * the end (a copy of their share, sequential). The result is the one-thread result, bit for
+ * bit, whatever the split. */
 EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_t *leaf, const double *leaf_w,
                           const int64_t *leaf_origin, const int64_t *leaf_size, int64_t ng, const int64_t *gptr,
                           int64_t hk, const int64_t *const *gcols, const int64_t *eptr, const int32_t *erule,
                           const int64_t *ehead, const int64_t *ecptr, const int64_t *ekids, int64_t nj,
                           join_t *const *joins, const uint8_t *const *masks, int64_t M, const double *rule_w,
                           const int64_t *rule_size, const int64_t *rule_hash, const uint8_t *rule_copy,
-                          int combine, double sign, int origin_mode, int64_t k, int32_t *err) {
+                          int combine, double sign, int origin_mode, int64_t k, int64_t threads, int32_t *err) {
     stop_flag = 0;
     *err = 1;
+    if (threads > ng) threads = ng;
+    if (threads > 64) threads = 64;
+    if (threads < 1) threads = 1;
     run_t *run = calloc(1, sizeof(run_t));
     acc_t *A = calloc(1, sizeof(acc_t));
-    if (!run || !A) { free(run); free(A); return NULL; }
+    shared_t *S = calloc(1, sizeof(shared_t));
+    acc_t *accs[64] = {0};
+    worker_t W[64];
+    pthread_t tid[64];
+    int64_t started = 0;
+    if (!run || !A || !S) { free(run); free(A); free(S); return NULL; }
     run->F = F; run->k = k; run->acc = A; run->L = L;
     A->L = L; A->F = F;
-    prm_t P = {rule_w, rule_size, rule_hash, rule_copy, combine, origin_mode, sign};
     kbest_t B;
-    kbest_init(&B, k, M);
-    int64_t si = IR_KIDS + M, big = 0;
-    for (int64_t g = 0; g < ng; g++) if (gptr[g + 1] - gptr[g] > big) big = gptr[g + 1] - gptr[g];
-    int64_t rec = k == 1 ? 8 : B.fb; /* a fact's record: top-1's 8 int64, top-k's block */
-    int64_t *ST = malloc(((size_t)(L + big) * rec + 1) * sizeof(int64_t));
-    grp_t G = {0};
-    G.si = si; G.cols = gcols; G.hk = hk; G.L = L;
-    int64_t tcap = 0;
-    uses_t U = {0};
-    int64_t *cnt = NULL, *stack = NULL;
-    heap_t hp = {NULL, 0, 0};
+    kbest_init(&B, k, M); /* for the block size only */
+    S->F = F; S->L = L; S->ng = ng; S->hk = hk; S->nj = nj; S->M = M; S->k = k; S->si = IR_KIDS + M;
+    S->rec = k == 1 ? 8 : B.fb; /* a fact's record: top-1's 8 int64, top-k's block */
+    for (int64_t g = 0; g < ng; g++) if (gptr[g + 1] - gptr[g] > S->big) S->big = gptr[g + 1] - gptr[g];
+    S->gptr = gptr; S->eptr = eptr; S->ehead = ehead; S->ecptr = ecptr; S->ekids = ekids; S->erule = erule;
+    S->gcols = gcols; S->joins = joins; S->masks = masks;
+    S->P = (prm_t){rule_w, rule_size, rule_hash, rule_copy, combine, origin_mode, sign};
+    S->front = 0; S->back = ng;
+    pthread_mutex_init(&S->mu, NULL);
+    int64_t *LV = malloc(((size_t)L * (k == 1 ? 8 : 4) + 1) * sizeof(int64_t));
+    S->own = malloc(((size_t)ng + 1) * sizeof(int64_t));
+    S->ge0 = malloc(((size_t)ng + 1) * sizeof(int64_t));
+    S->gr0 = malloc(((size_t)ng + 1) * sizeof(int64_t));
+    S->ge1 = malloc(((size_t)ng + 1) * sizeof(int64_t));
+    S->gr1 = malloc(((size_t)ng + 1) * sizeof(int64_t));
     A->bound = F > L ? 0 : 1; /* a leaf has one tree */
     if (L > 0) A->bound = 1;
     A->fp = malloc(((size_t)F + 1) * sizeof(int64_t));
     A->inv = malloc(((size_t)F + 1) * sizeof(int64_t));
+    S->fp = A->fp;
     /* first guess: one entry per fact (top-1's count when every fact is derived) */
-    if (!ST || !A->fp || !A->inv || acc_room(A, F + 1, (F - L) * M + 1)) goto fail;
+    if (!LV || !S->own || !S->ge0 || !S->gr0 || !S->ge1 || !S->gr1 || !A->fp || !A->inv || acc_room(A, F + 1, (F - L) * M + 1)) goto fail;
+    if (k == 1) S->LR = LV; else S->LV = LV;
     A->crp[0] = 0;
     for (int64_t f = 0; f < F; f++) {
         int64_t x = nid[f];
@@ -1385,109 +1648,43 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         int64_t ls = leaf_size ? leaf_size[f] : 0;
         A->w[x] = leaf_w[f]; A->size[x] = ls; A->origin[x] = leaf_origin[f]; A->inst[x] = -1; A->rule[x] = 0;
         A->crp[x + 1] = 0; A->fp[x] = x;
-        if (k == 1) fr_init(ST + 8 * x, 1, leaf_w[f], ls, leaf_origin[f]);
-        else fb_init(ST + x * rec, k, B.se, 1, leaf_w[f], ls, leaf_origin[f]);
+        if (k == 1) fr_init(LV + 8 * x, 1, leaf_w[f], ls, leaf_origin[f]);
+        else { LV[4 * x] = as_i(leaf_w[f]); LV[4 * x + 1] = ls; LV[4 * x + 2] = leaf_origin[f]; LV[4 * x + 3] = 0; }
     }
     A->n = L;
-    for (int64_t j = 0; j < nj; j++) joins[j]->grp = &G;
-    for (int64_t g = 0; g < ng; g++) {
-        int64_t off = gptr[g], nf = gptr[g + 1] - off;
-        G.off = off; G.n = 0;
-        /* the group's facts: fresh records after the leaves, a hash table by their columns */
-        for (int64_t i = 0; i < nf; i++) {
-            if (k == 1) fr_init(ST + 8 * (L + i), 0, 0.0, 0, 0);
-            else fb_init(ST + (L + i) * rec, k, B.se, 0, 0.0, 0, 0);
-        }
-        int64_t T = 16;
-        while (T < 2 * nf) T <<= 1;
-        if (T > tcap) {
-            if (grow((void **)&G.tab, T, 8)) goto fail;
-            tcap = T;
-        }
-        memset(G.tab, 0xff, (size_t)T * sizeof(int64_t));
-        G.mask = (uint64_t)(T - 1);
-        for (int64_t i = 0; i < nf; i++) {
-            int64_t key[16];
-            for (int64_t c = 0; c < hk; c++) key[c] = gcols[c][off + i];
-            uint64_t b = key_hash(key, hk) & G.mask;
-            while (G.tab[b] >= 0) b = (b + 1) & G.mask;
-            G.tab[b] = L + i;
-        }
-        /* its instances: the exit rules' first, then by driver fact, rule and join order */
-        for (int64_t i = eptr[g]; i < eptr[g + 1]; i++) {
-            if (G.n == G.cap) {
-                int64_t cap = 2 * G.cap + 1024;
-                if (grow((void **)&G.IR, cap * si, 8)) goto fail;
-                G.cap = cap;
-            }
-            int64_t *d = G.IR + G.n * si, m = ecptr[i + 1] - ecptr[i];
-            d[IR_HEAD] = ehead[i] - off; d[IR_RULE] = erule[i]; d[IR_M] = m; d[IR_ID] = G.n;
-            for (int64_t j = 0; j < m; j++) {
-                int64_t x = ekids[ecptr[i] + j];
-                d[IR_KIDS + j] = x >= L ? x - off : x;
-            }
-            G.n++;
-        }
-        for (int64_t i = 0; i < nf; i++) {
-            for (int64_t r = 0; r < nj; r++) {
-                join_t *j = joins[r];
-                if (masks[r] && !masks[r][off + i]) continue;
-                for (int64_t c = 0; c < j->ncol[0]; c++) j->vals[j->slot[c]] = j->cols[c][off + i];
-                j->fid[0] = L + i;
-                join_rec(j, 1);
-                if (j->err) { if (j->err == 2) *err = 2; goto fail; }
-            }
-        }
-        if (stop_flag) goto fail;
-        int64_t n = G.n;
-        if (k == 1) {
-            if (grp_uses(&G, L, nf, &U)) goto fail;
-            if (comp_top1(G.IR, si, 0, n, ST, U.rem, U.uptr, U.uses, L, U.todo, &hp, &P)) goto fail;
-            if (acc_room(A, nf, nf * M)) goto fail;
-            for (int64_t i = 0; i < nf; i++) {
-                int64_t *q = ST + 8 * (L + i);
-                A->fp[L + off + i] = A->n;
-                if (q[3] == -2) continue;
-                const int64_t *d = G.IR + q[3] * si;
-                acc_add(A, as_f(q[0]), q[1], q[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS, NULL, L, off);
-            }
-        } else {
-            if (A->bound >= 0) {
-                /* the tree-count bound, as selp_tree_count_bound gives it on the global path */
-                if (grp_uses(&G, L, nf, &U) || grow((void **)&cnt, nf + n, 8) || grow((void **)&stack, nf + n, 8)) goto fail;
-                int64_t b = grp_count(G.IR, si, n, L, nf, k, U.rem, U.uptr, U.uses, cnt, U.fill, stack);
-                A->bound = b < 0 ? -1 : (b > A->bound ? b : A->bound);
-            }
-            if (comp_topk(G.IR, si, 0, n, ST, &B, &P)) goto fail;
-            int64_t ne = 0;
-            for (int64_t i = 0; i < nf; i++) ne += FB_CNT(ST + (L + i) * rec);
-            if (acc_room(A, ne, ne * M)) goto fail;
-            for (int64_t i = 0; i < nf; i++) {
-                int64_t *b = ST + (L + i) * rec, se = B.se;
-                A->fp[L + off + i] = A->n;
-                for (int32_t r = 0; r < FB_CNT(b); r++) {
-                    int64_t *e = FB_ENTRY(b, k, r);
-                    const int64_t *d = G.IR + e[3] * si;
-                    acc_add(A, as_f(e[0]), e[1], e[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS,
-                            (const int32_t *)(e + E_RANKS), L, off);
-                }
-            }
-        }
+    accs[0] = A;
+    for (int64_t w = 1; w < threads; w++) {
+        accs[w] = calloc(1, sizeof(acc_t));
+        if (!accs[w] || acc_room(accs[w], 1, 1)) goto fail;
+        accs[w]->L = L; accs[w]->F = F; accs[w]->inv = A->inv; accs[w]->crp[0] = 0;
+        accs[w]->bound = A->bound;
     }
+    for (int64_t w = 0; w < threads; w++) { W[w].S = S; W[w].id = w; W[w].A = accs[w]; W[w].err = 0; }
+    for (int64_t w = 1; w < threads; w++) {
+        if (pthread_create(&tid[w], NULL, work, &W[w])) break; /* fewer workers: they claim every group */
+        started = w;
+    }
+    work(&W[0]);
+    for (int64_t w = 1; w <= started; w++) pthread_join(tid[w], NULL);
+    for (int64_t w = 0; w <= started; w++)
+        if (W[w].err) { *err = W[w].err == 2 ? 2 : 1; goto fail; }
+    for (int64_t w = 1; w < threads; w++) {
+        int64_t b = accs[w]->bound;
+        A->bound = A->bound < 0 || b < 0 ? -1 : (b > A->bound ? b : A->bound);
+    }
+    if (threads > 1 && merge(S, A, accs, threads, S->front)) goto fail;
     A->fp[F] = A->n;
     free(A->inv); A->inv = NULL;
     run->n_entries = A->n;
     run->n_ranks = A->nr;
     *err = 0;
-    free(ST); free(G.tab); free(G.IR); free(U.rem); free(U.uptr); free(U.fill); free(U.uses); free(U.todo); free(hp.a);
-    free(cnt); free(stack);
+    for (int64_t w = 1; w < threads; w++) { accs[w]->inv = NULL; acc_free(accs[w]); }
+    free(LV); free(S->own); free(S->ge0); free(S->gr0); free(S->ge1); free(S->gr1); pthread_mutex_destroy(&S->mu); free(S);
     kbest_free(&B);
-    for (int64_t j = 0; j < nj; j++) joins[j]->grp = NULL;
     return run;
 fail:
-    for (int64_t j = 0; j < nj; j++) joins[j]->grp = NULL;
-    free(ST); free(G.tab); free(G.IR); free(U.rem); free(U.uptr); free(U.fill); free(U.uses); free(U.todo); free(hp.a);
-    free(cnt); free(stack);
+    for (int64_t w = 1; w < threads; w++) if (accs[w]) { accs[w]->inv = NULL; acc_free(accs[w]); }
+    free(LV); free(S->own); free(S->ge0); free(S->gr0); free(S->ge1); free(S->gr1); pthread_mutex_destroy(&S->mu); free(S);
     kbest_free(&B);
     selp_free(run);
     return NULL;

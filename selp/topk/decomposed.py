@@ -39,7 +39,7 @@ import numpy as np
 from selp.engines.decompose import SingleRelation, single_relation
 from selp.language.ast import Atom, Rule
 from selp.topk.joins import Former, Plan, Prepared, plan
-from selp.topk.kernel import Hypergraph, KernelResult, adopt, address as _ptr, interruptible as _interruptible, library as _compiled
+from selp.topk.kernel import Hypergraph, KernelResult, adopt, address as _ptr, interruptible as _interruptible, kernel_threads, library as _compiled
 
 
 @dataclass
@@ -114,12 +114,14 @@ class Static:
 def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], tuple[np.ndarray, np.ndarray]],
                offsets: dict[str, tuple[int, int]], leaf: np.ndarray,
                leaf_w: np.ndarray, leaf_origin: np.ndarray, rules: tuple[np.ndarray, ...], combine: int,
-               sign: float, k: int) -> Static | None:
+               sign: float, k: int, threads: int | None = None) -> Static | None:
     """Top-k of every fact by ``sp``; ``offsets``: each relation's first fact id and count;
     ``rules``: (weight, size, hash, copy) per kernel rule index; ``exit_instances(rule)``: an
-    exit rule's (heads, children row-major) as input fact ids. None when a rule's instances
-    cannot be formed here after all (a head constant without a code, an exit rule's head
-    missing): the caller then takes the global path. Raises MemoryError."""
+    exit rule's (heads, children row-major) as input fact ids; ``threads``: how many components
+    are ranked at once (None: :func:`~selp.topk.kernel.kernel_threads`; the result is the same
+    for any number). None when a rule's instances cannot be formed here after all (a head
+    constant without a code, an exit rule's head missing): the caller then takes the global
+    path. Raises MemoryError."""
     lib = _compiled()
     F = len(leaf)
     first, n = offsets[sp.relation]
@@ -187,13 +189,14 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
         pjoins = (P * max(len(joins), 1))(*[j.handle for j in joins])
         pmasks = (P * max(len(masks), 1))(*[None if m is None else _ptr(m) for m in masks])
         err = np.zeros(1, np.int32)
+        nthreads = kernel_threads() if threads is None else max(1, int(threads))
         lu8 = leaf.view(np.uint8)
         rw, rsize, rhash, rcopy = rules
         rcopy8 = rcopy.view(np.uint8)
         run = _interruptible(lambda: lib.selp_static(
             F, L, _ptr(nid), _ptr(lu8), _ptr(leaf_w), _ptr(leaf_origin), None, ng, _ptr(gptr), len(gcols), pcols,
             _ptr(eptr), _ptr(erule), _ptr(ehead), _ptr(ecptr), _ptr(ekids), len(joins), pjoins, pmasks, M,
-            _ptr(rw), _ptr(rsize), _ptr(rhash), _ptr(rcopy8), combine, sign, 0, k, _ptr(err)), lib)
+            _ptr(rw), _ptr(rsize), _ptr(rhash), _ptr(rcopy8), combine, sign, 0, k, nthreads, _ptr(err)), lib)
         if not run:
             if int(err[0]) == 2:
                 return None  # a head the join formed is not a fact of its group

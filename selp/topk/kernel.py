@@ -86,6 +86,8 @@ from __future__ import annotations
 
 import ctypes
 import heapq
+import os
+import sys
 import threading
 from pathlib import Path
 from dataclasses import dataclass
@@ -266,8 +268,38 @@ def compiled_available() -> bool:
     return _compiled() is not None
 
 
+THREADS_ENV = "SELP_THREADS"
+
+
+def kernel_threads() -> int:
+    """How many threads the component-by-component kernel (:mod:`selp.topk.decomposed`) ranks
+    components on: ``SELP_THREADS`` when set; else 1 inside a Spark task (the executor already
+    runs one task per core); else the cores this process may run on. Raises
+    :class:`~selp.errors.SelpError` naming the value when ``SELP_THREADS`` is not a whole number
+    >= 1."""
+    text = os.environ.get(THREADS_ENV, "").strip()
+    if text:
+        if not text.isdigit() or int(text) < 1:
+            from selp.errors import SelpError  # noqa: PLC0415 (only on this error)
+
+            raise SelpError(f"{THREADS_ENV} must be a whole number >= 1, not {text!r}")
+        return min(int(text), 64)
+    if "pyspark" in sys.modules:
+        try:
+            from pyspark import TaskContext  # noqa: PLC0415 (only where pyspark is loaded)
+
+            if TaskContext.get() is not None:
+                return 1
+        except ImportError:
+            pass
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 _LIB: list = []  # [ctypes library or None], filled on first use
-_ABI = 6  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+_ABI = 7  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _kernel_file() -> str:
@@ -335,7 +367,7 @@ def _compiled() -> Any:
         # instances formed and ranked component by component (selp.topk.decomposed)
         lib.selp_join_prepare.argtypes, lib.selp_join_prepare.restype = [I64] + [P] * 7 + [I64, P, P, P, I64], P
         lib.selp_static.argtypes = ([I64, I64] + [P] * 5 + [I64, P, I64] + [P] * 6 + [I64, P, P, I64] + [P] * 4
-                                    + [ctypes.c_int, F64, ctypes.c_int, I64, P])
+                                    + [ctypes.c_int, F64, ctypes.c_int, I64, I64, P])
         lib.selp_static.restype = P
         lib.selp_static_arrays.argtypes, lib.selp_static_arrays.restype = [P, P], None
         lib.selp_static_bound.argtypes, lib.selp_static_bound.restype = [P], I64

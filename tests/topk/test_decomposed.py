@@ -144,3 +144,50 @@ def test_summary_and_saved_dtable_read_the_rows_component_by_component(tmp_path:
     save_dtable(static, str(tmp_path / "a"))
     save_dtable(whole, str(tmp_path / "b"))
     assert load_dtable(str(tmp_path / "a")).answers() == load_dtable(str(tmp_path / "b")).answers() == whole.answers()
+
+
+def _random_edges(n: int, m: int, seed: int) -> tuple[list, dict]:
+    import random
+
+    rnd = random.Random(seed)
+    edges = sorted({(rnd.randrange(n), rnd.randrange(n)) for _ in range(m)})
+    # few distinct weights: equal weights (ties broken by size and origin) are common
+    return edges, {e: rnd.choice([0.5, 0.6, 0.75, 0.9]) for e in edges}
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_threads_give_the_one_thread_entries(tmp_path: Path, monkeypatch, k: int, seed: int) -> None:
+    """Components ranked on several threads (SELP_THREADS): every entry -- weight, size, origin,
+    rule, children and ranks -- and every fact's entry count are the one-thread run's, whatever
+    the split of the components between the threads (more threads than cores, too), and the
+    global path's."""
+    edges, weights = _random_edges(40, 110, seed)
+    prog, db = edge_db(tmp_path, edges, LEFT if seed == 2 else RIGHT, weights)
+    runs = {}
+    for threads in ("1", "2", "5"):
+        monkeypatch.setenv("SELP_THREADS", threads)
+        runs[threads] = topk(prog, db, "path(*, *)", k, engine="embedded")
+    one = runs["1"]
+    assert one.meta.formed.get("components", 0) >= 10
+    want = one.answers()
+    assert (sum(len(es) for es in want.values()) > len(want)) == (k > 1)  # k > 1: facts with several trees
+    for threads in ("2", "5"):
+        got = runs[threads]
+        assert got.answers() == want, threads
+        assert got.summary() == one.summary()
+        assert int(got.res.fact_ptr[-1]) == int(one.res.fact_ptr[-1])
+    monkeypatch.setattr(embedded, "FORM_INSTANCES", "global")
+    assert topk(prog, db, "path(*, *)", k, engine="embedded").answers() == want
+
+
+def test_a_bad_thread_count_is_one_located_line(tmp_path: Path) -> None:
+    """SELP_THREADS that is not a whole number >= 1: one line naming the value, exit 1."""
+    prog, db = _db(tmp_path, RIGHT)
+    for bad in ("two", "0", "-1"):
+        got = subprocess.run([sys.executable, "-m", "selp", "topk", prog, "--db", db, "--pattern", "path(*, *)",
+                              "--format", "summary"], capture_output=True, text=True, check=False,
+                             env={**__import__("os").environ, "SELP_THREADS": bad})
+        assert got.returncode == 1, got.stderr
+        assert "Traceback" not in got.stderr
+        assert f"SELP_THREADS must be a whole number >= 1, not '{bad}'" in got.stderr

@@ -663,3 +663,18 @@ def test_tree_count_bound_sees_a_cycle_and_counts_a_diamond() -> None:
     cyc = Hypergraph(inst_rule=np.zeros(2, np.int32), inst_head=np.array([2, 2]), child_ptr=np.array([0, 1, 2]),
                      child_fact=np.array([0, 2]), **{**base, "leaf": np.array([True, True, False, False])})
     assert tree_count_bound(cyc, 100) is None
+
+
+def test_thread_count_comes_from_selp_threads_else_the_cores(monkeypatch) -> None:
+    """SELP_THREADS sets how many components are ranked at once (spaces allowed, capped at 64);
+    unset, every core this process may run on (outside a Spark task)."""
+    import os
+
+    from selp.topk.kernel import kernel_threads
+
+    monkeypatch.setenv("SELP_THREADS", " 3 ")
+    assert kernel_threads() == 3
+    monkeypatch.setenv("SELP_THREADS", "1000")
+    assert kernel_threads() == 64
+    monkeypatch.delenv("SELP_THREADS")
+    assert kernel_threads() == len(os.sched_getaffinity(0))
