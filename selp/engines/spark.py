@@ -44,7 +44,7 @@ from selp.engines.spark_compile import (
 )
 from selp import aggregate
 from selp.engines.spark_aggregate import group_frame, improvements, replaced
-from selp.engines.spark_codes import CODES_CONF, PACKED, Codes, rule_constants, uncodable
+from selp.engines.spark_codes import CODES_CONF, PACKED, Codes, codes_mode, rule_constants, uncodable, use_codes
 from selp.engines.spark_frames import materialize, materialize_count, release
 from selp.engines.spark_partitioned import BROADCAST_ROWS_CONF as BROADCAST_LIMIT_CONF
 from selp.engines.spark_partitioned import ENABLED_CONF, Settings, run_partition_local, settings
@@ -126,7 +126,7 @@ class _Evaluator:
         self.held: list[DataFrame] = []  # materialised frames that relation frames read
         self.members: set[str] = set()  # the relations of the recursive component in rounds
         self.rounds_adaptive = spark.conf.get(ROUNDS_ADAPTIVE_CONF, "false").strip().lower() == "true"
-        self.use_codes = spark.conf.get(CODES_CONF, "true").strip().lower() != "false"
+        self.codes_mode = codes_mode(spark.conf.get(CODES_CONF, "auto"))
         self.codes: Codes | None = None  # the dictionary of the component in coded rounds
         self.coded: dict[str, DataFrame] = {}  # its inputs, coded
 
@@ -286,17 +286,24 @@ class _Evaluator:
 
     def _coded_rounds(self, comp: Component, progress: Progress | None) -> bool:
         """Run ``comp``'s global rounds on dictionary codes (:mod:`selp.engines.spark_codes`)
-        when its rules allow it: the inputs are coded once, the relations decoded once at the
-        end. False (nothing done) when they do not, or ``spark.selp.rounds.codes`` is false."""
+        when its rules allow it and ``spark.selp.rounds.codes`` (auto: by the inputs' size) says
+        so: the inputs are coded once, the relations decoded once at the end. False (nothing
+        done, the reason in the plan) otherwise."""
         step = self.plan[-1]
-        why = f"{CODES_CONF}=false" if not self.use_codes else uncodable(comp, self.db.types)
-        if why:
-            return False
         members = list(comp.relations)
         arities = self.analysis.arities
         inputs = sorted({b.relation for r in comp.rules for b in r.body if isinstance(b, Atom) and b.relation not in members})
-        codes = Codes.build(self.spark, [(self._frame(rel, "full"), arities[rel]) for rel in inputs], rule_constants(comp), self.broadcast_rows)
-        step["values"] = f"codes ({codes.size} values)"
+        sizes = [self._size(rel, "full") for rel in inputs]
+        rows = None if any(n is None for n in sizes) else sum(n or 0 for n in sizes)
+        if uncodable(comp, self.db.types):
+            return False
+        why = use_codes(self.codes_mode, rows)
+        if why:
+            step["values"] = f"text ({why})"
+            return False
+        codes = Codes.build(self.spark, [(self._frame(rel, "full"), arities[rel]) for rel in inputs], rule_constants(comp),
+                            self.broadcast_rows, rows, tuple(arities[rel] for rel in members))
+        step["values"] = f"codes ({codes.size} values)" if codes.exact else f"codes (at most {codes.size} values)"
         text = {rel: self.idb[rel] for rel in members}
         # a coded input is computed by the first round's job that reads it, and kept
         self.coded = {rel: materialize(codes.encode(self._frame(rel, "full"), arities[rel])) for rel in inputs}
@@ -308,17 +315,21 @@ class _Evaluator:
             for rel in members:
                 coded = self.idb[rel]
                 if coded.size:
-                    frame, _ = materialize_count(codes.decode(coded.frame(), arities[rel]))
-                    text[rel].add(frame, coded.size)
-                for piece in coded.pieces:
-                    release(piece)
+                    # no job of its own (the size is known): the first job that reads the
+                    # relation decodes it, and keeps it; its coded pieces and the dictionary
+                    # are held until then (released with the result)
+                    text[rel].add(materialize(codes.decode(coded.frame(), arities[rel])), coded.size)
+                self.held.extend(coded.pieces)
+            self.held.append(codes.table)
+        except BaseException:
+            release(codes.table)
+            raise
         finally:
             self.idb.update(text)
             self.codes = None
             for frame in self.coded.values():
                 release(frame)
             self.coded = {}
-            release(codes.table)
         return True
 
     def _rounds(self, comp: Component, progress: Progress | None, src: Sources) -> None:

@@ -24,15 +24,41 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from selp.engines.spark_compile import empty_frame, rel_columns, union_all
-from selp.engines.spark_frames import materialize_count
+from selp.engines.spark_frames import materialize, materialize_count, release
+from selp.errors import SelpError
 from selp.language.ast import Atom, Comparison, Const, Rule, Var
 from selp.language.validate import Component
 from selp.values import Value, encode
 
-# "false" runs global rounds on the values' text, as before the codes (for comparison and as an
-# escape hatch); anything else lets an eligible component run on codes
+# auto (the default) | true | false: whether an eligible component's global rounds run on codes.
+# "false" runs them on the values' text, as before the codes (for comparison and as an escape
+# hatch); "auto" only when the component's inputs hold at least AUTO_MIN_ROWS rows
 CODES_CONF = "spark.selp.rounds.codes"
+CODES_MODES = ("auto", "true", "false")
+# Under this many input rows the codes do not pay: their broadcast joins that encode the inputs
+# and decode the result are a few jobs, and a small component's rounds have few join rows to
+# speed up (the N/4 graph of datasets/results/spark-nonlinear: 255 edges, 6,888 paths, ran slower
+# on codes). The N = 340 graph (1,020 edges, 105,301 paths) gains about 2x from them.
+AUTO_MIN_ROWS = 1_000
 PACKED = "_k"  # the one column of a packed row
+
+
+def codes_mode(value: str) -> str:
+    """The ``spark.selp.rounds.codes`` setting checked: ``auto``, ``true`` or ``false``."""
+    mode = value.strip().lower()
+    if mode not in CODES_MODES:
+        raise SelpError(f"{CODES_CONF}={value!r}: expected auto, true or false")
+    return mode
+
+
+def use_codes(mode: str, input_rows: int | None) -> str | None:
+    """Why an eligible component's rounds do not run on codes under ``mode`` (None when they
+    do); ``input_rows`` is what its input relations hold (None: unknown, counts as large)."""
+    if mode == "false":
+        return f"{CODES_CONF}=false"
+    if mode == "auto" and input_rows is not None and input_rows < AUTO_MIN_ROWS:
+        return f"its inputs hold {input_rows} rows, under {AUTO_MIN_ROWS} ({CODES_CONF}=auto)"
+    return None
 
 
 def uncodable(comp: Component, types: dict[str, tuple[str, ...]]) -> str | None:
@@ -95,17 +121,25 @@ class Codes:
     transformations that use it. The rules' constants hold codes ``0 .. m-1`` (known on the
     driver: a constant is a literal, no lookup job); the other values ``m .. n-1``."""
 
-    def __init__(self, table: DataFrame, size: int, constants: dict[str, int], broadcast_rows: int) -> None:
+    def __init__(self, table: DataFrame, size: int, constants: dict[str, int], broadcast_rows: int, exact: bool = True) -> None:
         self.table = table  # columns v (encoded value), code (bigint)
-        self.size = size
+        self.size = size  # the number of codes, or (not exact) an upper bound on it
+        self.exact = exact
         self.constants = constants
         self.broadcast_rows = broadcast_rows
         self.bits = max(1, (size - 1).bit_length())
 
     @classmethod
-    def build(cls, spark: SparkSession, inputs: list[tuple[DataFrame, int]], constants: list[str], broadcast_rows: int) -> "Codes":
+    def build(cls, spark: SparkSession, inputs: list[tuple[DataFrame, int]], constants: list[str], broadcast_rows: int,
+              rows: int | None = None, arities: tuple[int, ...] = ()) -> "Codes":
         """The dictionary of every value of the ``(frame, arity)`` inputs and of ``constants``
-        (one job: a distinct of the inputs' columns, numbered in one partition)."""
+        (a distinct of the inputs' columns, numbered in one partition).
+
+        With ``rows`` (the inputs' row count, known from loading) the dictionary gets no job of
+        its own: ``len(constants) + rows * arity`` bounds its size, the first round's job
+        computes it (and keeps it), and the bound gives the packing's bits -- unless with the
+        bound a row of some arity in ``arities`` (the component's relations) would not pack:
+        then one job counts the values, as without ``rows``, since the exact size may pack it."""
         const_codes = {c: i for i, c in enumerate(constants)}
         fixed = spark.createDataFrame([(c, i) for c, i in const_codes.items()], "v string, code bigint")
         columns = [df.select(F.col(c).alias("v")) for df, arity in inputs for c in rel_columns(arity)[:arity]]
@@ -117,7 +151,14 @@ class Codes:
             # one partition numbers the values 0 .. n-1 (the id of partition 0 is its row index)
             numbered = values.coalesce(1).select("v", (F.monotonically_increasing_id() + len(constants)).alias("code"))
             parts.append(numbered)
-        table, size = materialize_count(union_all(parts))
+        whole = union_all(parts)
+        if rows is not None:
+            bound = len(constants) + sum(rows * arity for _, arity in inputs)
+            loose = cls(materialize(whole), bound, const_codes, broadcast_rows, exact=False)
+            if all(loose.packs(a) for a in arities if a >= 2):
+                return loose
+            release(loose.table)
+        table, size = materialize_count(whole)
         return cls(table, size, const_codes, broadcast_rows)
 
     def literal(self, value: Value) -> Column:

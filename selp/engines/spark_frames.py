@@ -59,6 +59,18 @@ def _count_rows(df: DataFrame) -> int:
     return df.count()
 
 
+def computed(df: DataFrame) -> bool:
+    """Whether a frame cut by :func:`cut` or :func:`materialize` has been computed (its rows are
+    kept, reading it recomputes nothing); True for any other frame."""
+    try:
+        plan = df._jdf.logicalPlan()  # type: ignore[attr-defined]
+        if plan.getClass().getSimpleName() == "LogicalRDD":
+            return bool(plan.rdd().isCheckpointed())
+    except Exception:  # noqa: BLE001 - internal API (absent with Spark Connect): assume computed
+        pass
+    return True
+
+
 def release(df: DataFrame) -> None:
     """Drop the blocks of a frame made by :func:`materialize_count` (no-op for other frames).
 

@@ -114,10 +114,29 @@ def _read(data: bytes) -> pa.Table:
 
 class Unpack:
     """The function ``mapInArrow`` runs over blob rows: the Spark DTable's rows of each
-    partition's entries (see the module docstring); ``salt`` is the component's fact-key salt."""
+    partition's entries (see the module docstring); ``salt`` is the component's fact-key salt.
 
-    def __init__(self, salt: int) -> None:
+    ``keys`` (fact keys ``_f``) or ``facts`` (``(relation, args)`` pairs, args encoded) restrict
+    it to the entries of those facts (``facts``: at least those, see ``_SEP``): a reader of a
+    few facts (a tree, an explanation) then builds their rows only, not every entry's."""
+
+    def __init__(self, salt: int, keys: Sequence[int] | None = None,
+                 facts: Sequence[tuple[str, Sequence[str]]] | None = None) -> None:
         self.salt = salt
+        self.keys = None if keys is None else np.unique(np.asarray(keys, np.int64))
+        # a fact as one string: relation and arguments joined by a separator no encoding holds
+        self.facts = None if facts is None else sorted({_fact_text(r, a) for r, a in facts})
+
+    def _wanted(self, g: int, rel: Any, args: Any) -> np.ndarray | None:
+        """The numbers of the partition's facts to unpack (None: every fact)."""
+        import pyarrow.compute as pc
+
+        if self.keys is not None:
+            return np.flatnonzero(np.isin(fact_keys(self.salt, g, len(rel)), self.keys))
+        if self.facts is not None:
+            text = pc.binary_join_element_wise(rel, pc.binary_join(args, _SEP), _SEP)
+            return np.flatnonzero(pc.is_in(text, value_set=pa.array(self.facts, pa.string())).to_numpy(zero_copy_only=False))
+        return None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         facts: dict[int, list[tuple[int, bytes]]] = {}
@@ -134,8 +153,25 @@ class Unpack:
             if isinstance(rel, pa.DictionaryArray):
                 rel = rel.dictionary_decode()
             args = f.column("args").combine_chunks()
+            wanted = self._wanted(g, rel, args)
+            if wanted is not None and not len(wanted):
+                continue
             for data in chunks:
-                yield from unpack_entries(_read(data), rel, args, self.salt, g).to_batches(max_chunksize=CHUNK)
+                e = _read(data)
+                if wanted is not None:
+                    e = e.filter(pa.array(np.isin(e.column("_i").to_numpy(), wanted)))
+                    if not e.num_rows:
+                        continue
+                yield from unpack_entries(e, rel, args, self.salt, g).to_batches(max_chunksize=CHUNK)
+
+
+# a string value may hold this separator, so two facts can share a text: ``facts`` then keeps a
+# few entries too many (never too few), and its reader semi-joins the exact facts afterwards
+_SEP = "\x1f"
+
+
+def _fact_text(relation: str, args: Sequence[str]) -> str:
+    return _SEP.join([relation, *args])
 
 
 def unpack_entries(e: pa.Table, relation: Any, args: Any, salt: int, partition: int) -> pa.Table:

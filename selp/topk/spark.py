@@ -192,6 +192,7 @@ class _Home:
     # (selp.topk.spark_partitioned), whose single piece is this frame without ``rank``
     ranked: DataFrame | None = None
     packed: DataFrame | None = None  # what ``ranked`` is unpacked from (selp.topk.packed), held until the end
+    reader: Callable[..., DataFrame] | None = None  # some facts' rows of ``packed`` (SparkDTable.part_readers)
 
     def all_entries(self) -> DataFrame | None:
         return union_all(self.pieces) if self.pieces else None
@@ -957,6 +958,7 @@ def run_topk_spark(
             0.0, load_seconds, fixpoint_seconds, list(db.warnings), engine.total, engine.small_rounds,
         )
         result.plan, result.ranked_parts = engine.plan, done
+        result.part_readers = [h.reader for h in engine.homes if h.ranked is not None]
         result.part_rows = sum(sum(h.admitted.values()) for h in engine.homes if h.ranked is not None)
         result.ranked()  # the ranks: the DTable is complete
         result.seconds = time.perf_counter() - t1

@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
@@ -37,7 +37,7 @@ from pyspark.sql.types import (
 )
 
 from selp.engines.spark_compile import union_all
-from selp.engines.spark_frames import cut, materialize_count, release
+from selp.engines.spark_frames import computed, cut, materialize_count, release
 from selp.engines.spark_load import is_local_path, local_path, to_uri
 from selp.errors import SelpError
 from selp.topk.dtable import ENTRIES, DTable, Entry, replace_dir, save_dtable
@@ -108,6 +108,10 @@ class SparkDTable:
     # entries ranked where they were computed (partition-local components), not in ``every``
     ranked_parts: list[DataFrame] = field(repr=False, default_factory=list)
     part_rows: int = 0  # entries in ``ranked_parts``
+    # per ranked part, None or a reader of some facts' rows only (``keys=`` or ``facts=``, see
+    # selp.topk.packed.Unpack): used while the part's own rows have not been computed
+    part_readers: list[Callable[..., DataFrame] | None] = field(repr=False, default_factory=list)
+    _every_part: DataFrame | None = field(default=None, repr=False)
     _ranked: DataFrame | None = field(default=None, repr=False)
     _every_rows: int = field(default=0, repr=False)  # entries of ``every``, once ranked
     _entries: DataFrame | None = field(default=None, repr=False)
@@ -122,9 +126,21 @@ class SparkDTable:
         if self._ranked is None:
             parts = list(self.ranked_parts)
             if self.every is not None or not parts:
-                parts.insert(0, self._rank_every())
+                self._every_part = self._rank_every()
+                parts.insert(0, self._every_part)
             self._ranked = union_all(parts)
         return self._ranked
+
+    def _rows_of(self, want: DataFrame, on: list[str], **only: Any) -> list[Any]:
+        """The ranked rows of the facts in ``want`` (a small frame, semi-joined on ``on``),
+        collected. A partition-local part nobody has unpacked yet builds these facts' rows only
+        (``only``: ``keys`` or ``facts`` of its reader), rather than every entry's."""
+        self.ranked()
+        readers = self.part_readers or [None] * len(self.ranked_parts)
+        parts = [p if read is None or computed(p) else read(**only) for p, read in zip(self.ranked_parts, readers)]
+        if self._every_part is not None:
+            parts.insert(0, self._every_part)
+        return union_all(parts).join(F.broadcast(want), on, "left_semi").collect()
 
     def _rank_every(self) -> DataFrame:
         """The entries of ``every`` (the EDB leaves and the global rounds' entries) with their
@@ -313,7 +329,7 @@ class SparkDTable:
             elif wanted:
                 schema = StructType([StructField("relation", StringType(), False), StructField("args", ArrayType(StringType()), False)])
                 want = self.spark.createDataFrame([(r, list(a)) for r, a in wanted], schema)
-                start = ranked.join(F.broadcast(want), ["relation", "args"], "left_semi").collect()
+                start = self._rows_of(want, ["relation", "args"], facts=wanted)
         take(start, facts is not None)
         needed: set[tuple[int, int]] = set()
         todo = [(r["_f"], r["_o"]) for r in start if r["rank"] is not None]
@@ -321,7 +337,7 @@ class SparkDTable:
             missing = sorted({f for f, _ in todo if f not in fetched})
             if missing:
                 want = self.spark.createDataFrame([(f,) for f in missing], "_f bigint")
-                take(ranked.join(F.broadcast(want), ["_f"], "left_semi").collect(), True)
+                take(self._rows_of(want, ["_f"], keys=missing), True)
             nxt = []
             for p in todo:
                 if p in needed:

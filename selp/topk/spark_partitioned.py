@@ -213,12 +213,16 @@ def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Se
     n = sum(admitted.values())
     # the rows of the entries, unpacked when first read (the ranks, pointers, trees, a later
     # component) and kept from then on: a DTable nobody reads is never unpacked
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        rows_out = packed.mapInArrow(Unpack(dtask.salt), _OUT)
-    ranked = cut(rows_out.select(
-        "_f", "_g", "relation", "args", F.col("_w").cast(engine.wt.type).alias("_w"), "_s", "_o", "_rule", "_ch", "rank"))
-    home.packed = packed
+    def read(**only: Any) -> DataFrame:
+        # the rows of every entry, or (``only``: keys= or facts=) of a few facts' entries
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            rows_out = packed.mapInArrow(Unpack(dtask.salt, **only), _OUT)
+        return rows_out.select(
+            "_f", "_g", "relation", "args", F.col("_w").cast(engine.wt.type).alias("_w"), "_s", "_o", "_rule", "_ch", "rank")
+
+    ranked = cut(read())
+    home.packed, home.reader = packed, read
     home.pieces, home.piece_rows = [ranked.drop("rank")], [n]
     home.ranked = ranked
     home.admitted, home.live = dict(admitted), dict(admitted)

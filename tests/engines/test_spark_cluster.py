@@ -22,6 +22,8 @@ from typing import Iterator
 
 import pytest
 
+from helpers.orphans import die_with_parent
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +108,8 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
         with open(log, "wb") as out:
             procs.append(
                 subprocess.Popen(
-                    [spark_class, *args], stdout=out, stderr=subprocess.STDOUT, env=daemon_env, cwd=base, start_new_session=True
+                    [spark_class, *args], stdout=out, stderr=subprocess.STDOUT, env=daemon_env, cwd=base,
+                    preexec_fn=die_with_parent(),  # own session, and killed with this process
                 )
             )
 

@@ -120,7 +120,7 @@ def test_rounds_on_dictionary_codes_match_the_reference(spark, tmp_path: Path, c
             assert got.count(rel) == want.count(rel)
         assert got.iterations == want.iterations
         assert any(row[1] == 99 for row in want.rows("s")) and len(want.rows("t")) > 20
-        coded = {rel for step in got.plan if "values" in step for rel in step["relations"]}
+        coded = {rel for step in got.plan if step.get("values", "").startswith("codes") for rel in step["relations"]}
         assert coded == ({"p", "s", "t"} if codes == "true" else set())
     finally:
         got.close()
@@ -148,8 +148,41 @@ def test_rounds_with_wide_rows_run_on_unpacked_codes(spark, tmp_path: Path) -> N
     got.close()
     program = program.replace(", a < 300", ", a != 300")
     analysis = analyze(parse_program(program))
-    got = run_spark(analysis, db, spark)
+    spark.conf.set("spark.selp.rounds.codes", "true")  # 400 rows: auto would keep them on text
+    try:
+        got = run_spark(analysis, db, spark)
+    finally:
+        spark.conf.unset("spark.selp.rounds.codes")
     assert got.rows("v") == run_local(analysis, db).rows("v")
     (step,) = [s for s in got.plan if s["relations"] == ["v"]]
     assert step["values"].startswith("codes (") and int(step["values"].split("(")[1].split()[0]) > 2**9
     got.close()
+
+
+def test_codes_auto_runs_small_inputs_on_text_and_large_ones_on_codes(spark, tmp_path: Path) -> None:
+    """``spark.selp.rounds.codes=auto`` (the default) keeps a component with few input rows on
+    text, says why in the plan, and codes one with many (same answers either way); a value other
+    than auto/true/false is refused in one line."""
+    from selp.engines.spark_codes import AUTO_MIN_ROWS
+    from selp.errors import SelpError
+
+    analysis = analyze(parse_program("p(x, y) :- e(x, y).\np(x, z) :- p(x, y), p(y, z).\n"))
+    small, large = tmp_path / "small", tmp_path / "large"
+    _graph(small, 30, 40, 5)
+    _graph(large, 3000, AUTO_MIN_ROWS + 300, 5)
+    for db, mode in ((small, "text"), (large, "codes")):
+        got = run_spark(analysis, db, spark)
+        try:
+            (step,) = got.plan
+            assert step["values"].startswith(mode), step
+            if mode == "text":
+                assert "under" in step["values"] and "auto" in step["values"]
+            assert got.rows("p") == run_local(analysis, db).rows("p")
+        finally:
+            got.close()
+    spark.conf.set("spark.selp.rounds.codes", "maybe")
+    try:
+        with pytest.raises(SelpError, match="spark.selp.rounds.codes='maybe': expected auto, true or false"):
+            run_spark(analysis, small, spark)
+    finally:
+        spark.conf.unset("spark.selp.rounds.codes")

@@ -61,3 +61,24 @@ def test_keys_of_a_partition_are_the_mix_of_its_fact_numbers():
     """Unpacking computes a fact's key from its number alone: the same as keying them all."""
     idx = np.array([5, 0, 7, 5])
     assert np.array_equal(packed.mix_keys(17, 2, idx), fact_keys(17, 2, 8)[idx])
+
+
+def _unpacked(p: Packed, salt: int, partition: int, **only) -> list[dict]:
+    rows = list(Unpack(salt, **only)(iter(blobs(p, partition, ["a", "b"]))))
+    return pa.Table.from_batches(rows).sort_by([("_o", "ascending")]).to_pylist() if rows else []
+
+
+@pytest.mark.parametrize("chunk", [2, 65_536])
+def test_unpacking_a_few_facts_gives_exactly_their_rows(monkeypatch, chunk):
+    """A reader of a few facts, by key or by (relation, args), gets the same rows as the whole
+    unpacking filtered to those facts -- and nothing when no fact of the partition is asked for."""
+    monkeypatch.setattr(packed, "CHUNK", chunk)
+    p, salt, partition = _packed(), 0x5EED << 24, 3
+    every = _unpacked(p, salt, partition)
+    keys = fact_keys(salt, partition, 4)
+    by_key = _unpacked(p, salt, partition, keys=[int(keys[2]), 12345])
+    assert by_key == [r for r in every if r["_f"] == int(keys[2])] and len(by_key) == 3
+    by_fact = _unpacked(p, salt, partition, facts=[("b", ["4"]), ("a", ["1", "x"]), ("a", ["4"])])
+    assert by_fact == [r for r in every if (r["relation"], r["args"]) in (("b", ["4"]), ("a", ["1", "x"]))]
+    assert len(by_fact) == 3
+    assert _unpacked(p, salt, partition, keys=[]) == [] and _unpacked(p, salt, partition, facts=[("b", ["9"])]) == []

@@ -172,3 +172,32 @@ def _weights(text: str) -> dict:
 
     doc = json.loads(text)
     return {(a["fact"]["relation"], tuple(a["fact"]["args"])): [round(t["weight"], 9) for t in a["trees"]] for a in doc["results"]}
+
+
+def test_reading_a_few_facts_unpacks_only_theirs(spark, tmp_path):
+    """The trees of one fact, read from a partition-local DTable larger than the collect limit,
+    are those of the whole DTable, and reading them does not unpack every entry (the part's own
+    rows stay uncomputed until a reader needs all of them)."""
+    from selp.engines.spark_frames import computed
+    from selp.topk.spark_dtable import COLLECT_ROWS_CONF
+
+    db = tmp_path / "db"
+    _graph(db, 9, nodes=20, edges=45)
+    analysis = analyze(parse_program(PATH))
+    task = make_task(analysis, load_database(analysis, db).types, get_monoid("confidence"), 3, parse_pattern("path(*, *)"), "path(*, *)")
+    result = run_topk_spark(task, str(db), spark)
+    spark.conf.set(COLLECT_ROWS_CONF, "10")
+    try:
+        (part,) = result.ranked_parts
+        embedded = topk(analysis, str(db), "path(*, *)", 3, "confidence", engine="embedded").answers()
+        fact = max(embedded, key=lambda f: (len(embedded[f]), f))
+        few = result.to_dtable([fact])
+        assert not computed(part)
+        whole = _entries(result.to_dtable())
+        assert computed(part)  # a reader of every row unpacks (and keeps) them all
+        got = _entries(few)  # the fact, and the facts its trees reach
+        assert got[fact] == whole[fact] and len(whole[fact]) == 3
+        assert all(whole[f] == es for f, es in got.items()) and 1 < len(got) < len(whole)
+    finally:
+        spark.conf.unset(COLLECT_ROWS_CONF)
+        result.close()
