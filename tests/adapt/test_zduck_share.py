@@ -39,7 +39,7 @@ def test_renaming_a_copy_over_its_source_and_redefining_it_keeps_values_apart() 
     assert sorted(eng.names()) == ["q", "r"]
     # the tables no relation refers to are gone
     stored = {row[0] for row in eng.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-    assert stored == {eng.table["q"], eng.table["r"]}
+    assert stored == {*eng.table["q"], *eng.table["r"]}
 
 
 def test_put_after_statistics_and_comparison() -> None:
