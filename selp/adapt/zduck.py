@@ -95,7 +95,8 @@ class DuckZ:
             self._users[table] -= 1
             if not self._users[table]:
                 del self._users[table]
-                self._stats.pop(table, None)
+                for key in [k for k in self._stats if table in k.split("+")]:  # a segment set's too
+                    del self._stats[key]
                 self.con.execute(f"DROP TABLE IF EXISTS {ident(table)}")
 
     def _fresh(self, name: str) -> str:
@@ -200,24 +201,22 @@ class DuckZ:
         return name in self.arity
 
     def stats(self, name: str) -> Stats:
-        """Rows and distinct values per column; of several segments, their rows added and each
-        column's largest distinct count (the bounds a planner would take: a tuple in two
-        segments is one row of the sum, so rows may be over-estimated)."""
-        arity = self.arity[name]
-        parts = [self._table_stats(t, arity) for t in self.table[name]]
-        if len(parts) == 1:
-            return parts[0]
-        rows = sum(p.rows for p in parts)
-        return Stats(rows, tuple(min(rows, max(p.distinct[i] for p in parts)) for i in range(arity)))
+        """Rows and distinct values per column (HyperLogLog estimates), per stored table; a
+        relation of several segments is measured over their sum (the segments alone would
+        count a tuple in two of them twice), once per set of segments."""
+        tables = self.table[name]
+        if len(tables) == 1:
+            return self._table_stats(tables[0], self.arity[name], ident(tables[0]))
+        return self._table_stats("+".join(tables), self.arity[name], f"({self._normal_sql(name)})")
 
-    def _table_stats(self, table: str, arity: int) -> Stats:
+    def _table_stats(self, table: str, arity: int, source: str) -> Stats:
         if table in self._stats:
             return self._stats[table]
         # HyperLogLog estimates: a cost model needs magnitudes, and exact distinct counts of every
         # column cost as much as recomputing a small view
         parts = ["COUNT(*)"] + [f"approx_count_distinct(c{i})" for i in range(arity)]
         # fetchall, not fetchone: an unfinished result would block the next register() (put)
-        (row,) = self.con.execute(f"SELECT {', '.join(parts)} FROM {ident(table)}").fetchall()
+        (row,) = self.con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchall()
         rows = int(row[0])
         self._stats[table] = Stats(rows, tuple(min(rows, int(x or 0)) for x in row[1:]))
         return self._stats[table]
