@@ -18,7 +18,7 @@ from typing import Callable
 from selp.adapt.cost import query_cost
 from selp.adapt.rewrite import unfold
 from selp.adapt.rules import Query, make_cq, query_key, query_of_rules
-from selp.adapt.search import Plan, search
+from selp.adapt.search import Plan, search, view_relations
 from selp.adapt.zprogram import Stats, View, ZEngine, check, lower
 from selp.language.ast import Atom, Const, Program, Rule, Var
 
@@ -132,6 +132,7 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
             if engine.has(p.head.relation):
                 available[p.head.relation] = unfold(query_of_rules([p]), old_defs)
                 old_arity[p.head.relation] = p.head.arity
+    view_rels = {name: view_relations(d) for name, d in available.items()}  # kept, not recomputed per search
     idb = {v.relation for v in new_views}
     edb_defs: dict[str, Query] = {}
     for rel, arity in new_arities.items():
@@ -166,7 +167,7 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
             copy: Query = {make_cq(xs, [(previous, xs)]): 1}
             plan = Plan(copy, query_cost(copy, stats), query_cost(original, stats), 0, 0.0)
         else:
-            plan = search(original, base, available, stats, budget, first=(previous,))
+            plan = search(original, base, available, stats, budget, first=(previous,), view_rels=view_rels)
         lowered = [lower(cq.rule(name, k), arities, k) for cq, k in plan.query.items()]
         run = time.perf_counter()
         engine.define(name, arity, lowered)
@@ -177,6 +178,7 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
             stats.cache[name] = derived
         new_defs[name] = base
         available[name] = base
+        view_rels[name] = view_relations(base)
         out.append(ViewPlan(name, arity, plan, done - start, done - run))
     return out
 

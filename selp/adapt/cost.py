@@ -15,7 +15,7 @@ from selp.adapt.rules import CQ
 from selp.adapt.zprogram import Stats
 from selp.language.ast import Var
 
-SECONDS_PER_ROW = 2e-7  # turns cost into time: DuckDB recomputed the mix's views at 1.7–2.6e-7 s per estimated row (2 shared cores, 100k rows)
+SECONDS_PER_ROW = 5e-8  # turns cost into time: DuckDB recomputed the mix's views at 3-7e-8 s per estimated row on a quiet machine (2 cores, 100k rows; median 4.5e-8); loaded, 2-4x that
 RULE_OVERHEAD = 50.0  # a fixed cost per rule (planning, a pass over the union)
 
 

@@ -87,11 +87,20 @@ def _bind(p: Term, t: Term, s: dict) -> bool:
     return p == t
 
 
+_EXECUTABLE: dict[CQ, bool] = {}
+
+
 def executable(cq: CQ) -> bool:
     """Whether an engine can run ``cq``: every variable occurs as a whole argument of a body
-    atom (a variable only inside a Skolem argument would need the value taken apart)."""
-    plain = {t for _, args in cq.body for t in args if isinstance(t, Var)}
-    return cq.vars() <= plain
+    atom (a variable only inside a Skolem argument would need the value taken apart).
+    Memoised on the interned CQ (every plan the search keeps is asked)."""
+    hit = _EXECUTABLE.get(cq)
+    if hit is None:
+        if len(_EXECUTABLE) >= MAX_PIECES:
+            _EXECUTABLE.clear()
+        plain = {t for _, args in cq.body for t in args if isinstance(t, Var)}
+        hit = _EXECUTABLE[cq] = cq.vars() <= plain
+    return hit
 
 
 def folds(q: Query, view: str, defn: Query, limit: int = 64) -> Iterator[Query]:

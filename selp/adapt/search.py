@@ -7,8 +7,8 @@ fewer than ``C_Q`` plans are done (the paper's code bounds the done set, not the
 search stops when the queue is empty or the time budget, a fraction of the input plan's
 estimated running time, is spent — also inside an expansion, which tries the view's own old
 instance first and then the views sharing most relations with the plan; the cheapest executable
-plan seen wins. The first plan is always expanded (with one view at least), so that a tight budget
-still tries folding into the old view.
+plan seen wins. The first plan expanded is the base unfolding, always (with one view at least), so that a
+tight budget still tries folding into the old view.
 """
 
 from __future__ import annotations
@@ -40,11 +40,17 @@ class Plan:
     seconds: float
 
 
+def view_relations(defn: Query) -> frozenset[str]:
+    """The relations a view's base definition reads (a view folds only into plans holding them)."""
+    return frozenset(r for cq in defn for r, _ in cq.body)
+
+
 def search(original: Query, base: Query, views: Mapping[str, Query], stats: Callable[[str], Stats], budget: float | None = None,
-           first: tuple[str, ...] = ()) -> Plan:
+           first: tuple[str, ...] = (), view_rels: Mapping[str, frozenset[str]] | None = None) -> Plan:
     """The cheapest plan for a view whose input plan is ``original`` and whose unfolding over
     base relations is ``base``; ``views`` are the materialised views with their base definitions,
-    those named in ``first`` (the view's own old instance) tried first."""
+    those named in ``first`` (the view's own old instance) tried first; ``view_rels`` their
+    :func:`view_relations`, when the caller keeps them across searches."""
     start = time.perf_counter()
     recompute = query_cost(original, stats)
     if budget is None:
@@ -54,21 +60,25 @@ def search(original: Query, base: Query, views: Mapping[str, Query], stats: Call
     seen: set = set()
     done: list[tuple[float, Query]] = []
 
-    def push(q: Query, cost: float | None = None) -> None:
+    def push(q: Query, cost: float | None = None, rank: int = 1) -> None:
         key = query_key(q)
         if key in seen:
             return
         seen.add(key)
-        heapq.heappush(pending, (query_cost(q, stats) if cost is None else cost, next(tie), q))
+        heapq.heappush(pending, (rank, query_cost(q, stats) if cost is None else cost, next(tie), q))
 
     # a view folds into a plan only if its definition's relations occur in the plan: checked
     # on relation sets first, since most available views (provenance tables above all) share none
-    view_rels = {name: {r for cq in defn for r, _ in cq.body} for name, defn in views.items()}
+    if view_rels is None:
+        view_rels = {name: view_relations(defn) for name, defn in views.items()}
+    # the base unfolding is expanded first: the old instance and the provenance tables are
+    # defined over base relations, so that is where they fold (a tight budget may allow one
+    # expansion, and folding the input plan, over changed sources, rarely matches them)
+    push(base, rank=0)
     push(original, recompute)
-    push(base)
     start = time.perf_counter()  # the budget is for the search: statistics were fetched above
     while pending and (not done or time.perf_counter() - start < budget):  # expand one plan at least
-        cost, _, p = heapq.heappop(pending)
+        _, cost, _, p = heapq.heappop(pending)
         done.append((cost, p))
         found: list[tuple[float, int, Query]] = []
         plan_rels = {r for cq in p for r, _ in cq.body}
@@ -85,7 +95,7 @@ def search(original: Query, base: Query, views: Mapping[str, Query], stats: Call
             if len(done) >= C_Q:
                 break
             push(c, c_cost)
-    candidates = done + [(c, q) for c, _, q in pending]
+    candidates = done + [(c, q) for _, c, _, q in pending]
     runnable = [(c, q) for c, q in candidates if all(executable(cq) for cq in q)]
     best_cost, best = min(runnable, key=lambda x: x[0]) if runnable else (recompute, original)
     if best_cost >= recompute:  # a rewriting no cheaper is no gain: the input plan reads what is materialised

@@ -1,10 +1,14 @@
-"""Z-relations on DuckDB: a table per relation (shared by an unchanged copy), text columns ``c0..``
-and a signed ``_cnt``.
+"""Z-relations on DuckDB: a relation is one or more stored tables (*segments*, shared by an
+unchanged copy), text columns ``c0..`` and a signed ``_cnt``.
 
 A relation of one rule is one ``SELECT ... SUM(product of _cnt) ... GROUP BY`` over its body
-tables; the derivations of several rules are unioned (``UNION ALL``) and summed once, or merged
-into a stored relation the plan keeps as it is (:meth:`DuckZ._define_sql`); non-zero counts are
-kept. No ``DISTINCT`` anywhere: differential plans need exact counts ([GI12]).
+tables; the derivations of several rules are unioned (``UNION ALL``) and summed once. A plan that
+keeps a stored relation as it is (``q@new :- q`` plus a remainder, [GI12]'s fold into the old
+instance) stores only the remainder, summed, as a new segment after the kept relation's
+segments: a Z-relation is the sum of its segments (join distributes over union, so readers
+that multiply and sum counts need no merge), and the old rows are neither read nor copied.
+Reading rows, comparing and compacting sum the segments. No ``DISTINCT`` anywhere:
+differential plans need exact counts ([GI12]).
 """
 
 from __future__ import annotations
@@ -30,13 +34,13 @@ def _sql(e: Expr) -> str:
     return parts[0] if len(parts) == 1 else "(" + " || ".join(parts) + ")"
 
 
-def rule_sql(plan: RulePlan, table: Callable[[str], str] = lambda r: r, summed: bool = True) -> str:
+def rule_sql(plan: RulePlan, source: Callable[[str], str] = ident, summed: bool = True) -> str:
     """The SELECT of one rule: head columns and the signed count of each head tuple;
-    ``table`` names the stored table of a relation. Not ``summed``: one row per derivation
+    ``source`` gives the SQL a relation is read from (a quoted table, or a union of segments). Not ``summed``: one row per derivation
     (the caller sums; a relation of several rules is aggregated once, over their union)."""
     cols = ", ".join(f"{_sql(e)} AS c{i}" for i, e in enumerate(plan.head)) or "1 AS _unit"
     count = " * ".join(f"t{i}._cnt" for i in range(len(plan.relations))) or "1"
-    tables = ", ".join(f"{ident(table(r))} AS t{i}" for i, r in enumerate(plan.relations))
+    tables = ", ".join(f"{source(r)} AS t{i}" for i, r in enumerate(plan.relations))
     conds = [f"{_sql(a)} = {_sql(b)}" for a, b in plan.equal] + [f"{_sql(a)} <> {_sql(b)}" for a, b in plan.unequal]
     where = (" WHERE " + " AND ".join(conds)) if conds else ""
     sign = "" if plan.sign == 1 else f"{plan.sign} * "
@@ -52,41 +56,48 @@ def _is_copy(plan: RulePlan, arity: int) -> bool:
             and plan.arities[0] == arity and plan.head == tuple(((0, i),) for i in range(arity)))
 
 
+MAX_SEGMENTS = 4  # a relation of more segments is summed into one table (reads stay a short union)
+
+
 class DuckZ:
     """Z-relations as DuckDB tables in one connection (in memory unless a path is given).
 
-    A relation names a stored table; several relations may share one (an unchanged view's new
-    instance *is* its old one: :meth:`define` of a plain copy adds a reference, no rows move).
-    Tables are never written after creation: redefining a relation creates a new table and
-    drops the old one when no relation refers to it any more, so a shared table never changes
-    under the other relation.
+    A relation is a tuple of stored tables (segments) whose sum it is; several relations may
+    share tables (an unchanged view's new instance *is* its old one: :meth:`define` of a plain
+    copy adds a reference, no rows move; a plan keeping the old instance adds one segment to
+    it). Tables are never written after creation: redefining a relation creates a new table and
+    drops the old ones when no relation refers to them any more, so a shared table never
+    changes under the other relation. A relation of one segment is summed with non-zero counts;
+    one of several may hold a tuple in more than one segment (and a net count of 0): readers
+    that multiply and sum counts do not mind, :meth:`get`, :meth:`same` and compaction sum.
     """
 
     def __init__(self, path: str = ":memory:") -> None:
         self.con = duckdb.connect(path)
         self.arity: dict[str, int] = {}
-        self.table: dict[str, str] = {}  # relation -> stored table
+        self.table: dict[str, tuple[str, ...]] = {}  # relation -> its segments (stored tables)
         self._users: dict[str, int] = {}  # stored table -> relations referring to it
         self._stats: dict[str, Stats] = {}  # per stored table, as a DBMS keeps statistics
         self._made = 0
 
-    def _bind(self, name: str, arity: int, table: str) -> None:
-        """Make relation ``name`` refer to ``table`` (releasing what it referred to)."""
-        self._users[table] = self._users.get(table, 0) + 1
+    def _bind(self, name: str, arity: int, tables: tuple[str, ...]) -> None:
+        """Make relation ``name`` the sum of ``tables`` (releasing what it referred to)."""
+        for t in tables:
+            self._users[t] = self._users.get(t, 0) + 1
         self._release(name)
-        self.table[name] = table
+        self.table[name] = tables
         self.arity[name] = arity
 
     def _release(self, name: str) -> None:
-        table = self.table.pop(name, None)
+        tables = self.table.pop(name, ())
         self.arity.pop(name, None)
-        if table is None:
-            return
-        self._users[table] -= 1
-        if not self._users[table]:
-            del self._users[table]
-            self._stats.pop(table, None)
-            self.con.execute(f"DROP TABLE IF EXISTS {ident(table)}")
+        for table in tables:
+            self._users[table] -= 1
+            if not self._users[table]:
+                del self._users[table]
+                for key in [k for k in self._stats if table in k.split("+")]:  # a segment set's too
+                    del self._stats[key]
+                self.con.execute(f"DROP TABLE IF EXISTS {ident(table)}")
 
     def _fresh(self, name: str) -> str:
         """A table name for a new instance of ``name``: the name itself when free."""
@@ -97,14 +108,17 @@ class DuckZ:
             self._made += 1
         return f"{name}#{self._made}"
 
-    def _create(self, name: str, arity: int, select: str | None) -> None:
+    def _new_table(self, name: str, arity: int, select: str | None) -> str:
         table = self._fresh(name)
         if select is None:
             cols = ", ".join([f"c{i} VARCHAR" for i in range(arity)] + ["_cnt BIGINT"])
             self.con.execute(f"CREATE OR REPLACE TABLE {ident(table)} ({cols})")
         else:  # one statement: the SELECT's columns are VARCHAR texts and a BIGINT count
             self.con.execute(f"CREATE OR REPLACE TABLE {ident(table)} AS {select}")
-        self._bind(name, arity, table)
+        return table
+
+    def _create(self, name: str, arity: int, select: str | None) -> None:
+        self._bind(name, arity, (self._new_table(name, arity, select),))
 
     def put(self, name: str, arity: int, rows: TextRel) -> None:
         data = [(k, n) for k, n in rows.items() if n]
@@ -126,53 +140,59 @@ class DuckZ:
         if not plans:
             self._create(name, arity, None)
             return
-        p = plans[0]
-        if len(plans) == 1 and _is_copy(p, arity) and self.arity.get(p.relations[0]) == arity:
-            # the plan reuses a stored relation as it is (an unchanged view): a stored relation is
-            # already summed with non-zero counts, so ``name`` shares its table
-            self._bind(name, arity, self.table[p.relations[0]])
+        kept = next((p for p in plans if _is_copy(p, arity) and self.arity.get(p.relations[0]) == arity), None)
+        if kept is None:
+            self._create(name, arity, self._summed_sql(arity, plans))
             return
-        self._create(name, arity, self._define_sql(arity, plans))
+        # the plan reuses a stored relation as it is (an unchanged view, or the old instance a
+        # plan folded into): ``name`` shares its segments, and the other rules' sum is one more
+        old = self.table[kept.relations[0]]
+        rest = [p for p in plans if p is not kept]
+        if not rest:
+            self._bind(name, arity, old)
+            return
+        added = self._new_table(name, arity, self._summed_sql(arity, rest))
+        self._bind(name, arity, old + (added,))
+        if len(self.table[name]) > MAX_SEGMENTS:
+            self._create(name, arity, self._normal_sql(name))
 
-    def _define_sql(self, arity: int, plans: list[RulePlan]) -> str:
-        """The SELECT of a relation's summed, non-zero counts. One aggregation in every case:
-
-        * one rule: its own ``GROUP BY`` (no second one over it);
-        * a stored relation taken as it is (``+ old``, the old instance a plan folded into) plus
-          other rules: only the other rules are aggregated, and merged into the stored rows by
-          a full outer join on the tuple -- the stored rows are already summed, re-aggregating
-          them with the rest is what recomputing them would cost;
-        * otherwise one ``GROUP BY`` over the union of every rule's derivations.
-        """
+    def _summed_sql(self, arity: int, plans: list[RulePlan]) -> str:
+        """The SELECT of the summed, non-zero counts of ``plans``' derivations, one aggregation:
+        a single rule's own ``GROUP BY``, else one ``GROUP BY`` over the union of every rule's
+        derivations."""
         cols = ", ".join(f"c{i}" for i in range(arity))
         if len(plans) == 1:  # (a nullary rule's SELECT has a placeholder column: not kept)
-            return f"SELECT {cols + ', ' if arity else ''}_cnt FROM ({rule_sql(plans[0], self._table)}) WHERE _cnt <> 0"
-        kept = next((p for p in plans if arity and _is_copy(p, arity) and self.arity.get(p.relations[0]) == arity), None)
-        rest = [p for p in plans if p is not kept]
-        union = " UNION ALL ".join(f"({rule_sql(p, self._table, summed=False)})" for p in rest)
-        if kept is None:
-            if not arity:
-                return f"SELECT SUM(_cnt)::BIGINT AS _cnt FROM ({union}) HAVING SUM(_cnt) <> 0"
-            return f"SELECT {cols}, SUM(_cnt)::BIGINT AS _cnt FROM ({union}) GROUP BY {cols} HAVING SUM(_cnt) <> 0"
-        delta = f"SELECT {cols}, SUM(_cnt)::BIGINT AS _cnt FROM ({union}) GROUP BY {cols}"
-        merged = ", ".join(f"COALESCE(o.c{i}, d.c{i}) AS c{i}" for i in range(arity))
-        on = " AND ".join(f"o.c{i} = d.c{i}" for i in range(arity))
-        total = "(COALESCE(o._cnt, 0) + COALESCE(d._cnt, 0))"
-        return (f"SELECT {merged}, {total}::BIGINT AS _cnt FROM {ident(self._table(kept.relations[0]))} AS o "
-                f"FULL OUTER JOIN ({delta}) AS d ON {on} WHERE {total} <> 0")
+            return f"SELECT {cols + ', ' if arity else ''}_cnt FROM ({rule_sql(plans[0], self._source)}) WHERE _cnt <> 0"
+        union = " UNION ALL ".join(f"({rule_sql(p, self._source, summed=False)})" for p in plans)
+        if not arity:
+            return f"SELECT SUM(_cnt)::BIGINT AS _cnt FROM ({union}) HAVING SUM(_cnt) <> 0"
+        return f"SELECT {cols}, SUM(_cnt)::BIGINT AS _cnt FROM ({union}) GROUP BY {cols} HAVING SUM(_cnt) <> 0"
 
-    def _table(self, name: str) -> str:
-        return self.table.get(name, name)
+    def _source(self, name: str) -> str:
+        """The SQL relation ``name`` is read from: its table, or the union of its segments."""
+        tables = self.table.get(name, (name,))
+        if len(tables) == 1:
+            return ident(tables[0])
+        return "(" + " UNION ALL ".join(f"SELECT * FROM {ident(t)}" for t in tables) + ")"
+
+    def _normal_sql(self, name: str) -> str:
+        """The SELECT of relation ``name`` summed over its segments (non-zero counts only)."""
+        if len(self.table[name]) == 1:
+            return f"SELECT * FROM {self._source(name)}"
+        arity = self.arity[name]
+        cols = ", ".join(f"c{i}" for i in range(arity))
+        group = f" GROUP BY {cols}" if arity else ""
+        return f"SELECT {cols + ', ' if arity else ''}SUM(_cnt)::BIGINT AS _cnt FROM {self._source(name)}{group} HAVING SUM(_cnt) <> 0"
 
     def get(self, name: str) -> TextRel:
-        rows = self.con.execute(f"SELECT * FROM {ident(self.table[name])}").fetchall()
+        rows = self.con.execute(self._normal_sql(name)).fetchall()
         return {tuple(r[:-1]): int(r[-1]) for r in rows}
 
     def same(self, a: str, b: str) -> bool:
         """Whether relations ``a`` and ``b`` hold the same Z-relation (compared in the database)."""
-        ta, tb = ident(self.table[a]), ident(self.table[b])
-        if ta == tb:
+        if self.table[a] == self.table[b]:
             return True
+        ta, tb = f"({self._normal_sql(a)})", f"({self._normal_sql(b)})"
         (row,) = self.con.execute(f"SELECT (SELECT COUNT(*) FROM {ta}) = (SELECT COUNT(*) FROM {tb}) "
                                   f"AND NOT EXISTS (SELECT * FROM {ta} EXCEPT ALL SELECT * FROM {tb})").fetchall()
         return bool(row[0])
@@ -181,15 +201,22 @@ class DuckZ:
         return name in self.arity
 
     def stats(self, name: str) -> Stats:
-        table = self.table[name]
+        """Rows and distinct values per column (HyperLogLog estimates), per stored table; a
+        relation of several segments is measured over their sum (the segments alone would
+        count a tuple in two of them twice), once per set of segments."""
+        tables = self.table[name]
+        if len(tables) == 1:
+            return self._table_stats(tables[0], self.arity[name], ident(tables[0]))
+        return self._table_stats("+".join(tables), self.arity[name], f"({self._normal_sql(name)})")
+
+    def _table_stats(self, table: str, arity: int, source: str) -> Stats:
         if table in self._stats:
             return self._stats[table]
-        arity = self.arity[name]
         # HyperLogLog estimates: a cost model needs magnitudes, and exact distinct counts of every
         # column cost as much as recomputing a small view
         parts = ["COUNT(*)"] + [f"approx_count_distinct(c{i})" for i in range(arity)]
         # fetchall, not fetchone: an unfinished result would block the next register() (put)
-        (row,) = self.con.execute(f"SELECT {', '.join(parts)} FROM {ident(table)}").fetchall()
+        (row,) = self.con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchall()
         rows = int(row[0])
         self._stats[table] = Stats(rows, tuple(min(rows, int(x or 0)) for x in row[1:]))
         return self._stats[table]
@@ -201,8 +228,8 @@ class DuckZ:
         """Move relation ``old`` to the name ``new`` (replacing it)."""
         if old == new:
             return
-        arity, table = self.arity[old], self.table[old]
-        self._bind(new, arity, table)
+        arity, tables = self.arity[old], self.table[old]
+        self._bind(new, arity, tables)
         self._release(old)
 
     def names(self) -> list[str]:

@@ -39,7 +39,7 @@ def test_renaming_a_copy_over_its_source_and_redefining_it_keeps_values_apart() 
     assert sorted(eng.names()) == ["q", "r"]
     # the tables no relation refers to are gone
     stored = {row[0] for row in eng.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-    assert stored == {eng.table["q"], eng.table["r"]}
+    assert stored == {*eng.table["q"], *eng.table["r"]}
 
 
 def test_put_after_statistics_and_comparison() -> None:
@@ -73,3 +73,38 @@ def test_old_instance_plus_a_remainder_is_merged_with_exact_counts() -> None:
     # (1,a): 2-2 = 0 gone; (2,b): 1+1-1 = 1 plus q@new(2,2) from the last rule; (3,c) kept; (4,d) new
     assert got["DuckZ"] == got["ReferenceZ"] == {("2", "b"): 1, ("3", "c"): 5, ("4", "d"): 3, ("2", "2"): 1}
     assert got["DuckZ"] != {}  # the old rows are kept through the merge, not lost with the join
+
+
+def test_keeping_the_old_instance_adds_a_segment_and_never_copies_it() -> None:
+    """A plan ``q@new :- q`` plus a remainder stores the remainder's sum as one more segment
+    after ``q``'s own table (the old rows are not read or copied), reads as the summed
+    Z-relation (a tuple in both segments once, a net count of 0 gone), and a relation of more
+    than MAX_SEGMENTS segments is compacted into one table with the same rows."""
+    from selp.adapt.zduck import MAX_SEGMENTS
+
+    eng = DuckZ()
+    eng.put("q", 2, {("1", "a"): 2, ("2", "b"): 1})
+    eng.put("d", 2, {("1", "a"): -2, ("3", "c"): 4})
+    rules = parse_program("q@new(X, Y) :- q(X, Y).\nq@new(X, Y) :- d(X, Y).").rules
+    eng.define("q@new", 2, [lower(r, {"q": 2, "d": 2}) for r in rules])
+    assert len(eng.table["q@new"]) == 2 and eng.table["q@new"][0] == eng.table["q"][0]
+    assert eng.get("q@new") == {("2", "b"): 1, ("3", "c"): 4}
+    assert eng.stats("q@new").rows == 2  # measured over the sum: (1, a) cancelled, not counted
+    eng.put("r", 2, {("2", "b"): 1, ("3", "c"): 4})
+    assert eng.same("q@new", "r")
+    expected = dict(eng.get("q@new"))
+    prev, lengths = "q@new", []
+    for i in range(MAX_SEGMENTS + 1):  # each generation keeps the previous one and adds a tuple
+        eng.put(f"e{i}", 2, {(str(10 + i), "z"): 1})
+        step = parse_program(f"g{i}(X, Y) :- {prev}(X, Y).\ng{i}(X, Y) :- e{i}(X, Y).").rules
+        eng.define(f"g{i}", 2, [lower(r, {prev: 2, f"e{i}": 2}) for r in step])
+        expected[(str(10 + i), "z")] = 1
+        lengths.append(len(eng.table[f"g{i}"]))
+        assert lengths[-1] <= MAX_SEGMENTS
+        assert eng.get(f"g{i}") == expected
+        prev = f"g{i}"
+    assert 1 in lengths  # compacted once on the way (and kept adding segments after)
+    # joining a segmented relation multiplies and sums counts as if it were summed
+    join = parse_program("j(X) :- q@new(X, Y), r(X, Y).").rules
+    eng.define("j", 1, [lower(r, {"q@new": 2, "r": 2}) for r in join])
+    assert eng.get("j") == {("2",): 1, ("3",): 16}
