@@ -53,11 +53,11 @@ def identity(analysis: Analysis) -> Instrumented:
     aggregate rule a witness rule reading its relation's ``agg@`` copy, which the program
     computes too (:mod:`selp.instrument.witness`)."""
     rules = tuple(dataclasses.replace(head_expressions_assigned(r), named=True) for r in analysis.program.rules)
-    rules, filters = witness_rules(analysis, rules)
+    rules, filters, witness_origin = witness_rules(analysis, rules)
     program = dataclasses.replace(analysis.program, rules=rules + filters)
     relation_origin = {rel: rel for rel in analysis.arities}
     relation_origin.update({r.head.relation: r.head.relation[len(PREFIX):] for r in filters})
-    rule_origin = {r.name: r.name for r in rules}
+    rule_origin: dict[str, str | None] = dict(witness_origin)
     rule_origin.update({r.name: r.name[len(PREFIX):] for r in filters})
     return Instrumented(
         program,

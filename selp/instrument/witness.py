@@ -56,23 +56,29 @@ def filter_name(relation: str) -> str:
     return PREFIX + relation
 
 
-def witness_rules(analysis: Analysis, rules: tuple[Rule, ...]) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
-    """``(rules with every aggregate rule in witness form, the agg@ copies they read)``.
+def witness_rules(analysis: Analysis, rules: tuple[Rule, ...]) -> tuple[tuple[Rule, ...], tuple[Rule, ...], dict[str, str]]:
+    """``(rules with every aggregate rule in witness form, the agg@ copies they read, every rule
+    of the first part -> its rule in P)``.
 
     ``rules`` are P's rules (possibly with head expressions already assigned); the copies are
     those of every IDB relation an aggregated relation depends on (itself included), with the
-    aggregates kept, named ``agg@<rule>``."""
+    aggregates kept, named ``agg@<rule>``. The witness rules of one rule of P all have it as
+    origin, so that an instance reaching several min/max values gives one derivation tree (the
+    engines count trees of the same origin once), not one per value."""
     program = analysis.program
     aggregated = program.aggregated()
     if not aggregated:
-        return rules, ()
+        return rules, (), {r.name: r.name for r in rules}
     needed = _dependencies(rules, set(aggregated))
     idb = {r.head.relation for r in rules}
     copies = tuple(_copy(r, idb) for r in rules if r.head.relation in needed)
-    out = []
+    out: list[Rule] = []
+    origin: dict[str, str] = {}
     for r in rules:
-        out.append(_witness(r) if r.aggregates else r)
-    return tuple(out), copies
+        for w in _witness(r) if r.aggregates else (r,):
+            out.append(w)
+            origin[w.name] = r.name
+    return tuple(out), copies, origin
 
 
 def _dependencies(rules: tuple[Rule, ...], roots: set[str]) -> set[str]:
@@ -100,8 +106,9 @@ def _copy(rule: Rule, idb: set[str]) -> Rule:
     return dataclasses.replace(rule, name=filter_name(rule.name), head=renamed(rule.head), body=body, named=True)
 
 
-def _witness(rule: Rule) -> Rule:
-    """The witness form of one aggregate rule (see the module's docstring)."""
+def _witness(rule: Rule) -> tuple[Rule, ...]:
+    """The witness rules of one aggregate rule (see the module's docstring): one, or one per
+    aggregate when all are ``min``/``max``."""
     head = rule.head
     aggs = rule.aggregates
     for t in head.args:
@@ -112,19 +119,22 @@ def _witness(rule: Rule) -> Rule:
                 head.loc,
             )
     selective = all(t.fn in SELECTIVE for _, t in aggs)
-    if selective and len(aggs) > 1:
-        # a witness reaches at least one of the values: a disjunction, which one rule cannot say
-        raise SelpError(
-            f"rule {rule.name}: derivation trees of {head.relation} are not supported: its head has"
-            f" {len(aggs)} min/max aggregates (a witness reaches any one of their values)",
-            head.loc,
-        )
     taken = {v.name for lit in (head, *rule.body) for v in lit.vars()}
     fresh = (n for n in (f"_a{i}" for i in itertools.count(1)) if n not in taken)
     values = {p: Var(next(fresh)) for p, _ in aggs}
     args: list[Term] = [values.get(i, t) for i, t in enumerate(head.args)]
     body = list(rule.body) + [Atom(filter_name(head.relation), tuple(args), False, head.loc)]
-    if selective:  # the instances reaching the group's value; with a count or a sum: all of them
-        (p, agg), = aggs
-        body.append(Comparison("=", values[p], agg.arg, head.loc))
-    return dataclasses.replace(rule, head=dataclasses.replace(head, args=tuple(args)), body=tuple(body))
+    witness_head = dataclasses.replace(head, args=tuple(args))
+    if not selective:  # with a count or a sum every instance is a witness
+        return (dataclasses.replace(rule, head=witness_head, body=tuple(body)),)
+    # min/max only: an instance reaching value i (one rule per aggregate, the disjunction); the
+    # copies after the first are named r@w<i> and all stand for P's rule r (see witness_rules)
+    return tuple(
+        dataclasses.replace(
+            rule,
+            name=rule.name if i == 0 else f"{rule.name}@w{i + 1}",
+            head=witness_head,
+            body=tuple(body + [Comparison("=", values[p], agg.arg, head.loc)]),
+        )
+        for i, (p, agg) in enumerate(aggs)
+    )

@@ -26,7 +26,7 @@ def test_local_and_spark_rank_alike(spark, tmp_path_factory, case, data) -> None
 
 
 @settings(_SETTINGS, max_examples=examples(6))
-@given(programs_with_databases(max_idb=1, aggregates=True, trees=True), st.data())
+@given(programs_with_databases(max_idb=1, aggregates=True), st.data())
 def test_local_and_spark_rank_aggregated_facts_alike(spark, tmp_path_factory, case, data) -> None:
     """Aggregates and min/max recursions: both DTables rank the same witness trees."""
     _rank_alike(spark, tmp_path_factory, case, data)
