@@ -7,8 +7,8 @@ group being the tree's root step and its body facts the children:
 * ``min``/``max``: the instances whose value is ``v`` (each reaches the minimum/maximum);
 * ``count``/``sum``: every instance of the group (each is counted or added to ``v``);
 * several aggregates: every instance when one is ``count``/``sum``; with ``min``/``max`` only, an
-  instance reaching at least one of the values -- a disjunction one witness rule cannot say, so
-  top-k refuses such a relation in one line (the reference enumerator has it).
+  instance reaching at least one of the values -- a disjunction, said by one witness rule per
+  aggregate (below), an instance reaching several values being one tree.
 
 The k best trees of the fact are the k best trees over its witnesses under the query's monoid;
 the first is "the tree of its best witness".
@@ -16,6 +16,12 @@ the first is "the tree of its best witness".
 Before instrumentation, every aggregate rule ``R(k.., agg(e)) :- B.`` of P becomes the plain rule
 
     R(k.., _a) :- B, agg@R(k.., _a), _a = e.      (min/max; count and sum have no ``_a = e``)
+
+and a rule with n ``min``/``max`` aggregates (no ``count``/``sum``) the n rules
+``R(k.., _a1.._an) :- B, agg@R(k.., _a1.._an), _ai = e_i.``, named ``r``, ``r@w2``, ...: all have
+P's rule ``r`` as origin, so an instance reaching several values derives the same tree of P
+through several of them, and the engines, which count trees of the same origin once, rank it
+once ([DGM15] section 5.2).
 
 where ``agg@R`` holds P's facts of ``R``: the rules of ``R`` and of every relation ``R`` depends
 on are copied under ``agg@`` names (:data:`PREFIX`), so the instrumented program computes them
@@ -27,7 +33,8 @@ Instances are thus filtered, never re-aggregated: a pattern that restricts an ag
 relation's derivations (children under its node, a ``//`` carried through it, a constant at the
 aggregate position) selects some of a fact's witness trees, and the fact keeps P's value -- the
 restriction is exact. A Skolem term beside an aggregate in a head cannot be repeated in a body,
-so such a rule has no witness form and top-k refuses it.
+so such a rule has no witness form and top-k refuses it -- only when the pattern's trees can hold
+its relation (:func:`pattern_reads`); otherwise it is left out of the instrumented program.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import itertools
 from selp.aggregate import SELECTIVE
 from selp.errors import SelpError
 from selp.language.ast import Atom, Comparison, Rule, SkolemTerm, Term, Var
+from selp.language.pattern import PatternNode
 from selp.language.validate import Analysis
 
 # as with demand@, a relation of P named agg@... would be taken for a copy: '@' names are meant
@@ -56,7 +64,9 @@ def filter_name(relation: str) -> str:
     return PREFIX + relation
 
 
-def witness_rules(analysis: Analysis, rules: tuple[Rule, ...]) -> tuple[tuple[Rule, ...], tuple[Rule, ...], dict[str, str]]:
+def witness_rules(
+    analysis: Analysis, rules: tuple[Rule, ...], read: set[str] | None = None
+) -> tuple[tuple[Rule, ...], tuple[Rule, ...], dict[str, str]]:
     """``(rules with every aggregate rule in witness form, the agg@ copies they read, every rule
     of the first part -> its rule in P)``.
 
@@ -64,7 +74,9 @@ def witness_rules(analysis: Analysis, rules: tuple[Rule, ...]) -> tuple[tuple[Ru
     those of every IDB relation an aggregated relation depends on (itself included), with the
     aggregates kept, named ``agg@<rule>``. The witness rules of one rule of P all have it as
     origin, so that an instance reaching several min/max values gives one derivation tree (the
-    engines count trees of the same origin once), not one per value."""
+    engines count trees of the same origin once), not one per value. ``read`` (None: every
+    relation) are the relations a pattern's trees can hold: an aggregate rule of another relation
+    with no witness form is left out instead of refused, as no answer reads it."""
     program = analysis.program
     aggregated = program.aggregated()
     if not aggregated:
@@ -75,10 +87,23 @@ def witness_rules(analysis: Analysis, rules: tuple[Rule, ...]) -> tuple[tuple[Ru
     out: list[Rule] = []
     origin: dict[str, str] = {}
     for r in rules:
+        if r.aggregates and read is not None and r.head.relation not in read and not _has_witness_form(r):
+            continue
         for w in _witness(r) if r.aggregates else (r,):
             out.append(w)
             origin[w.name] = r.name
     return tuple(out), copies, origin
+
+
+def pattern_reads(rules: tuple[Rule, ...], relations: set[str], nodes: list[PatternNode]) -> set[str]:
+    """The relations of ``relations`` whose facts a tree matching a pattern with ``nodes`` can
+    hold: those a node's label matches and everything they read."""
+    return _dependencies(rules, {r for r in relations if any(n.matches_relation(r) for n in nodes)})
+
+
+def _has_witness_form(rule: Rule) -> bool:
+    """Whether :func:`_witness` can rewrite ``rule`` (no Skolem term beside its aggregates)."""
+    return not any(isinstance(t, SkolemTerm) for t in rule.head.args)
 
 
 def _dependencies(rules: tuple[Rule, ...], roots: set[str]) -> set[str]:
@@ -111,13 +136,12 @@ def _witness(rule: Rule) -> tuple[Rule, ...]:
     aggregate when all are ``min``/``max``."""
     head = rule.head
     aggs = rule.aggregates
-    for t in head.args:
-        if isinstance(t, SkolemTerm):
-            raise SelpError(
-                f"rule {rule.name}: derivation trees of {head.relation} are not supported: its head has a"
-                " Skolem term beside the aggregate (the witness rule would need it in its body)",
-                head.loc,
-            )
+    if not _has_witness_form(rule):
+        raise SelpError(
+            f"rule {rule.name}: derivation trees of {head.relation} are not supported: its head has a"
+            " Skolem term beside the aggregate (the witness rule would need it in its body)",
+            head.loc,
+        )
     selective = all(t.fn in SELECTIVE for _, t in aggs)
     taken = {v.name for lit in (head, *rule.body) for v in lit.vars()}
     fresh = (n for n in (f"_a{i}" for i in itertools.count(1)) if n not in taken)
