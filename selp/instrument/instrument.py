@@ -46,7 +46,8 @@ from selp.language.validate import Analysis, analyze
 
 
 def identity(analysis: Analysis, read: set[str] | None = None) -> Instrumented:
-    """P itself as an instrumentation with no pattern: every relation and rule is its own origin.
+    """P itself as an instrumentation with no pattern: every relation and rule is its own origin
+    (but the ``agg@`` copies and the witness rules, whose origin is their rule of P).
 
     Rule names are made explicit so that they survive printing after rules are removed, an
     expression in a head becomes an assignment (:func:`head_expressions_assigned`), and an
