@@ -39,25 +39,28 @@ from selp.errors import SelpError
 from selp.instrument.builder import Builder, Instrumented, NodeInfo, annotated, assemble, cleanup, number_nodes
 from selp.instrument.copies import copies, replace_copies
 from selp.instrument.negation import instrument_not
-from selp.instrument.witness import PREFIX, witness_rules
+from selp.instrument.witness import PREFIX, pattern_reads, witness_rules
 from selp.language.ast import Arith, Comparison, Rule, Term, Var
 from selp.language.pattern import And, Not, Or, Pattern, PatternNode, TreePattern
 from selp.language.validate import Analysis, analyze
 
 
-def identity(analysis: Analysis) -> Instrumented:
-    """P itself as an instrumentation with no pattern: every relation and rule is its own origin.
+def identity(analysis: Analysis, read: set[str] | None = None) -> Instrumented:
+    """P itself as an instrumentation with no pattern: every relation and rule is its own origin
+    (but the ``agg@`` copies and the witness rules, whose origin is their rule of P).
 
     Rule names are made explicit so that they survive printing after rules are removed, an
     expression in a head becomes an assignment (:func:`head_expressions_assigned`), and an
     aggregate rule a witness rule reading its relation's ``agg@`` copy, which the program
-    computes too (:mod:`selp.instrument.witness`)."""
+    computes too (:mod:`selp.instrument.witness`). ``read``: the relations a pattern's trees can
+    hold (None: all); an aggregate rule of another relation that has no witness form is left out.
+    """
     rules = tuple(dataclasses.replace(head_expressions_assigned(r), named=True) for r in analysis.program.rules)
-    rules, filters = witness_rules(analysis, rules)
+    rules, filters, witness_origin = witness_rules(analysis, rules, read)
     program = dataclasses.replace(analysis.program, rules=rules + filters)
     relation_origin = {rel: rel for rel in analysis.arities}
     relation_origin.update({r.head.relation: r.head.relation[len(PREFIX):] for r in filters})
-    rule_origin = {r.name: r.name for r in rules}
+    rule_origin: dict[str, str | None] = dict(witness_origin)
     rule_origin.update({r.name: r.name[len(PREFIX):] for r in filters})
     return Instrumented(
         program,
@@ -115,12 +118,26 @@ def instrument(
     )
     if isinstance(pattern, PatternNode):
         pattern = TreePattern(pattern)
-    result = _apply(identity(analysis), pattern, flags)
+    # only what the pattern's trees can hold must have derivation trees (a relation it never
+    # reads may have an aggregate with no witness form)
+    read = pattern_reads(analysis.program.rules, set(analysis.arities), list(_nodes(pattern)))
+    result = _apply(identity(analysis, read), pattern, flags)
     if optimize if merge_copies is None else merge_copies:
         result = _without_copies(result)
     result.stats["rules_before"] = len(analysis.program.rules)
     result.stats["seconds"] = time.perf_counter() - t0
     return result
+
+
+def _nodes(pattern: Pattern) -> Iterable[PatternNode]:
+    """Every node of ``pattern``'s tree patterns."""
+    if isinstance(pattern, TreePattern):
+        yield from pattern.root.nodes()
+    elif isinstance(pattern, Not):
+        yield from _nodes(pattern.operand)
+    else:
+        for p in pattern.operands:
+            yield from _nodes(p)
 
 
 def _without_copies(inst: Instrumented) -> Instrumented:

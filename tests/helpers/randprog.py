@@ -242,11 +242,8 @@ class _Body:
 class _Gen:
     """Draws the parts of one program; see :func:`programs_with_databases`."""
 
-    def __init__(self, draw, max_idb: int, trees: bool = False) -> None:
+    def __init__(self, draw, max_idb: int) -> None:
         self.draw = draw
-        # top-k: no head with two min/max aggregates (their witnesses are a disjunction, which
-        # top-k refuses; docs/language.md)
-        self.trees = trees
         self.strs = draw(st.lists(st.sampled_from(STR_VALUES), min_size=2, max_size=5, unique=True))
         self.ints = draw(st.lists(st.sampled_from(INT_VALUES), min_size=2, max_size=8, unique=True))
         # one type per program (more joins) or both
@@ -457,8 +454,6 @@ class _Gen:
             fn = self.pick(["min", "max", "count", "sum"])
             # sometimes a second aggregate over the same argument (several in one head)
             second = self.pick(["min", "max", "count"] + (["sum"] if fn == "sum" else [])) if self.chance(3) else None
-            if self.trees and second in ("min", "max") and fn in ("min", "max"):
-                second = "count"
             sig: tuple[str, ...] | None = None  # the key's types and then the argument's type
             for _ in range(self.draw(st.integers(1, 2))):
                 b = _Body()
@@ -515,7 +510,7 @@ class _Gen:
         fn = self.pick(["min", "max"])
         rest = ["_"] * (len(g.types) - 2)
         weight = len(g.types) == 3 and g.types[2] != "str" and self.chance(2)
-        if weight and not self.trees and self.chance(2):  # cost and hops selected together (Multi AggSel)
+        if weight and self.chance(2):  # cost and hops selected together (Multi AggSel)
             sign = ">=" if fn == "min" else "<="
             self.multi = True
             return [
@@ -548,7 +543,7 @@ class _Gen:
 
 
 @st.composite
-def programs_with_databases(draw, max_idb: int = 4, aggregates: bool = False, trees: bool = False):
+def programs_with_databases(draw, max_idb: int = 4, aggregates: bool = False):
     """``(program_text, {edb relation: set of tuples})`` for a valid, stratified, finite program.
 
     Every IDB relation gets a level; a rule may read relations of lower levels positively or
@@ -562,11 +557,10 @@ def programs_with_databases(draw, max_idb: int = 4, aggregates: bool = False, tr
     transitive closure, or free-form); the program text has one statement per line. With
     ``aggregates``, relations ``a<i>`` aggregate over the others, ``s`` may be a min/max
     recursion over a graph, and ``w``/``u`` may read them (see :meth:`_Gen.aggregate_rules`,
-    :meth:`_Gen.selective_rules`, :meth:`_Gen.reader_rules`); some heads have two aggregates, and
-    ``s`` may select two (cost and hops) -- unless ``trees`` (top-k's programs: no head with two
-    min/max aggregates).
+    :meth:`_Gen.selective_rules`, :meth:`_Gen.reader_rules`); some heads have two aggregates (two
+    min/max too, whose witnesses are a disjunction), and ``s`` may select two (cost and hops).
     """
-    g = _Gen(draw, max_idb, trees)
+    g = _Gen(draw, max_idb)
     rules = []
     for head in g.idb:
         rules.append(g.rule(head, recursive=False))

@@ -221,3 +221,8 @@ def test_a_skolem_term_beside_an_aggregate_has_no_trees_and_says_so_in_one_line(
                          capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 1 and run.stderr.startswith("error: prog.dl:2:1: rule r1: derivation trees of c are not supported")
     assert run.stderr.count("\n") == 1
+    # a pattern whose trees cannot hold c is explained
+    (tmp_path / "prog.dl").write_text("e(1, 2). e(1, 3).\nc(f(x), count(y)) :- e(x, y).\nq(x) :- e(x, 3).\n")
+    run = subprocess.run([sys.executable, "-m", "selp", "explain", "prog.dl", "q(*)", "--engine", engine, "-q"],
+                         capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 0 and "q(1)  [r2 1]" in run.stdout, run.stderr

@@ -140,16 +140,42 @@ def test_multi_aggregate_mistakes_are_one_located_line(tmp_path, program: str, w
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
 
 
-@pytest.mark.parametrize("engine", IN_PROCESS)
-def test_top_k_refuses_several_min_max_in_one_line_and_explains_count_with_max(tmp_path, engine: str) -> None:
-    run = _run(tmp_path, RECURSIVE, "explain", "route(*, *, *, *)", "--engine", engine)
-    assert run.returncode == 1 and run.stderr.startswith("error: prog.dl:2:1: rule r1: derivation trees of route are not supported")
-    assert run.stderr.count("\n") == 1
+TOPK_ENGINES = ["embedded", "local", "reference"]
+
+
+@pytest.mark.parametrize("engine", TOPK_ENGINES)
+def test_explain_gives_a_tree_reaching_both_min_max_values_once(tmp_path, engine: str) -> None:
+    """route(1, 2, 3, 1): its one instance reaches the least cost and the fewest hops (a witness
+    of both values), which is one derivation tree, not two."""
+    run = _run(tmp_path, RECURSIVE, "explain", "route(*, *, *, *)", "-k", "3", "--engine", engine)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("route(1, 2, 3, 1)  [r1 1]") == 1 and "#2" not in run.stdout, run.stdout
     run = _run(tmp_path, "link(1, 2, 3). link(1, 3, 4).\nstats(x, count(y), max(w)) :- link(x, y, w).", "explain",
                "stats(*, *, *)", "--engine", engine)
     assert run.returncode == 0, run.stderr
     # one tree per instance of the group (the count makes every instance a witness)
     assert run.stdout.count("stats(1, 2, 4)  [r1 1]") == 2
+
+
+@pytest.mark.parametrize("engine", TOPK_ENGINES)
+def test_explain_of_one_route_gives_the_witness_of_each_value(tmp_path, engine: str) -> None:
+    """a -> c: the direct link has the fewest hops, the path over b the least cost, the path over
+    d neither; with ties of equal weight (three links into c from a, each of cost 2 through b or
+    direct) every witness appears once."""
+    program = ROUTE + 'link("a", "b", 1). link("b", "c", 1). link("a", "c", 9). link("a", "d", 5). link("d", "c", 5).'
+    run = _run(tmp_path, program, "explain", 'route("a", "c", *, *)', "-k", "4", "--engine", engine)
+    assert run.returncode == 0, run.stderr
+    assert "route(a, c, 2, 1)" in run.stdout and "#2" in run.stdout and "#3" not in run.stdout, run.stdout
+    assert "link(a, c, 9)" in run.stdout and "link(b, c, 1)" in run.stdout and "link(d, c, 5)" not in run.stdout
+
+
+def test_explain_scopes_to_the_relations_its_pattern_reads() -> None:
+    """The routes example: explaining out reads nothing of route (several min/max in one head)."""
+    run = subprocess.run([sys.executable, "-m", "selp", "explain", "examples/graphs/routes.dl", "--db", "examples/graphs/db",
+                          "-k", "2", "out(1, *, *, *)"], capture_output=True, text=True, cwd=ROOT,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("out(1, 2, 5, 4)  [r3 1]") == 2
 
 
 def test_check_shows_every_aggregate_of_a_relation(tmp_path) -> None:
