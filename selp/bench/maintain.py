@@ -31,6 +31,7 @@ from selp.maintain.base import Maintainer
 from selp.maintain.dred import DRed
 from selp.maintain.recompute import Recompute
 from selp.maintain.formula import DEFAULT_CAP, Blowup
+from selp.errors import SelpError
 from selp.maintain.session import fallback_message, state_bytes
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -85,8 +86,6 @@ def _distributed(analysis: Analysis, base: dict, mode: str, formulas: str = "mon
 def _state_bytes(m: Maintainer) -> int | None:
     """The state's size as stored; None for a maintainer that is not durable (the distributed
     form with BDDs, a local simulation)."""
-    from selp.errors import SelpError
-
     try:
         return state_bytes(m)
     except SelpError:
