@@ -82,8 +82,14 @@ class Absorption(Maintainer):
 
     def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = pb.DEFAULT_CAP, formulas: str = "monomials",
                  order: str = "dfs", node_cap: int = pb.DEFAULT_NODE_CAP, build: str = "eliminate",
-                 pending_cap: int = DEFAULT_PENDING_CAP, compact: int = DEFAULT_COMPACT) -> None:
+                 pending_cap: int = DEFAULT_PENDING_CAP, compact: int = DEFAULT_COMPACT, lazy: bool = True) -> None:
         super().__init__(analysis)
+        # absorbed edges of transitive closures held unexpanded (see _closure, _unabsorbed):
+        # closure relation -> edge -> the formula its tuples gained, not yet in any tuple's
+        # formula; lazy=False expands every new edge into the closure at once
+        self.lazy = lazy
+        self.lazy_edges: dict[str, dict[tuple, Formula]] = {}
+        self.folded = 0  # lazily held edges expanded later (a deletion cut their endpoints apart)
         # deletion by evaluation, restriction deferred (see _kill, _fresh, _compact, settle):
         # the variables deleted since the stale set was last empty, and per positive relation
         # the tuples whose stored formula may still mention one; each restricted when an
@@ -381,6 +387,8 @@ class Absorption(Maintainer):
         # stale head unrestricted, which is exact (docs/maintain.md, "Restriction on read")
         shape = self._shape(comp)
         if shape is not None:
+            if killed and self.lazy_edges.get(shape.rel):
+                self._unabsorbed(shape, delta, changed, changes)
             self._closure(shape, delta, changed, changes)
             return
         current = {rel: d for rel, d in delta.items() if d}
@@ -434,18 +442,78 @@ class Absorption(Maintainer):
             for head, form in made.items():
                 self._grown(rel, head, None, form, form, delta, changed, changes)
             return
-        store = self.stores[rel]
+        lazy = self._lazy_ok(shape)
+        held = self.lazy_edges.setdefault(rel, {}) if lazy else {}
         for edge, g in edge_formulas(alg, gained.items(), shape).items():
-            # the inputs restricted (a few hundred), the heads (up to the whole view) not
-            column = [(f[0], self._fresh(rel, f)) for f in store.lookup((1,), (edge[0],))]
-            row = [(f[1], self._fresh(rel, f)) for f in store.lookup((0,), (edge[1],))]
-            for head, new in insert_edge(alg, edge, g, column, row):
-                self.work += 1
-                old = table.get(head)
-                form, got = alg.disj(old, new, self._is_stale(rel, head))
-                if got is not None:
-                    self._grown(rel, head, old, form, got, delta, changed, changes)
-            alg.check()
+            if lazy and edge in self.stores[rel].facts:
+                # absorbed: its endpoints are connected already, so no tuple appears, and a
+                # path through it can take the connection instead; its formula waits
+                held[edge] = alg.disj(held.get(edge), g)[0]
+                continue
+            self._expand(shape, edge, g, delta, changed, changes)
+
+    def _expand(self, shape: Closure, edge: tuple, g: Formula, delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        """OR into the closure the paths through ``edge`` (which gained ``g``): one conjunction
+        per pair ``(i, j)`` with ``i`` reaching its source and its destination reaching ``j``."""
+        alg, rel = self.alg, shape.rel
+        table, store = self.formulas[rel], self.stores[rel]
+        # the inputs restricted (a few hundred), the heads (up to the whole view) not
+        column = [(f[0], self._fresh(rel, f)) for f in store.lookup((1,), (edge[0],))]
+        row = [(f[1], self._fresh(rel, f)) for f in store.lookup((0,), (edge[1],))]
+        for head, new in insert_edge(alg, edge, g, column, row):
+            self.work += 1
+            old = table.get(head)
+            form, got = alg.disj(old, new, self._is_stale(rel, head))
+            if got is not None:
+                self._grown(rel, head, old, form, got, delta, changed, changes)
+        alg.check()
+
+    def _lazy_ok(self, shape: Closure) -> bool:
+        """Whether new absorbed edges of ``shape`` may be held unexpanded: only when no rule of
+        another component reads the closure, since such a rule would combine the closure's
+        formulas, which lack the held paths, into formulas of its own."""
+        if not self.lazy:
+            return False
+        key = ("lazy", shape.rel)
+        if key not in self._cache_shapes:
+            self._cache_shapes[key] = not any(  # type: ignore[assignment]
+                lit.relation == shape.rel for comp in self.analysis.components if shape.rel not in comp.relations
+                for rule in comp.rules for lit in rule.body if hasattr(lit, "relation"))
+        return bool(self._cache_shapes[key])
+
+    def _unabsorbed(self, shape: Closure, delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        """After a deletion: drop the held edges that are gone, and expand every held edge whose
+        endpoints the deletion disconnected (its pair is no longer in the closure), until every
+        held edge is absorbed again -- the invariant that makes the closure, without the held
+        edges, the closure with them. An expansion re-derives the tuples that edge keeps."""
+        alg, rel = self.alg, shape.rel
+        held = self.lazy_edges[rel]
+        valuation = alg.valuation(self.pending)
+        for edge, g in list(held.items()):
+            if not alg.alive(g, valuation):
+                del held[edge]
+            else:
+                held[edge] = alg.restrict(g, self._killer())  # a handful: restricted at once
+        while True:
+            cut = [e for e in held if e not in self.stores[rel].facts]
+            if not cut:
+                return
+            for edge in cut:
+                self.folded += 1
+                self._expand(shape, edge, held.pop(edge), delta, changed, changes)
+
+    def fold(self) -> None:
+        """Expand every held edge into the closure's formulas (each tuple's formula is then its
+        whole provenance, as without laziness); the view does not change."""
+        for comp in self.analysis.components:
+            shape = self._shape(comp)
+            if shape is not None and self.lazy_edges.get(shape.rel):
+                held = self.lazy_edges[shape.rel]
+                changes, changed, delta = ViewChanges(), set(), {}  # type: ignore[var-annotated]
+                while held:
+                    edge, g = held.popitem()
+                    self.folded += 1
+                    self._expand(shape, edge, self.alg.restrict(g, self._killer()) if self.pending else g, delta, changed, changes)
 
     def _grown(self, rel: str, head: Fact, old: Formula | None, form: Formula, got: Formula, delta: Delta, changed: set[str],
                changes: ViewChanges) -> None:
@@ -669,6 +737,7 @@ class Absorption(Maintainer):
         state["formulas"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.formulas.items()}
         state["internal"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.internal.items()}
         state["candidates"] = {rel: {c: (h, ref(x)) for c, (h, x) in t.items()} for rel, t in self.candidates.items()}
+        state["lazy_edges"] = {rel: {e: ref(x) for e, x in t.items()} for rel, t in self.lazy_edges.items()}
         state["alg"] = ("bdd", self.cap, self.alg.dump(roots), self.alg.node_cap)
         return state
 
@@ -683,6 +752,9 @@ class Absorption(Maintainer):
         state.setdefault("compact", DEFAULT_COMPACT)  # states from before the background compaction
         state["_cache_kill"] = (-1, None)
         state.setdefault("build", "eliminate")  # states from before it: the same formulas either way
+        state.setdefault("lazy", True)  # states from before held edges: none held
+        state.setdefault("lazy_edges", {})
+        state.setdefault("folded", 0)
         if isinstance(state["alg"], tuple):
             _, cap, text, *node_cap = state["alg"]  # states written before the node cap have none
             alg = Bdds(cap, *node_cap)
@@ -691,6 +763,7 @@ class Absorption(Maintainer):
             state["formulas"] = {rel: {f: roots[i] for f, i in t.items()} for rel, t in state["formulas"].items()}
             state["internal"] = {rel: {f: roots[i] for f, i in t.items()} for rel, t in state["internal"].items()}
             state["candidates"] = {rel: {c: (h, roots[i]) for c, (h, i) in t.items()} for rel, t in state["candidates"].items()}
+            state["lazy_edges"] = {rel: {e: roots[i] for e, i in t.items()} for rel, t in state["lazy_edges"].items()}
         self.__dict__.update(state)
 
     # -- measurements -------------------------------------------------------------------------
