@@ -89,6 +89,10 @@ class Absorption(Maintainer):
         # formula; lazy=False expands every new edge into the closure at once
         self.lazy = lazy
         self.lazy_edges: dict[str, dict[tuple, Formula]] = {}
+        # new edges that connected new pairs: those pairs got their formulas, the paths through
+        # the edge between pairs already connected wait (expanded at the next deletion that
+        # kills a tuple, see _unabsorbed)
+        self.partial_edges: dict[str, dict[tuple, Formula]] = {}
         self.folded = 0  # lazily held edges expanded later (a deletion cut their endpoints apart)
         # deletion by evaluation, restriction deferred (see _kill, _fresh, _compact, settle):
         # the variables deleted since the stale set was last empty, and per positive relation
@@ -370,6 +374,7 @@ class Absorption(Maintainer):
         if killed:
             self.pending |= killed
             valuation = None
+            died = False
             for rel in members:
                 mentioning = self._mentioning(rel, killed)
                 if not mentioning:
@@ -378,6 +383,7 @@ class Absorption(Maintainer):
                     valuation = self.alg.valuation(self.pending)
                 gone = self._kill(rel, mentioning, valuation)
                 if gone:
+                    died = True
                     self.stores[rel].discard_all(gone)
                     for f in gone:
                         changes.remove(rel, f)
@@ -387,8 +393,8 @@ class Absorption(Maintainer):
         # stale head unrestricted, which is exact (docs/maintain.md, "Restriction on read")
         shape = self._shape(comp)
         if shape is not None:
-            if killed and self.lazy_edges.get(shape.rel):
-                self._unabsorbed(shape, delta, changed, changes)
+            if killed and (self.lazy_edges.get(shape.rel) or self.partial_edges.get(shape.rel)):
+                self._unabsorbed(shape, died, delta, changed, changes)
             self._closure(shape, delta, changed, changes)
             return
         current = {rel: d for rel, d in delta.items() if d}
@@ -450,7 +456,40 @@ class Absorption(Maintainer):
                 # path through it can take the connection instead; its formula waits
                 held[edge] = alg.disj(held.get(edge), g)[0]
                 continue
+            if lazy:
+                self._connect(shape, edge, g, delta, changed, changes)
+                continue
             self._expand(shape, edge, g, delta, changed, changes)
+
+    def _connect(self, shape: Closure, edge: tuple, g: Formula, delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        """A new edge that connects pairs not connected before: only those pairs get formulas now
+        (``R*(i, a) ∧ g ∧ R*(b, j)``, sound), the paths through it between pairs already
+        connected wait in :attr:`partial_edges`. Until they are expanded the formulas are not
+        closed under composition (a path through the edge and a pair it connected is missing
+        from the formula of a pair connected before), so no deletion may decide by them alone:
+        the first deletion that kills a tuple expands the waiting edges first."""
+        alg, rel = self.alg, shape.rel
+        store = self.stores[rel]
+        a, b = edge
+        # the reflexive closure: a and b themselves with TRUE, whatever cycle they are on
+        column: dict[Any, Fact | None] = {**{f[0]: f for f in store.lookup((1,), (a,))}, a: None}
+        row: dict[Any, Fact | None] = {**{f[1]: f for f in store.lookup((0,), (b,))}, b: None}
+        new: list[tuple[Fact, Formula]] = []
+        for i, left in column.items():
+            have = {f[1] for f in store.lookup((0,), (i,))}
+            missing = [j for j in row if j not in have]
+            if not missing:
+                continue
+            xg = alg.conj([g] if left is None else [self._fresh(rel, left), g])
+            for j in missing:
+                right = row[j]
+                new.append(((i, j), xg if right is None else alg.conj([xg, self._fresh(rel, right)])))
+        for head, form in new:
+            self.work += 1
+            self._grown(rel, head, None, form, form, delta, changed, changes)
+        held = self.partial_edges.setdefault(rel, {})
+        held[edge] = alg.disj(held.get(edge), g)[0]
+        alg.check()
 
     def _expand(self, shape: Closure, edge: tuple, g: Formula, delta: Delta, changed: set[str], changes: ViewChanges) -> None:
         """OR into the closure the paths through ``edge`` (which gained ``g``): one conjunction
@@ -481,19 +520,28 @@ class Absorption(Maintainer):
                 for rule in comp.rules for lit in rule.body if hasattr(lit, "relation"))
         return bool(self._cache_shapes[key])
 
-    def _unabsorbed(self, shape: Closure, delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+    def _unabsorbed(self, shape: Closure, died: bool, delta: Delta, changed: set[str], changes: ViewChanges) -> None:
         """After a deletion: drop the held edges that are gone, and expand every held edge whose
         endpoints the deletion disconnected (its pair is no longer in the closure), until every
         held edge is absorbed again -- the invariant that makes the closure, without the held
         edges, the closure with them. An expansion re-derives the tuples that edge keeps."""
         alg, rel = self.alg, shape.rel
-        held = self.lazy_edges[rel]
+        held = self.lazy_edges.setdefault(rel, {})
+        partial = self.partial_edges.setdefault(rel, {})
         valuation = alg.valuation(self.pending)
-        for edge, g in list(held.items()):
-            if not alg.alive(g, valuation):
-                del held[edge]
-            else:
-                held[edge] = alg.restrict(g, self._killer())  # a handful: restricted at once
+        for table in (held, partial):
+            for edge, g in list(table.items()):
+                if not alg.alive(g, valuation):
+                    del table[edge]
+                else:
+                    table[edge] = alg.restrict(g, self._killer())  # a handful: restricted at once
+        if died:
+            # the formulas are closed under composition again before any held edge is judged
+            # (the tuples killed above that a waiting path keeps come back: no net change)
+            while partial:
+                edge, g = partial.popitem()
+                self.folded += 1
+                self._expand(shape, edge, g, delta, changed, changes)
         while True:
             cut = [e for e in held if e not in self.stores[rel].facts]
             if not cut:
@@ -507,9 +555,10 @@ class Absorption(Maintainer):
         whole provenance, as without laziness); the view does not change."""
         for comp in self.analysis.components:
             shape = self._shape(comp)
-            if shape is not None and self.lazy_edges.get(shape.rel):
-                held = self.lazy_edges[shape.rel]
-                changes, changed, delta = ViewChanges(), set(), {}  # type: ignore[var-annotated]
+            if shape is None:
+                continue
+            changes, changed, delta = ViewChanges(), set(), {}  # type: ignore[var-annotated]
+            for held in (self.partial_edges.get(shape.rel, {}), self.lazy_edges.get(shape.rel, {})):  # partial first
                 while held:
                     edge, g = held.popitem()
                     self.folded += 1
@@ -738,6 +787,7 @@ class Absorption(Maintainer):
         state["internal"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.internal.items()}
         state["candidates"] = {rel: {c: (h, ref(x)) for c, (h, x) in t.items()} for rel, t in self.candidates.items()}
         state["lazy_edges"] = {rel: {e: ref(x) for e, x in t.items()} for rel, t in self.lazy_edges.items()}
+        state["partial_edges"] = {rel: {e: ref(x) for e, x in t.items()} for rel, t in self.partial_edges.items()}
         state["alg"] = ("bdd", self.cap, self.alg.dump(roots), self.alg.node_cap)
         return state
 
@@ -754,6 +804,7 @@ class Absorption(Maintainer):
         state.setdefault("build", "eliminate")  # states from before it: the same formulas either way
         state.setdefault("lazy", True)  # states from before held edges: none held
         state.setdefault("lazy_edges", {})
+        state.setdefault("partial_edges", {})
         state.setdefault("folded", 0)
         if isinstance(state["alg"], tuple):
             _, cap, text, *node_cap = state["alg"]  # states written before the node cap have none
@@ -764,6 +815,7 @@ class Absorption(Maintainer):
             state["internal"] = {rel: {f: roots[i] for f, i in t.items()} for rel, t in state["internal"].items()}
             state["candidates"] = {rel: {c: (h, roots[i]) for c, (h, i) in t.items()} for rel, t in state["candidates"].items()}
             state["lazy_edges"] = {rel: {e: roots[i] for e, i in t.items()} for rel, t in state["lazy_edges"].items()}
+            state["partial_edges"] = {rel: {e: roots[i] for e, i in t.items()} for rel, t in state["partial_edges"].items()}
         self.__dict__.update(state)
 
     # -- measurements -------------------------------------------------------------------------

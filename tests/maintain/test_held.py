@@ -67,3 +67,22 @@ def test_fold_gives_the_formulas_of_eager_expansion() -> None:
     assert lazy.formulas != eager.formulas and lazy.view() == eager.view()
     lazy.fold()
     assert {f: sorted(x) for f, x in lazy.formulas["reachable"].items()} == {f: sorted(x) for f, x in eager.formulas["reachable"].items()}
+
+
+@pytest.mark.parametrize("algebra", ["monomials", "bdd"])
+def test_a_connecting_link_waits_for_the_pairs_connected_before(algebra: str) -> None:
+    # i reaches j through x; the new a -> b connects (a, b), (a, j), (i, b) -- those get
+    # formulas now -- and adds a second way from i to j, which waits
+    base = {"link": {("i", "x"), ("x", "j"), ("i", "a"), ("b", "j")}}
+    m = Absorption(REACH, base, formulas=algebra)
+    before = m.formulas["reachable"][("i", "j")]
+    changes = m.apply({"link": {("a", "b")}}, {})
+    assert changes.added["reachable"] == {("a", "b"), ("a", "j"), ("i", "b")}
+    assert ("a", "b") in m.partial_edges["reachable"] and m.formulas["reachable"][("i", "j")] == before
+    m = pickle.loads(pickle.dumps(m))
+    # cutting x -> j leaves i -> a -> b -> j: the waiting paths are expanded before deciding
+    changes = m.apply({}, {"link": {("x", "j")}})
+    base["link"] = {("i", "x"), ("i", "a"), ("b", "j"), ("a", "b")}
+    assert m.view() == from_scratch(REACH, base)
+    assert changes.removed["reachable"] == {("x", "j")} and not changes.added.get("reachable")
+    assert m.folded == 1 and not m.partial_edges["reachable"]
