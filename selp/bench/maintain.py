@@ -95,39 +95,43 @@ def _state_bytes(m: Maintainer) -> int | None:
         return None
 
 
-def generate(generator: str, out_dir: Path, seed: int, density: int) -> dict[str, Any]:
+def generate(generator: str, out_dir: Path, seed: int, density: int, latencies: str = "paper") -> dict[str, Any]:
     """Write a workload's data (``density``: extra links per stub, or the sensors' range k in
-    metres); its statistics."""
+    metres; ``latencies``: the transit-stub links', see :func:`selp.gen.network.transit_stub`);
+    its statistics."""
     from selp.gen.network import sensor_grid, transit_stub
 
     if generator == "transit-stub":
-        return transit_stub(out_dir, seed, stub_extra=density)
+        return transit_stub(out_dir, seed, stub_extra=density, latencies=latencies)
     return sensor_grid(out_dir, seed, k=density)
 
 
 def run(workloads: list[str], strategies: list[str], deletions: int, seed: int, stub_extra: int | list[int], out_dir: str | Path,
-        say: Callable[[str], None] = lambda s: None, grid_k: list[int] | None = None, orders: bool = True, mixed: int = 0) -> list[dict[str, Any]]:
+        say: Callable[[str], None] = lambda s: None, grid_k: list[int] | None = None, orders: bool = True, mixed: int = 0,
+        latencies: str = "paper") -> list[dict[str, Any]]:
     """Run the experiments, for every density: ``stub_extra`` for the transit-stub workloads,
     ``grid_k`` (the sensors' range, default 20 m) for the sensor grid; writes ``results.csv``,
     ``results.json`` and plots into ``out_dir`` as it goes. ``orders``: also build BDDs in a
     random arrival order, against the depth-first one. ``mixed``: rounds of the mixed stream
-    after the deletions (each a deletion then an insertion; 0: none)."""
+    after the deletions (each a deletion then an insertion; 0: none). ``latencies``: the
+    transit-stub links' (``paper`` or ``random``)."""
     out = Path(out_dir)
     rows: list[dict[str, Any]] = []
     densities = {"transit-stub": [stub_extra] if isinstance(stub_extra, int) else list(stub_extra), "sensor-grid": grid_k or [20]}
     for w in workloads:
         program, generator, deleted_rel = WORKLOADS[w]
         for density in densities[generator]:
-            _workload(w, program, generator, deleted_rel, density, strategies, deletions, seed, out, rows, say, orders, mixed)
+            _workload(w, program, generator, deleted_rel, density, strategies, deletions, seed, out, rows, say, orders, mixed, latencies)
     _write(out, rows)
     plots(rows, out)
     return rows
 
 
 def _workload(w: str, program: str, generator: str, deleted_rel: str, extra: int, strategies: list[str], deletions: int, seed: int,
-              out: Path, rows: list[dict[str, Any]], say: Callable[[str], None], orders: bool = True, mixed: int = 0) -> None:
+              out: Path, rows: list[dict[str, Any]], say: Callable[[str], None], orders: bool = True, mixed: int = 0,
+              latencies: str = "paper") -> None:
     data = out / "data" / (f"{w}-extra{extra}" if generator == "transit-stub" else f"{w}-k{extra}")
-    stats = generate(generator, data, seed, extra)
+    stats = generate(generator, data, seed, extra, latencies)
     analysis = analyze(parse_program_file(PROGRAMS / program))
     base = {rel: set(fs) for rel, fs in load_database(analysis, data).facts.items() if rel in analysis.edb}
     victims = sorted(base[deleted_rel], key=repr)
