@@ -52,7 +52,7 @@ STRATEGIES: dict[str, Callable[[Analysis, dict], Maintainer]] = {
     # every deletion restricted at once, as before deletion by evaluation (pending_cap=0)
     "absorption-bdd-eager": lambda a, b: Absorption(a, b, formulas="bdd", pending_cap=0),
     # the restriction deferred but paid in bulk by the next insertion, as at 7423b6f
-    "absorption-bdd-bulk": lambda a, b: _BulkSettle(a, b, formulas="bdd", compact=0),
+    "absorption-bdd-bulk": lambda a, b: _BulkSettle(a, b, formulas="bdd", compact=0, lazy=False),
     # every new link of a closure expanded into the formulas at once, as before held edges
     "absorption-bdd-expand": lambda a, b: Absorption(a, b, formulas="bdd", lazy=False),
     "absorption-monomials-expand": lambda a, b: Absorption(a, b, formulas="monomials", lazy=False),
@@ -69,7 +69,8 @@ STRATEGIES: dict[str, Callable[[Analysis, dict], Maintainer]] = {
 
 class _BulkSettle(Absorption):
     """Absorption as it was before restriction on read (7423b6f): every stale formula is
-    restricted before an insertion is combined with the view (no background compaction)."""
+    restricted before an insertion is combined with the view (no background compaction), and
+    every new edge is expanded at once (no held edges, which came later)."""
 
     def apply(self, inserts: Any, deletes: Any) -> Any:
         """One batch; an insertion first restricts everything pending."""
