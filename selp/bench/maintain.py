@@ -284,6 +284,7 @@ def _mixed(w: str, rel: str, base: dict, victims: list, built: dict[str, Maintai
                      "insert_seconds": round(i[0] / rounds, 5), "insert_cpu_seconds": round(i[1] / rounds, 5),
                      "settled_per_change": (getattr(m, "settled", 0) - settled0[s]) / n, "pending": len(getattr(m, "pending", ())),
                      "held_edges": sum(map(len, getattr(m, "lazy_edges", {}).values())), "expanded_later": getattr(m, "folded", 0),
+                     "rebuilt": getattr(m, "rebuilt", 0),
                      "tuples": sum(map(len, m.view().values())), **_shipped(m, shipped0[s], n), **_data(stats)})
         say(f"{w} {s}: mixed stream {(d[0] + i[0]) / n * 1000:.1f} ms per change")
     for s, m in built.items():

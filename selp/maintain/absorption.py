@@ -145,7 +145,7 @@ class Absorption(Maintainer):
         self._cache_support: dict[str, dict[int, set[Fact]]] = {}
         self._cache_dirty: dict[str, set[Fact]] = {}
         self._cache_shapes: dict[tuple[str, ...], Closure | None] = {}
-        self.apply({rel: base.get(rel, ()) for rel in analysis.edb}, {})
+        self._batch({rel: base.get(rel, ()) for rel in analysis.edb}, {})  # the build: no rebuild of it
         self.index_supports()
 
     def index_supports(self) -> None:
