@@ -92,7 +92,7 @@ def test_a_rebuild_mid_stream_goes_on_exactly() -> None:
     # what a batch past the node cap does before giving up: the state rebuilt from the base in
     # a fresh depth-first order, pending deletions, held and waiting edges and all replaced
     base = {"link": {("i", "x"), ("x", "j"), ("i", "a"), ("b", "j"), ("j", "i")}}
-    m = Absorption(REACH, base, formulas="bdd", compact=0)
+    m = Absorption(REACH, base, formulas="bdd", compact=0, rebuild=True)
     m.apply({"link": {("a", "b"), ("x", "i")}}, {"link": {("i", "x")}})
     base["link"] = (base["link"] - {("i", "x")}) | {("a", "b"), ("x", "i")}
     m.rebuild_from(base)
@@ -108,7 +108,7 @@ def test_a_batch_past_the_node_cap_rebuilds_in_a_fresh_order() -> None:
     from selp.maintain.formula import Blowup
 
     base = {"link": {("i", "x"), ("x", "j"), ("i", "a"), ("b", "j"), ("j", "i")}}
-    m = Absorption(REACH, base, formulas="bdd")
+    m = Absorption(REACH, base, formulas="bdd", rebuild=True)
     m.alg.node_cap = 1  # every batch passes it now; the rebuilt state gets the default cap back
     m.node_cap = 10**6
     changes = m.apply({"link": {("a", "b"), ("j", "c")}}, {"link": {("x", "j")}})
