@@ -52,7 +52,10 @@ STRATEGIES: dict[str, Callable[[Analysis, dict], Maintainer]] = {
     # every deletion restricted at once, as before deletion by evaluation (pending_cap=0)
     "absorption-bdd-eager": lambda a, b: Absorption(a, b, formulas="bdd", pending_cap=0),
     # the restriction deferred but paid in bulk by the next insertion, as at 7423b6f
-    "absorption-bdd-bulk": lambda a, b: _BulkSettle(a, b, formulas="bdd", compact=0),
+    "absorption-bdd-bulk": lambda a, b: _BulkSettle(a, b, formulas="bdd", compact=0, lazy=False),
+    # every new link of a closure expanded into the formulas at once, as before held edges
+    "absorption-bdd-expand": lambda a, b: Absorption(a, b, formulas="bdd", lazy=False),
+    "absorption-monomials-expand": lambda a, b: Absorption(a, b, formulas="monomials", lazy=False),
     "dred": lambda a, b: DRed(a, b),
     "recompute": lambda a, b: Recompute(a, b),
     # the distributed form on 4 nodes, its rounds run in this process (selp.maintain.spark), and
@@ -66,7 +69,8 @@ STRATEGIES: dict[str, Callable[[Analysis, dict], Maintainer]] = {
 
 class _BulkSettle(Absorption):
     """Absorption as it was before restriction on read (7423b6f): every stale formula is
-    restricted before an insertion is combined with the view (no background compaction)."""
+    restricted before an insertion is combined with the view (no background compaction), and
+    every new edge is expanded at once (no held edges, which came later)."""
 
     def apply(self, inserts: Any, deletes: Any) -> Any:
         """One batch; an insertion first restricts everything pending."""
@@ -92,39 +96,43 @@ def _state_bytes(m: Maintainer) -> int | None:
         return None
 
 
-def generate(generator: str, out_dir: Path, seed: int, density: int) -> dict[str, Any]:
+def generate(generator: str, out_dir: Path, seed: int, density: int, latencies: str = "paper") -> dict[str, Any]:
     """Write a workload's data (``density``: extra links per stub, or the sensors' range k in
-    metres); its statistics."""
+    metres; ``latencies``: the transit-stub links', see :func:`selp.gen.network.transit_stub`);
+    its statistics."""
     from selp.gen.network import sensor_grid, transit_stub
 
     if generator == "transit-stub":
-        return transit_stub(out_dir, seed, stub_extra=density)
+        return transit_stub(out_dir, seed, stub_extra=density, latencies=latencies)
     return sensor_grid(out_dir, seed, k=density)
 
 
 def run(workloads: list[str], strategies: list[str], deletions: int, seed: int, stub_extra: int | list[int], out_dir: str | Path,
-        say: Callable[[str], None] = lambda s: None, grid_k: list[int] | None = None, orders: bool = True, mixed: int = 0) -> list[dict[str, Any]]:
+        say: Callable[[str], None] = lambda s: None, grid_k: list[int] | None = None, orders: bool = True, mixed: int = 0,
+        latencies: str = "paper") -> list[dict[str, Any]]:
     """Run the experiments, for every density: ``stub_extra`` for the transit-stub workloads,
     ``grid_k`` (the sensors' range, default 20 m) for the sensor grid; writes ``results.csv``,
     ``results.json`` and plots into ``out_dir`` as it goes. ``orders``: also build BDDs in a
     random arrival order, against the depth-first one. ``mixed``: rounds of the mixed stream
-    after the deletions (each a deletion then an insertion; 0: none)."""
+    after the deletions (each a deletion then an insertion; 0: none). ``latencies``: the
+    transit-stub links' (``paper`` or ``random``)."""
     out = Path(out_dir)
     rows: list[dict[str, Any]] = []
     densities = {"transit-stub": [stub_extra] if isinstance(stub_extra, int) else list(stub_extra), "sensor-grid": grid_k or [20]}
     for w in workloads:
         program, generator, deleted_rel = WORKLOADS[w]
         for density in densities[generator]:
-            _workload(w, program, generator, deleted_rel, density, strategies, deletions, seed, out, rows, say, orders, mixed)
+            _workload(w, program, generator, deleted_rel, density, strategies, deletions, seed, out, rows, say, orders, mixed, latencies)
     _write(out, rows)
     plots(rows, out)
     return rows
 
 
 def _workload(w: str, program: str, generator: str, deleted_rel: str, extra: int, strategies: list[str], deletions: int, seed: int,
-              out: Path, rows: list[dict[str, Any]], say: Callable[[str], None], orders: bool = True, mixed: int = 0) -> None:
+              out: Path, rows: list[dict[str, Any]], say: Callable[[str], None], orders: bool = True, mixed: int = 0,
+              latencies: str = "paper") -> None:
     data = out / "data" / (f"{w}-extra{extra}" if generator == "transit-stub" else f"{w}-k{extra}")
-    stats = generate(generator, data, seed, extra)
+    stats = generate(generator, data, seed, extra, latencies)
     analysis = analyze(parse_program_file(PROGRAMS / program))
     base = {rel: set(fs) for rel, fs in load_database(analysis, data).facts.items() if rel in analysis.edb}
     victims = sorted(base[deleted_rel], key=repr)
@@ -275,8 +283,25 @@ def _mixed(w: str, rel: str, base: dict, victims: list, built: dict[str, Maintai
                      "delete_seconds": round(d[0] / rounds, 5), "delete_cpu_seconds": round(d[1] / rounds, 5),
                      "insert_seconds": round(i[0] / rounds, 5), "insert_cpu_seconds": round(i[1] / rounds, 5),
                      "settled_per_change": (getattr(m, "settled", 0) - settled0[s]) / n, "pending": len(getattr(m, "pending", ())),
+                     "held_edges": sum(map(len, getattr(m, "lazy_edges", {}).values())), "expanded_later": getattr(m, "folded", 0),
+                     "rebuilt": getattr(m, "rebuilt", 0),
                      "tuples": sum(map(len, m.view().values())), **_shipped(m, shipped0[s], n), **_data(stats)})
         say(f"{w} {s}: mixed stream {(d[0] + i[0]) / n * 1000:.1f} ms per change")
+    for s, m in built.items():
+        # the work held edges defer, paid at once: what an eager expansion would have spent
+        # (a row of its own, not part of the stream: the stream never needed it)
+        held = sum(map(len, getattr(m, "lazy_edges", {}).values()))
+        if not held:
+            continue
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            m.fold()
+            status = "ok"
+        except Blowup as err:
+            status = fallback_message(err, DEFAULT_CAP)
+        rows.append({"workload": w, "strategy": s, "phase": "fold-held", "status": status, "seconds": round(time.perf_counter() - t0, 5),
+                     "cpu_seconds": round(time.process_time() - c0, 5), "held_edges": held, **_data(stats)})
+        say(f"{w} {s}: expanding {held} held edges: {rows[-1]['seconds'] * 1000:.0f} ms ({status})")
 
 
 def _prov(m: Maintainer) -> dict[str, Any]:

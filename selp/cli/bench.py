@@ -341,11 +341,12 @@ def anchors_cmd(nodes: str | None, engines: tuple[str, ...], repeat: int, warmup
 @click.option("--grid-k", type=IntList(1), default="20", show_default=True, help="The sensors' range in metres for the regions workload (20: 12 neighbours, 15: 8, 10: 4); comma-separated for several densities.")
 @click.option("--orders/--no-orders", default=True, show_default=True, help="With absorption-bdd: also build the BDDs in a random arrival order, to compare with the depth-first one.")
 @click.option("--mixed", type=click.IntRange(min=0), default=0, show_default=True, help="Rounds of a mixed stream after the deletions: each deletes a random link, then inserts a new or re-inserted one (0: none).")
+@click.option("--latencies", type=click.Choice(["paper", "random"]), default="paper", show_default=True, help="Transit-stub link latencies: the paper's 50/10/2 ms by kind, or random 1-100 ms (cheapest paths then differ from fewest-hop ones).")
 @_SEED
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out/maintain", show_default=True, help="Where results.csv/results.json and the generated data go.")
 @_QUIET
-def maintain_cmd(workloads: str, strategies: str, deletions: int, stub_extra: list[int], grid_k: list[int], orders: bool, mixed: int, seed: int,
-                 out_dir: str, quiet: bool) -> None:
+def maintain_cmd(workloads: str, strategies: str, deletions: int, stub_extra: list[int], grid_k: list[int], orders: bool, mixed: int, latencies: str,
+                 seed: int, out_dir: str, quiet: bool) -> None:
     """Incremental view maintenance: absorption provenance vs DRed vs recomputation.
 
     \b
@@ -359,7 +360,7 @@ def maintain_cmd(workloads: str, strategies: str, deletions: int, stub_extra: li
     for name, known, option in [(w, WORKLOADS, "--workloads") for w in ws] + [(x, STRATEGIES, "--strategies") for x in ss]:
         if name not in known:
             raise SelpError(f"{option}: unknown {name!r}; use {', '.join(known)}")
-    run(ws, ss, deletions, seed, stub_extra, out_dir, say_printer(quiet), grid_k, orders, mixed)
+    run(ws, ss, deletions, seed, stub_extra, out_dir, say_printer(quiet), grid_k, orders, mixed, latencies)
     click.echo(f"wrote {out_dir}/results.csv", err=True)
 
 

@@ -149,8 +149,9 @@ def gen_cdss(out_dir: str, peers: int, base_size: int, fanout: str, topology: st
 @gen.command(name="transit-stub")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Database directory to write link.csv into.")
 @click.option("--stub-extra", type=click.IntRange(min=0), default=8, show_default=True, help="Links per stub domain beyond a spanning tree (8 gives about 400 directed links).")
+@click.option("--latencies", type=click.Choice(["paper", "random"]), default="paper", show_default=True, help="The paper's 50/10/2 ms by kind of link, or random 1-100 ms per link (cheapest paths then differ from fewest-hop ones).")
 @click.option("--seed", type=int, default=0, show_default=True)
-def gen_transit_stub(out_dir: str, stub_extra: int, seed: int) -> None:
+def gen_transit_stub(out_dir: str, stub_extra: int, latencies: str, seed: int) -> None:
     """The 100-node transit-stub network of [LTZIL10] (link(src, dst, latency), both directions);
     prints its statistics as JSON.
 
@@ -160,7 +161,7 @@ def gen_transit_stub(out_dir: str, stub_extra: int, seed: int) -> None:
     """
     from selp.gen.network import transit_stub
 
-    click.echo(json.dumps(transit_stub(out_dir, seed, stub_extra=stub_extra), indent=2))
+    click.echo(json.dumps(transit_stub(out_dir, seed, stub_extra=stub_extra, latencies=latencies), indent=2))
 
 
 @gen.command(name="sensor-grid")

@@ -42,8 +42,13 @@ def _connected_links(nodes: list[str], extra: int, rnd: random.Random) -> set[tu
 
 
 def transit_stub(out_dir: str | Path, seed: int = 0, transit: int = 4, stubs_per_transit: int = 3, stub_size: int = 8,
-                 stub_extra: int = 8, transit_extra: int = 3) -> dict[str, Any]:
-    """Write ``link.csv`` (both directions of every link) into ``out_dir``; returns statistics."""
+                 stub_extra: int = 8, transit_extra: int = 3, latencies: str = "paper") -> dict[str, Any]:
+    """Write ``link.csv`` (both directions of every link) into ``out_dir``; returns statistics.
+    ``latencies``: ``paper`` (50 / 10 / 2 ms by the link's kind: the cheapest path is always one
+    of fewest hops) or ``random`` (each link 1-100 ms, the same both ways, drawn apart from the
+    topology, which is the same: cheapest and fewest hops then differ)."""
+    if latencies not in ("paper", "random"):
+        raise ValueError(f"latencies: {latencies!r} is neither 'paper' nor 'random'")
     rnd = random.Random(seed)
     links: list[tuple[str, str, int]] = []
     tnodes = [f"t{i}" for i in range(transit)]
@@ -57,10 +62,13 @@ def transit_stub(out_dir: str | Path, seed: int = 0, transit: int = 4, stubs_per
             for a, b in sorted(_connected_links(snodes, stub_extra, rnd)):
                 links.append((a, b, STUB_LATENCY))
             links.append((f"t{t}", rnd.choice(snodes), GATEWAY_LATENCY))
+    if latencies == "random":
+        lat = random.Random(seed + 1)
+        links = [(a, b, lat.randint(1, 100)) for a, b, _ in links]
     directed = sorted({(a, b, w) for a, b, w in links} | {(b, a, w) for a, b, w in links})
     out = Path(out_dir)
     write_csv(out / "link.csv", ("src", "dst", "latency"), directed)
-    return {"nodes": len(nodes), "links": len(links), "directed_links": len(directed), "seed": seed,
+    return {"nodes": len(nodes), "links": len(links), "directed_links": len(directed), "seed": seed, "latencies": latencies,
             "transit_nodes": transit, "stub_domains": transit * stubs_per_transit, "stub_size": stub_size}
 
 

@@ -56,6 +56,7 @@ from selp.maintain.algebra import ALGEBRAS, Bdds
 from selp.maintain.base import Maintainer, present_changes
 from selp.maintain.closure import Closure, closure_shape, edge_formulas, eliminate, insert_edge
 from selp.maintain.order import dfs_order
+from selp.maintain.recompute import from_scratch
 from selp.maintain.program import INIT, Fact, ViewChanges, evaluate_component, inputs, kind, positive_positions
 
 Formula = Any  # of the maintainer's algebra (selp.maintain.algebra)
@@ -82,8 +83,25 @@ class Absorption(Maintainer):
 
     def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = pb.DEFAULT_CAP, formulas: str = "monomials",
                  order: str = "dfs", node_cap: int = pb.DEFAULT_NODE_CAP, build: str = "eliminate",
-                 pending_cap: int = DEFAULT_PENDING_CAP, compact: int = DEFAULT_COMPACT) -> None:
+                 pending_cap: int = DEFAULT_PENDING_CAP, compact: int = DEFAULT_COMPACT, lazy: bool = True,
+                 rebuild: bool = False) -> None:
         super().__init__(analysis)
+        # BDDs past the node cap in a batch: rebuild from the new base in a fresh depth-first
+        # order before giving up (see apply); not twice in a row. Off by default: a 30-round
+        # mixed stream at 252 links with it did not end within 400 s (not yet understood)
+        self.rebuild = rebuild
+        self.rebuilt = 0
+        self._since_rebuild = 1
+        # absorbed edges of transitive closures held unexpanded (see _closure, _unabsorbed):
+        # closure relation -> edge -> the formula its tuples gained, not yet in any tuple's
+        # formula; lazy=False expands every new edge into the closure at once
+        self.lazy = lazy
+        self.lazy_edges: dict[str, dict[tuple, Formula]] = {}
+        # new edges that connected new pairs: those pairs got their formulas, the paths through
+        # the edge between pairs already connected wait (expanded at the next deletion that
+        # kills a tuple, see _unabsorbed)
+        self.partial_edges: dict[str, dict[tuple, Formula]] = {}
+        self.folded = 0  # lazily held edges expanded later (a deletion cut their endpoints apart)
         # deletion by evaluation, restriction deferred (see _kill, _fresh, _compact, settle):
         # the variables deleted since the stale set was last empty, and per positive relation
         # the tuples whose stored formula may still mention one; each restricted when an
@@ -128,7 +146,7 @@ class Absorption(Maintainer):
         self._cache_support: dict[str, dict[int, set[Fact]]] = {}
         self._cache_dirty: dict[str, set[Fact]] = {}
         self._cache_shapes: dict[tuple[str, ...], Closure | None] = {}
-        self.apply({rel: base.get(rel, ()) for rel in analysis.edb}, {})
+        self._batch({rel: base.get(rel, ()) for rel in analysis.edb}, {})  # the build: no rebuild of it
         self.index_supports()
 
     def index_supports(self) -> None:
@@ -171,6 +189,47 @@ class Absorption(Maintainer):
 
     # -- one batch ---------------------------------------------------------------------------
     def apply(self, inserts: Mapping[str, Iterable[Fact]], deletes: Mapping[str, Iterable[Fact]]) -> ViewChanges:
+        """Apply one batch; the view's changes. With BDDs, a batch that passes the node cap
+        rebuilds the view from the new base, its variables in a fresh depth-first order, before
+        giving up (:class:`~selp.maintain.formula.Blowup`, the session's fallback to DRed): the
+        cap is passed when variables of new links, appended after the order, fit it badly, and
+        a rebuild costs one build. Not when the batch before was a rebuild's."""
+        if not (self.rebuild and isinstance(self.alg, Bdds)):
+            return self._batch(inserts, deletes)
+        inserts = {rel: set(fs) for rel, fs in inserts.items()}
+        deletes = {rel: set(fs) for rel, fs in deletes.items()}
+        old_base = self.base()
+        try:
+            changes = self._batch(inserts, deletes)
+        except pb.Blowup:
+            if self._since_rebuild == 0:
+                raise
+            new_base = {rel: (fs - deletes.get(rel, set())) | inserts.get(rel, set()) for rel, fs in old_base.items()}
+            before = from_scratch(self.analysis, old_base)
+            self.rebuild_from(new_base)
+            changes = ViewChanges()
+            for rel, now in self.view().items():
+                for f in now - before[rel]:
+                    changes.add(rel, f)
+                for f in before[rel] - now:
+                    changes.remove(rel, f)
+            return changes
+        self._since_rebuild += 1
+        return changes
+
+    def rebuild_from(self, base: Mapping[str, Iterable[Fact]]) -> None:
+        """Replace the whole state by a build over ``base`` with the same settings (a fresh BDD
+        manager, the variables in the depth-first order of ``base``); the counters carry on."""
+        fresh = type(self)(self.analysis, base, self.cap, self.alg.name, self.order, self.node_cap, self.build, self.pending_cap,
+                           self.compact, self.lazy, self.rebuild)
+        counters = {k: getattr(self, k) for k in ("work", "touched", "settled", "folded", "rebuilt")}
+        self.__dict__.clear()
+        self.__dict__.update(fresh.__dict__)
+        self.__dict__.update(counters)
+        self.rebuilt += 1
+        self._since_rebuild = 0
+
+    def _batch(self, inserts: Mapping[str, Iterable[Fact]], deletes: Mapping[str, Iterable[Fact]]) -> ViewChanges:
         ins, dels = present_changes(self.stores, inserts, deletes)
         changes = ViewChanges()
         delta: Delta = {} if self.stores_filled else {INIT: {(): self.alg.true()}}
@@ -364,6 +423,7 @@ class Absorption(Maintainer):
         if killed:
             self.pending |= killed
             valuation = None
+            died = False
             for rel in members:
                 mentioning = self._mentioning(rel, killed)
                 if not mentioning:
@@ -372,6 +432,7 @@ class Absorption(Maintainer):
                     valuation = self.alg.valuation(self.pending)
                 gone = self._kill(rel, mentioning, valuation)
                 if gone:
+                    died = True
                     self.stores[rel].discard_all(gone)
                     for f in gone:
                         changes.remove(rel, f)
@@ -381,6 +442,8 @@ class Absorption(Maintainer):
         # stale head unrestricted, which is exact (docs/maintain.md, "Restriction on read")
         shape = self._shape(comp)
         if shape is not None:
+            if killed and (self.lazy_edges.get(shape.rel) or self.partial_edges.get(shape.rel)):
+                self._unabsorbed(shape, died, delta, changed, changes)
             self._closure(shape, delta, changed, changes)
             return
         current = {rel: d for rel, d in delta.items() if d}
@@ -434,18 +497,121 @@ class Absorption(Maintainer):
             for head, form in made.items():
                 self._grown(rel, head, None, form, form, delta, changed, changes)
             return
-        store = self.stores[rel]
+        lazy = self._lazy_ok(shape)
+        held = self.lazy_edges.setdefault(rel, {}) if lazy else {}
         for edge, g in edge_formulas(alg, gained.items(), shape).items():
-            # the inputs restricted (a few hundred), the heads (up to the whole view) not
-            column = [(f[0], self._fresh(rel, f)) for f in store.lookup((1,), (edge[0],))]
-            row = [(f[1], self._fresh(rel, f)) for f in store.lookup((0,), (edge[1],))]
-            for head, new in insert_edge(alg, edge, g, column, row):
-                self.work += 1
-                old = table.get(head)
-                form, got = alg.disj(old, new, self._is_stale(rel, head))
-                if got is not None:
-                    self._grown(rel, head, old, form, got, delta, changed, changes)
-            alg.check()
+            if lazy and edge in self.stores[rel].facts:
+                # absorbed: its endpoints are connected already, so no tuple appears, and a
+                # path through it can take the connection instead; its formula waits
+                held[edge] = alg.disj(held.get(edge), g)[0]
+                continue
+            if lazy:
+                self._connect(shape, edge, g, delta, changed, changes)
+                continue
+            self._expand(shape, edge, g, delta, changed, changes)
+
+    def _connect(self, shape: Closure, edge: tuple, g: Formula, delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        """A new edge that connects pairs not connected before: only those pairs get formulas now
+        (``R*(i, a) ∧ g ∧ R*(b, j)``, sound), the paths through it between pairs already
+        connected wait in :attr:`partial_edges`. Until they are expanded the formulas are not
+        closed under composition (a path through the edge and a pair it connected is missing
+        from the formula of a pair connected before), so no deletion may decide by them alone:
+        the first deletion that kills a tuple expands the waiting edges first."""
+        alg, rel = self.alg, shape.rel
+        store = self.stores[rel]
+        a, b = edge
+        # the reflexive closure: a and b themselves with TRUE, whatever cycle they are on
+        column: dict[Any, Fact | None] = {**{f[0]: f for f in store.lookup((1,), (a,))}, a: None}
+        row: dict[Any, Fact | None] = {**{f[1]: f for f in store.lookup((0,), (b,))}, b: None}
+        new: list[tuple[Fact, Formula]] = []
+        for i, left in column.items():
+            have = {f[1] for f in store.lookup((0,), (i,))}
+            missing = [j for j in row if j not in have]
+            if not missing:
+                continue
+            xg = alg.conj([g] if left is None else [self._fresh(rel, left), g])
+            for j in missing:
+                right = row[j]
+                new.append(((i, j), xg if right is None else alg.conj([xg, self._fresh(rel, right)])))
+        for head, form in new:
+            self.work += 1
+            self._grown(rel, head, None, form, form, delta, changed, changes)
+        held = self.partial_edges.setdefault(rel, {})
+        held[edge] = alg.disj(held.get(edge), g)[0]
+        alg.check()
+
+    def _expand(self, shape: Closure, edge: tuple, g: Formula, delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        """OR into the closure the paths through ``edge`` (which gained ``g``): one conjunction
+        per pair ``(i, j)`` with ``i`` reaching its source and its destination reaching ``j``."""
+        alg, rel = self.alg, shape.rel
+        table, store = self.formulas[rel], self.stores[rel]
+        # the inputs restricted (a few hundred), the heads (up to the whole view) not
+        column = [(f[0], self._fresh(rel, f)) for f in store.lookup((1,), (edge[0],))]
+        row = [(f[1], self._fresh(rel, f)) for f in store.lookup((0,), (edge[1],))]
+        for head, new in insert_edge(alg, edge, g, column, row):
+            self.work += 1
+            old = table.get(head)
+            form, got = alg.disj(old, new, self._is_stale(rel, head))
+            if got is not None:
+                self._grown(rel, head, old, form, got, delta, changed, changes)
+        alg.check()
+
+    def _lazy_ok(self, shape: Closure) -> bool:
+        """Whether new absorbed edges of ``shape`` may be held unexpanded: only when no rule of
+        another component reads the closure, since such a rule would combine the closure's
+        formulas, which lack the held paths, into formulas of its own."""
+        if not self.lazy:
+            return False
+        key = ("lazy", shape.rel)
+        if key not in self._cache_shapes:
+            self._cache_shapes[key] = not any(  # type: ignore[assignment]
+                lit.relation == shape.rel for comp in self.analysis.components if shape.rel not in comp.relations
+                for rule in comp.rules for lit in rule.body if hasattr(lit, "relation"))
+        return bool(self._cache_shapes[key])
+
+    def _unabsorbed(self, shape: Closure, died: bool, delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        """After a deletion: drop the held edges that are gone, and expand every held edge whose
+        endpoints the deletion disconnected (its pair is no longer in the closure), until every
+        held edge is absorbed again -- the invariant that makes the closure, without the held
+        edges, the closure with them. An expansion re-derives the tuples that edge keeps."""
+        alg, rel = self.alg, shape.rel
+        held = self.lazy_edges.setdefault(rel, {})
+        partial = self.partial_edges.setdefault(rel, {})
+        valuation = alg.valuation(self.pending)
+        for table in (held, partial):
+            for edge, g in list(table.items()):
+                if not alg.alive(g, valuation):
+                    del table[edge]
+                else:
+                    table[edge] = alg.restrict(g, self._killer())  # a handful: restricted at once
+        if died:
+            # the formulas are closed under composition again before any held edge is judged
+            # (the tuples killed above that a waiting path keeps come back: no net change)
+            while partial:
+                edge, g = partial.popitem()
+                self.folded += 1
+                self._expand(shape, edge, g, delta, changed, changes)
+        while True:
+            cut = [e for e in held if e not in self.stores[rel].facts]
+            if not cut:
+                return
+            for edge in cut:
+                self.folded += 1
+                self._expand(shape, edge, held.pop(edge), delta, changed, changes)
+
+    def fold(self) -> None:
+        """Expand every held edge into the closure's formulas (each tuple's formula is then its
+        whole provenance, as without laziness); the view does not change."""
+        for comp in self.analysis.components:
+            shape = self._shape(comp)
+            if shape is None:
+                continue
+            changes, changed, delta = ViewChanges(), set(), {}  # type: ignore[var-annotated]
+            for held in (self.partial_edges.get(shape.rel, {}), self.lazy_edges.get(shape.rel, {})):  # partial first
+                while held:
+                    edge, g = held.popitem()
+                    self.folded += 1
+                    self._expand(shape, edge, self.alg.restrict(g, self._killer()) if self.pending else g, delta, changed, changes)
 
     def _grown(self, rel: str, head: Fact, old: Formula | None, form: Formula, got: Formula, delta: Delta, changed: set[str],
                changes: ViewChanges) -> None:
@@ -669,6 +835,8 @@ class Absorption(Maintainer):
         state["formulas"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.formulas.items()}
         state["internal"] = {rel: {f: ref(x) for f, x in t.items()} for rel, t in self.internal.items()}
         state["candidates"] = {rel: {c: (h, ref(x)) for c, (h, x) in t.items()} for rel, t in self.candidates.items()}
+        state["lazy_edges"] = {rel: {e: ref(x) for e, x in t.items()} for rel, t in self.lazy_edges.items()}
+        state["partial_edges"] = {rel: {e: ref(x) for e, x in t.items()} for rel, t in self.partial_edges.items()}
         state["alg"] = ("bdd", self.cap, self.alg.dump(roots), self.alg.node_cap)
         return state
 
@@ -683,6 +851,13 @@ class Absorption(Maintainer):
         state.setdefault("compact", DEFAULT_COMPACT)  # states from before the background compaction
         state["_cache_kill"] = (-1, None)
         state.setdefault("build", "eliminate")  # states from before it: the same formulas either way
+        state.setdefault("lazy", True)  # states from before held edges: none held
+        state.setdefault("lazy_edges", {})
+        state.setdefault("partial_edges", {})
+        state.setdefault("folded", 0)
+        state.setdefault("rebuild", False)  # states from before the rebuild: none yet
+        state.setdefault("rebuilt", 0)
+        state.setdefault("_since_rebuild", 1)
         if isinstance(state["alg"], tuple):
             _, cap, text, *node_cap = state["alg"]  # states written before the node cap have none
             alg = Bdds(cap, *node_cap)
@@ -691,6 +866,8 @@ class Absorption(Maintainer):
             state["formulas"] = {rel: {f: roots[i] for f, i in t.items()} for rel, t in state["formulas"].items()}
             state["internal"] = {rel: {f: roots[i] for f, i in t.items()} for rel, t in state["internal"].items()}
             state["candidates"] = {rel: {c: (h, roots[i]) for c, (h, i) in t.items()} for rel, t in state["candidates"].items()}
+            state["lazy_edges"] = {rel: {e: roots[i] for e, i in t.items()} for rel, t in state["lazy_edges"].items()}
+            state["partial_edges"] = {rel: {e: roots[i] for e, i in t.items()} for rel, t in state["partial_edges"].items()}
         self.__dict__.update(state)
 
     # -- measurements -------------------------------------------------------------------------

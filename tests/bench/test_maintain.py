@@ -38,15 +38,20 @@ def test_bench_maintain_refuses_a_bad_density(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_bench_maintain_mixed_stream_and_bdd_shipping(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    r = selp("bench", "maintain", "--workloads", "reachable", "--strategies", "absorption-bdd,absorption-bdd-bulk,dred,minship-lazy-bdd,dred-shipping",
+    r = selp("bench", "maintain", "--workloads", "reachable", "--strategies", "absorption-bdd,absorption-bdd-bulk,absorption-bdd-expand,dred,minship-lazy-bdd,dred-shipping",
              "--stub-extra", "1", "--deletions", "2", "--mixed", "3", "--no-orders", "--out", str(out), "-q")
     assert r.returncode == 0, r.stderr
     rows = json.loads((out / "results.json").read_text())
     mixed = {x["strategy"]: x for x in rows if x["phase"] == "mixed"}
-    assert set(mixed) == {"absorption-bdd", "absorption-bdd-bulk", "dred", "minship-lazy-bdd", "dred-shipping"}
+    assert set(mixed) == {"absorption-bdd", "absorption-bdd-bulk", "absorption-bdd-expand", "dred", "minship-lazy-bdd", "dred-shipping"}
     assert all(x["status"] == "ok" and x["changes"] == 6 for x in mixed.values())
     # restriction on read restricts fewer formulas than the bulk restriction before each insertion
-    assert mixed["absorption-bdd"]["settled_per_change"] < mixed["absorption-bdd-bulk"]["settled_per_change"]
+    # (both expanding every new edge, so that they differ only in that)
+    assert mixed["absorption-bdd-expand"]["settled_per_change"] < mixed["absorption-bdd-bulk"]["settled_per_change"]
+    # new links held unexpanded, their deferred expansion timed after the stream; -expand holds none
+    folds = {x["strategy"]: x for x in rows if x["phase"] == "fold-held"}
+    assert mixed["absorption-bdd-expand"]["held_edges"] == 0 and "absorption-bdd-expand" not in folds
+    assert mixed["absorption-bdd"]["held_edges"] == folds["absorption-bdd"]["held_edges"] > 0 and folds["absorption-bdd"]["status"] == "ok"
     deletes = {x["strategy"]: x for x in rows if x["phase"] == "delete-one"}
     # the BDD form of MinShip ships rows, counted in bytes by node, as DRed does under the same placement
     assert deletes["minship-lazy-bdd"]["shipped_bytes"] > 0 and deletes["dred-shipping"]["shipped_rows"] > 0

@@ -96,6 +96,19 @@ def test_gen_transit_stub_has_the_papers_shape(tmp_path: Path) -> None:
     assert {int(l.rsplit(",", 1)[1]) for l in lines[1:]} == {2, 10, 50}
 
 
+def test_gen_transit_stub_random_latencies_keep_the_topology(tmp_path: Path) -> None:
+    def links(d: Path) -> list[list[str]]:
+        return [line.split(",") for line in (d / "link.csv").read_text().splitlines()[1:]]
+
+    assert selp("gen", "transit-stub", "--out", str(tmp_path / "p"), "--stub-extra", "2").returncode == 0
+    assert selp("gen", "transit-stub", "--out", str(tmp_path / "r"), "--stub-extra", "2", "--latencies", "random").returncode == 0
+    paper, rand = links(tmp_path / "p"), links(tmp_path / "r")
+    assert sorted((a, b) for a, b, _ in paper) == sorted((a, b) for a, b, _ in rand)
+    cost = {(a, b): int(c) for a, b, c in rand}
+    assert all(cost[(b, a)] == c and 1 <= c <= 100 for (a, b), c in cost.items())  # the same both ways
+    assert len(set(cost.values())) > 3  # not the paper's three kinds
+
+
 def test_gen_sensor_grid_feeds_the_regions_program(tmp_path: Path) -> None:
     assert selp("gen", "sensor-grid", "--out", str(tmp_path), "--side", "6").returncode == 0
     r = selp("eval", "datasets/regions.dl", "--db", str(tmp_path), "--show", "largest")

@@ -109,6 +109,17 @@ def test_dfs_order_follows_paths() -> None:
     assert [f for _, f in dfs_order(items)] == [("a", "x"), ("x", "y"), ("a", "b"), ("b", "c")]
 
 
+def test_dfs_order_puts_one_value_tuples_where_their_value_is_reached() -> None:
+    # the sensor regions: near(t, s) is conjoined with triggered(s), and seed(r, s) starts a
+    # region, so its variable comes first (no edge enters r) and triggered(s) right after the
+    # edge that reaches s; a triggered sensor no edge reaches keeps its place at the end
+    items = [("near", ("a", "b")), ("near", ("b", "c")), ("seed", ("r", "a")),
+             ("triggered", ("a",)), ("triggered", ("c",)), ("triggered", ("z",))]
+    assert dfs_order(items) == [("seed", ("r", "a")), ("triggered", ("a",)), ("near", ("a", "b")), ("near", ("b", "c")),
+                                ("triggered", ("c",)), ("triggered", ("z",))]
+    assert sorted(dfs_order(items)) == sorted(items)  # every tuple once
+
+
 def test_bdd_state_survives_pickling() -> None:
     import pickle
 
