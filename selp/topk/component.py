@@ -140,12 +140,15 @@ def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping
     try:
         store, _ = fixpoint(con, comp, seeds, inputs)
         members = sorted(comp.members)
-        others = sorted(r for r in inputs if r not in comp.members)
+        # every lower relation the recursive rules read gets an id table, also one that came
+        # with no entries (an empty broadcast input is not shipped): the rules' joins name it
+        read = {a.relation for r in comp.recursive_rules for a in r.body if isinstance(a, Atom)}
+        others = sorted((set(inputs) | read) - set(comp.members))
         rels = members + others  # members first: their ids are 0..M-1
         offsets, n_facts = _id_tables(con, rels)
         n_members = sum(offsets[r][1] for r in members)
         # leaves standing for given entries: inputs' entries, then seeds' (their rows in order)
-        leaf_tables = [(r, inputs[r]) for r in others if inputs[r] is not None and inputs[r].num_rows]
+        leaf_tables = [(r, t) for r in others if (t := inputs.get(r)) is not None and t.num_rows]
         seed_tables = [(r, seeds[r]) for r in members if r in seeds and seeds[r] is not None and seeds[r].num_rows]
         heads = []
         for n, (rel, tbl) in enumerate(leaf_tables + seed_tables):

@@ -4,8 +4,10 @@ again followed by reading every entry's row (``ranked().count()``: what a reader
 -- save, trees -- pays on top). Prints one JSON line per run (the load average at its end).
 
 Usage: ``PYTHONPATH=TREE python bench_topk.py OUT_DIR NODES LABEL [profile]`` -- run it with
-each code tree's PYTHONPATH in turn for a side-by-side; ``profile`` adds the seconds spent in
-the partition-local job (``materialize_observed``) to each top-k line.
+each code tree's PYTHONPATH in turn for a side-by-side (``s19t/side_by_side.sh`` does, for a
+base tree and this one); ``profile`` adds the seconds spent in the partition-local job
+(``materialize_observed``) to each top-k line. It first checks that Spark's Python workers
+import selp from the same tree as the driver, and stops if not.
 """
 import json, os, sys, time
 from pathlib import Path
@@ -28,6 +30,21 @@ import selp.topk.spark_partitioned as sp
 import selp.topk.spark_dtable as sd
 analysis = analyze(parse_program_file(str(work / "tc.dl")))
 spark = get_spark("local[2]", {"spark.driver.memory": "2g"})
+
+
+def _worker_selp(_):
+    import selp
+    yield os.path.dirname(os.path.dirname(os.path.abspath(selp.__file__)))
+
+
+# the figures must be this tree's: Spark's Python workers import selp from their own sys.path
+# (the driver's PYTHONPATH reaches them in local mode, but an installed selp could win)
+tree = os.path.dirname(os.path.dirname(os.path.abspath(selp.__file__)))
+workers = set(spark.sparkContext.parallelize(range(2), 2).mapPartitions(_worker_selp).collect())
+if workers != {tree}:
+    sys.exit(f"bench_topk: the driver runs selp from {tree} but Spark's workers from {sorted(workers)}; "
+             f"put the tree first on PYTHONPATH (or ship it with spark.submit.pyFiles)")
+print(json.dumps({"label": label, "tree": tree, "workers": sorted(workers)}), flush=True)
 if prof:
     steps = {}
     def wrap(mod, name):
