@@ -174,11 +174,6 @@ class _Evaluator:
             def done(df: DataFrame) -> DataFrame:
                 return codes.unpack(df, arity)
 
-        if cols == [PACKED] and known.size:
-            # one aggregate deduplicates the candidates and drops the known rows: no broadcast of
-            # the relation (a job and a hash table built on the driver every round), and nothing
-            # for the optimizer to push below the deduplication (spark-nonlinear, s19n)
-            return materialize_count(done(_fresh_packed(new, old)))
         new = new.distinct()
         if not known.size:
             return materialize_count(done(new))
@@ -475,13 +470,6 @@ def _unknown(new: DataFrame, known: DataFrame, cols: list[str]) -> DataFrame:
     # coalesce hides the column equalities from the join-key extraction: the hash is the only key
     cond = (F.xxhash64(*[F.col(c) for c in cols]) == F.col("_h")) & F.coalesce(same, F.lit(False))
     return new.join(F.broadcast(table), cond, how="left_anti")
-
-
-def _fresh_packed(new: DataFrame, known: DataFrame) -> DataFrame:
-    """The distinct packed rows of ``new`` not in ``known`` (both one :data:`PACKED` column), by
-    one aggregate over both: a key is fresh when no row of ``known`` holds it."""
-    tagged = union_all([new.select(PACKED, F.lit(True).alias("_new")), known.select(PACKED, F.lit(False).alias("_new"))])
-    return tagged.groupBy(PACKED).agg(F.bool_and("_new").alias("_new")).filter(F.col("_new")).select(PACKED)
 
 
 def _broadcast_rows(spark: SparkSession, given: int | None) -> int:

@@ -18,8 +18,7 @@ Writes ``results.json`` and prints it; the load average is read before and after
 ``--alternate[=R]`` (s19n) measures the same evals *one at a time* instead: both sessions are
 started and warmed up (one after the other), then each repetition runs the small eval and the
 eval in one code and then the other, the order swapped every repetition (R repetitions, default
-3), so that neither code's eval shares the two cores with the other's (after one large eval
-each that the medians leave out: it warms up the large eval's code paths). It reports every run and
+3), so that neither code's eval shares the two cores with the other's. It reports every run and
 the median per code, and writes ``results-alternate.json``. Concurrent runs penalise the faster
 code (its eval runs while the slower one's saturates both cores, the slower one then finishes
 alone); alternating runs each code under the same (background) load.
@@ -153,10 +152,6 @@ def alternate(work: Path, small: Path, old: Path, here: Path, reps: int) -> dict
         sys.exit(f"{label} worker failed (exit {p.wait()})")
 
     runs = [ask(label, "warm-up") for label in ("old", "new")]
-    # one untimed-for-the-medians eval of the large graph each: the small graph's warm-up does
-    # not run the code paths of a large eval (the new code's coded rounds are not used on it),
-    # and the first large eval of a session pays their JIT compilation (12.6 s against 6.7 s)
-    runs += [{**ask(label, "eval"), "run": "warm-up eval"} for label in ("old", "new")]
     for rep in range(reps):
         for label in (("old", "new") if rep % 2 == 0 else ("new", "old")):
             runs.append(ask(label, "small"))
