@@ -1,7 +1,7 @@
 """Non-decomposable recursion on Spark (issue 19, item 3): today's global rounds against this
 tree's, side by side in one run.
 
-Usage: ``python datasets/results/spark-nonlinear/bench.py OUT_DIR [NODES] [BASE_COMMIT] [--full]``
+Usage: ``python datasets/results/spark-nonlinear/bench.py OUT_DIR [NODES] [BASE_COMMIT] [--full | --alternate[=R]]``
 (defaults 340 nodes, commit deaa1b0). The graph is the anchors graph (``selp.gen.anchors``: N
 nodes, 3N edges, seed 1; at N = 340 its closure has 105,301 tuples) and the program the
 *nonlinear* closure ``path(x, z) :- path(x, y), path(y, z)``, which does not decompose (global
@@ -14,6 +14,14 @@ relation left to be decoded by its first reader is paid for. With
 ``--full`` each also runs the eval with ``spark.selp.rounds.adaptive=true`` (adaptive execution
 left on in the rounds: a no-op for the old code) and top-1 of every fact on the N / 4 graph.
 Writes ``results.json`` and prints it; the load average is read before and after.
+
+``--alternate[=R]`` (s19n) measures the same evals *one at a time* instead: both sessions are
+started and warmed up (one after the other), then each repetition runs the small eval and the
+eval in one code and then the other, the order swapped every repetition (R repetitions, default
+3), so that neither code's eval shares the two cores with the other's. It reports every run and
+the median per code, and writes ``results-alternate.json``. Concurrent runs penalise the faster
+code (its eval runs while the slower one's saturates both cores, the slower one then finishes
+alone); alternating runs each code under the same (background) load.
 """
 
 from __future__ import annotations
@@ -92,9 +100,80 @@ def worker(work: Path, small: Path, full: bool) -> None:
     print("RESULT " + json.dumps(out), flush=True)
 
 
+def serve(work: Path, small: Path) -> None:
+    """One code tree's warm session driven over stdin (``--alternate``): each line names a run
+    (``warm-up``, ``small`` or ``eval``), answered by one ``RESULT`` JSON line on stdout."""
+    from selp.engines.spark import run_spark
+    from selp.engines.spark_session import get_spark
+    from selp.language import parse_program
+    from selp.language.validate import analyze
+
+    analysis = analyze(parse_program(PROGRAM))
+    spark = get_spark("local[2]", {"spark.driver.memory": "2g"})
+    sc = spark.sparkContext
+    dbs = {"warm-up": small / "db", "small": small / "db", "eval": work / "db"}
+    for i, line in enumerate(sys.stdin):
+        name = line.strip()
+        if name == "quit":
+            break
+        group = f"{name}-{i}"
+        sc.setJobGroup(group, group)
+        t = time.perf_counter()
+        r = run_spark(analysis, str(dbs[name]), spark)
+        n, it = r.count("path"), r.iterations
+        read = r.frame("path").count()
+        secs = time.perf_counter() - t
+        r.close()
+        assert read == n, (read, n)
+        jobs = len(sc.statusTracker().getJobIdsForGroup(group))
+        print("RESULT " + json.dumps({"run": name, "seconds": round(secs, 2), "jobs": jobs, "path": n, "iterations": it}),
+              flush=True)
+    spark.stop()
+
+
+def alternate(work: Path, small: Path, old: Path, here: Path, reps: int) -> dict:
+    """Both codes' sessions, their evals run one at a time, the order swapped every repetition."""
+    procs = {}
+    for label, tree in (("old", old), ("new", here)):
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        cmd = [sys.executable, __file__, "--serve", str(work), str(small)]
+        procs[label] = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True)
+
+    def ask(label: str, name: str) -> dict:
+        p = procs[label]
+        p.stdin.write(name + "\n")
+        p.stdin.flush()
+        for line in p.stdout:
+            if line.startswith("RESULT "):
+                out = {"code": label, **json.loads(line[7:]), "loadavg": os.getloadavg()[0]}
+                print(json.dumps(out), flush=True)
+                return out
+        sys.exit(f"{label} worker failed (exit {p.wait()})")
+
+    runs = [ask(label, "warm-up") for label in ("old", "new")]
+    for rep in range(reps):
+        for label in (("old", "new") if rep % 2 == 0 else ("new", "old")):
+            runs.append(ask(label, "small"))
+            runs.append(ask(label, "eval"))
+    for p in procs.values():
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        p.wait()
+
+    def median(label: str, name: str) -> float:
+        xs = sorted(r["seconds"] for r in runs if r["code"] == label and r["run"] == name)
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+    summary = {name: {"old": median("old", name), "new": median("new", name),
+                      "speed-up": round(median("old", name) / median("new", name), 2)} for name in ("small", "eval")}
+    return {"reps": reps, "runs": runs, "median": summary}
+
+
 def main() -> None:
-    args = [a for a in sys.argv[1:] if a != "--full"]
+    args = [a for a in sys.argv[1:] if a != "--full" and not a.startswith("--alternate")]
     full = "--full" in sys.argv
+    alt = [a for a in sys.argv[1:] if a.startswith("--alternate")]
     out = Path(args[0])
     nodes = int(args[1]) if len(args) > 1 else 340
     base = args[2] if len(args) > 2 else "deaa1b0"
@@ -110,6 +189,13 @@ def main() -> None:
         tarfile.open(fileobj=io.BytesIO(data)).extractall(old)
     commit = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     load0 = os.getloadavg()
+    if alt:
+        reps = int(alt[0].split("=", 1)[1]) if "=" in alt[0] else 3
+        res = {"mode": "alternate", "graph": stats, "small_nodes": nodes // 4, "base": base, "head": commit,
+               "loadavg_start": load0, **alternate(work, small, old, here, reps), "loadavg_end": os.getloadavg()}
+        (Path(__file__).parent / "results-alternate.json").write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+        print(json.dumps({k: res[k] for k in ("head", "base", "loadavg_start", "loadavg_end", "median")}, indent=2))
+        return
     runs = []
     procs = []
     for label, tree in (("old", old), ("new", here)):
@@ -130,7 +216,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--worker"]:
+    if sys.argv[1:2] == ["--serve"]:
+        serve(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1:2] == ["--worker"]:
         worker(Path(sys.argv[2]), Path(sys.argv[3]), "--full" in sys.argv)
     else:
         main()
