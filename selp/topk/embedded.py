@@ -479,7 +479,7 @@ class ArrayDTable(DTable):
         for e in range(int(res.fact_ptr[r]), int(res.fact_ptr[r + 1])):
             w = res.w[e]
             weight = int(w) if self._int_weights else float(w)
-            i = int(res.inst[e])
+            i = res.inst_of(e)
             if i < 0:
                 out.append(Entry(weight, int(res.size[e]), int(res.origin[e]), None))
                 continue
