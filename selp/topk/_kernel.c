@@ -1481,6 +1481,7 @@ typedef struct {
 typedef struct {
     shared_t *S;
     int64_t id;
+    int64_t first;            /* a group claimed for it before the threads start (-1 none) */
     acc_t *A;
     int err;                  /* 0, 1 out of memory or stopped, 2 a head not among the group's facts */
 } worker_t;
@@ -1518,7 +1519,8 @@ static void *work(void *arg) {
     if (!ST || !J) goto done;
     if (k == 1) memcpy(ST, S->LR, (size_t)L * 8 * sizeof(int64_t));
     for (int64_t j = 0; j < nj; j++) { J[j] = *S->joins[j]; J[j].grp = &G; J[j].err = 0; }
-    for (int64_t g; (g = claim(S, W->id)) >= 0;) {
+    for (int64_t g; (g = W->first >= 0 ? W->first : claim(S, W->id)) >= 0;) {
+        W->first = -1;
         int64_t off = S->gptr[g], nf = S->gptr[g + 1] - off;
         G.off = off; G.n = 0;
         S->own[g] = W->id;
@@ -1699,7 +1701,6 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     acc_t *accs[64] = {0};
     worker_t W[64];
     pthread_t tid[64];
-    int64_t started = 0;
     if (!run || !A || !S) { free(run); free(A); free(S); return NULL; }
     run->F = F; run->k = k; run->acc = A; run->L = L;
     A->L = L; A->F = F;
@@ -1761,14 +1762,20 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         accs[w]->L = L; accs[w]->F = F; accs[w]->inv = A->inv;
         accs[w]->bound = A->bound;
     }
-    for (int64_t w = 0; w < threads; w++) { W[w].S = S; W[w].id = w; W[w].A = accs[w]; W[w].err = 0; }
-    for (int64_t w = 1; w < threads; w++) {
-        if (pthread_create(&tid[w], NULL, work, &W[w])) break; /* fewer workers: they claim every group */
-        started = w;
+    /* each other worker gets the last groups before any starts: every worker ranks at least one
+     * (whatever the threads' start-up latency), so the layouts of the writes from both ends
+     * are what the tests see on small programs too */
+    for (int64_t w = 0; w < threads; w++) {
+        W[w].S = S; W[w].id = w; W[w].A = accs[w]; W[w].err = 0;
+        W[w].first = w > 0 && S->front < S->back ? --S->back : -1;
     }
+    int ran[64] = {0};
+    for (int64_t w = 1; w < threads; w++)
+        ran[w] = !pthread_create(&tid[w], NULL, work, &W[w]); /* one not started: its groups are ranked below */
     work(&W[0]);
-    for (int64_t w = 1; w <= started; w++) pthread_join(tid[w], NULL);
-    for (int64_t w = 0; w <= started; w++)
+    for (int64_t w = 1; w < threads; w++) if (ran[w]) pthread_join(tid[w], NULL);
+    for (int64_t w = 1; w < threads; w++) if (!ran[w]) work(&W[w]);
+    for (int64_t w = 0; w < threads; w++)
         if (W[w].err) { *err = W[w].err == 2 ? 2 : 1; goto fail; }
     for (int64_t w = 1; w < threads; w++) {
         int64_t b = accs[w]->bound;
