@@ -1248,7 +1248,7 @@ typedef struct acc {
     int64_t *fp;                            /* F + 1: each row's first entry */
     double *w; int64_t *size, *origin, *crp; int32_t *rule;  /* per entry (crp: n + 1) */
     int64_t n, cap;
-    int64_t *kid; int32_t *cr;              /* per child slot: input fact id, rank */
+    int32_t *kid, *cr;                      /* per child slot: input fact id (F < 2^31: see selp_static), rank */
     int64_t nr, rcap;
     int64_t *inv;                           /* kernel id -> input id (during the run) */
     int64_t bound;                          /* top-k: the most trees of any fact (capped at k), -1 cyclic */
@@ -1301,11 +1301,11 @@ static void big_free(void *p) {
 static int acc_reserve(acc_t *a, int64_t ne, int64_t nr) {
     if (ne <= 0 || ne > ((int64_t)1 << 40) || nr > ((int64_t)1 << 40)) return -1;
     a->w = big_alloc(ne, 8); a->size = big_alloc(ne, 8); a->origin = big_alloc(ne, 8); a->crp = big_alloc(ne + 1, 8);
-    a->rule = big_alloc(ne, 4); a->kid = big_alloc(nr, 8); a->cr = big_alloc(nr, 4);
+    a->rule = big_alloc(ne, 4); a->kid = big_alloc(nr, 4); a->cr = big_alloc(nr, 4);
     if (!a->w || !a->size || !a->origin || !a->crp || !a->rule || !a->kid || !a->cr) {
         big_free(a->w); big_free(a->size); big_free(a->origin); big_free(a->crp); big_free(a->rule);
         big_free(a->kid); big_free(a->cr);
-        a->w = NULL; a->size = a->origin = a->crp = a->kid = NULL; a->rule = a->cr = NULL;
+        a->w = NULL; a->size = a->origin = a->crp = NULL; a->rule = a->kid = a->cr = NULL;
         return -1;
     }
     a->mapped = 1; a->cap = ne; a->rcap = nr;
@@ -1315,7 +1315,7 @@ static int acc_reserve(acc_t *a, int64_t ne, int64_t nr) {
 /* a worker's acc without what it shares with the result (inv; A's arrays when it wrote them) */
 static void acc_unalias(acc_t *a) {
     a->inv = NULL;
-    if (a->top) { a->w = NULL; a->size = a->origin = a->crp = a->kid = NULL; a->rule = a->cr = NULL; }
+    if (a->top) { a->w = NULL; a->size = a->origin = a->crp = NULL; a->rule = a->kid = a->cr = NULL; }
 }
 
 static void acc_free(acc_t *a) {
@@ -1350,7 +1350,7 @@ static int acc_room(acc_t *a, int64_t more, int64_t slots) {
     }
     if (a->nr + slots > a->rcap) {
         int64_t cap = 2 * a->rcap + slots + 4096;
-        if (grow((void **)&a->kid, cap, 8) || grow((void **)&a->cr, cap, 4)) return -1;
+        if (grow((void **)&a->kid, cap, 4) || grow((void **)&a->cr, cap, 4)) return -1;
         a->rcap = cap;
     }
     return 0;
@@ -1364,7 +1364,7 @@ static inline void acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rul
     int64_t e = a->n++, t = a->nr;
     a->w[e] = w; a->size[e] = s; a->origin[e] = o; a->rule[e] = rule;
     for (int64_t j = 0; j < m; j++, t++) {
-        a->kid[t] = a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
+        a->kid[t] = (int32_t)a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
         a->cr[t] = ranks ? ranks[j] : 1;
     }
     a->nr = t;
@@ -1638,7 +1638,7 @@ done:
 static void acc_shrink(acc_t *X, int64_t n, int64_t nr) {
     grow((void **)&X->w, n, 8); grow((void **)&X->size, n, 8); grow((void **)&X->origin, n, 8);
     grow((void **)&X->crp, n + 1, 8); grow((void **)&X->rule, n, 4);
-    grow((void **)&X->kid, nr, 8); grow((void **)&X->cr, nr, 4);
+    grow((void **)&X->kid, nr, 4); grow((void **)&X->cr, nr, 4);
     X->n = X->cap = n; X->nr = X->rcap = nr;
 }
 
@@ -1659,7 +1659,7 @@ static int merge(shared_t *S, acc_t *A, acc_t *const *accs, int64_t nw, int64_t 
         memcpy(A->origin + A->n, X->origin + e0, (size_t)n * sizeof(int64_t));
         memcpy(A->rule + A->n, X->rule + e0, (size_t)n * sizeof(int32_t));
         for (int64_t i = 0; i < n; i++) A->crp[A->n + i + 1] = X->crp[e0 + i + 1] + dr;
-        memcpy(A->kid + A->nr, X->kid + r0, (size_t)m * sizeof(int64_t));
+        memcpy(A->kid + A->nr, X->kid + r0, (size_t)m * sizeof(int32_t));
         memcpy(A->cr + A->nr, X->cr + r0, (size_t)m * sizeof(int32_t));
         for (int64_t x = S->L + S->gptr[g]; x < S->L + S->gptr[g + 1]; x++) S->fp[x] += de;
         A->n += n; A->nr += m;
@@ -1692,6 +1692,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
                           int combine, double sign, int origin_mode, int64_t k, int64_t threads, int32_t *err) {
     stop_flag = 0;
     *err = 1;
+    if (F > INT32_MAX) { *err = 2; return NULL; } /* child ids are int32: the caller takes the global path */
     if (threads > ng) threads = ng;
     if (threads > 64) threads = 64;
     if (threads < 1) threads = 1;
@@ -1795,7 +1796,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         }
         for (int64_t i = 0; i < n1; i++) A->crp[n0 + i + 1] = A->crp[X->te + i + 1] + dr; /* ascending: reads ahead of writes */
         if (dr) {
-            memmove(A->kid + r0, A->kid + X->tr, (size_t)s1 * sizeof(int64_t));
+            memmove(A->kid + r0, A->kid + X->tr, (size_t)s1 * sizeof(int32_t));
             memmove(A->cr + r0, A->cr + X->tr, (size_t)s1 * sizeof(int32_t));
         }
         for (int64_t g = 0; g < ng; g++)
@@ -1803,7 +1804,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
                 for (int64_t x = L + gptr[g]; x < L + gptr[g + 1]; x++) A->fp[x] += de;
         A->n = n0 + n1; A->nr = r0 + s1;
         big_cut(A->w, A->n, 8); big_cut(A->size, A->n, 8); big_cut(A->origin, A->n, 8); big_cut(A->crp, A->n + 1, 8);
-        big_cut(A->rule, A->n, 4); big_cut(A->kid, A->nr, 8); big_cut(A->cr, A->nr, 4);
+        big_cut(A->rule, A->n, 4); big_cut(A->kid, A->nr, 4); big_cut(A->cr, A->nr, 4);
     } else if (threads > 1 && merge(S, A, accs, threads, S->front)) goto fail;
     A->fp[F] = A->n;
     free(A->inv); A->inv = NULL;
@@ -1830,7 +1831,7 @@ EXPORT int64_t selp_static_bound(const run_t *r) { return r->acc->bound; }
  * buffers, which numpy then wraps without a copy (they live until selp_free): p[0] fact_ptr
  * [F+1] by row (kernel id), p[1..7] per entry w, size, origin, NULL (no inst array: an entry
  * is its own instance, rows 0..L-1 are the leaves' -- 8 bytes an entry not written), child_rank_ptr [n+1], rule (0 for a leaf, whose rule is never read), p[7..8] per
- * child slot its rank (int32) and input fact id. */
+ * child slot its rank and input fact id (both int32: F < 2^31, which selp_static checks). */
 EXPORT void selp_static_arrays(const run_t *r, void **p) {
     const acc_t *A = r->acc;
     p[0] = A->fp; p[1] = A->w; p[2] = A->size; p[3] = A->origin; p[4] = NULL; p[5] = A->crp;

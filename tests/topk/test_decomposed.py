@@ -225,3 +225,20 @@ def test_two_workers_write_the_one_thread_arrays(tmp_path: Path, monkeypatch, k:
     n = len(one.w)
     assert one.inst_given is None and two.inst_of(n - 1) == n - 1 and two.inst_of(0) == -1
     assert np.array_equal(two.inst, np.where(np.arange(n) < leaves, -1, np.arange(n)))
+
+
+def test_more_facts_than_int32_child_ids_take_the_global_path(tmp_path: Path, monkeypatch) -> None:
+    """The static path writes children's fact ids as int32: a program with more facts than
+    STATIC_MAX_FACTS (2^31 - 1; lowered here) takes the global path, says so, and gets the
+    same entries; at the limit it stays component by component."""
+    prog, db = _db(tmp_path, RIGHT)
+    want = topk(prog, db, "path(*, *)", 3, engine="embedded")
+    assert want.meta.formed.get("components")
+    facts = int(want.res.fact_ptr.shape[0]) - 1
+    monkeypatch.setattr(embedded, "STATIC_MAX_FACTS", facts)
+    assert topk(prog, db, "path(*, *)", 3, engine="embedded").meta.formed.get("components")
+    monkeypatch.setattr(embedded, "STATIC_MAX_FACTS", facts - 1)
+    got = topk(prog, db, "path(*, *)", 3, engine="embedded")
+    assert not got.meta.formed.get("components")
+    assert f"more than {facts - 1} facts" in got.stats_note
+    assert got.answers() == want.answers()
