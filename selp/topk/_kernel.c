@@ -907,7 +907,9 @@ done:
  * 4: rule instances formed here (selp_head, selp_join and their helpers).
  * 5: instances formed and ranked component by component (selp_join_prepare, selp_static).
  * 6: selp_static's result in kernel order, its buffers handed over (selp_static_arrays).
- * 7: selp_static takes a number of threads; the top-k loop reads leaves from a compact array. */
+ * 7: selp_static takes a number of threads; the top-k loop reads leaves from a compact array.
+ * 8: selp_static's result has no inst array (p[4] NULL) and int32 child ids; two workers write
+ *    it from both ends. */
 EXPORT int64_t selp_abi(void) { return 8; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
