@@ -30,6 +30,7 @@
  * formed later in one component get larger ids in both). A program whose instances form one
  * component runs the global loop.
  */
+#define _GNU_SOURCE /* mremap */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ typedef int pthread_t;
 #define pthread_join(t, r) ((void)0)
 #else
 #include <pthread.h>
+#include <sys/mman.h>
 #endif
 
 #if defined(_WIN32)
@@ -905,8 +907,10 @@ done:
  * 4: rule instances formed here (selp_head, selp_join and their helpers).
  * 5: instances formed and ranked component by component (selp_join_prepare, selp_static).
  * 6: selp_static's result in kernel order, its buffers handed over (selp_static_arrays).
- * 7: selp_static takes a number of threads; the top-k loop reads leaves from a compact array. */
-EXPORT int64_t selp_abi(void) { return 7; }
+ * 7: selp_static takes a number of threads; the top-k loop reads leaves from a compact array.
+ * 8: selp_static's result has no inst array (p[4] NULL) and int32 child ids; two workers write
+ *    it from both ends. */
+EXPORT int64_t selp_abi(void) { return 8; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
 EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origins, int64_t n, int mode) {
@@ -1244,18 +1248,87 @@ typedef struct grp {
 typedef struct acc {
     int64_t L, F;
     int64_t *fp;                            /* F + 1: each row's first entry */
-    double *w; int64_t *size, *origin, *inst, *crp; int32_t *rule;  /* per entry (crp: n + 1) */
+    double *w; int64_t *size, *origin, *crp; int32_t *rule;  /* per entry (crp: n + 1) */
     int64_t n, cap;
-    int64_t *kid; int32_t *cr;              /* per child slot: input fact id, rank */
+    int32_t *kid, *cr;                      /* per child slot: input fact id (F < 2^31: see selp_static), rank */
     int64_t nr, rcap;
     int64_t *inv;                           /* kernel id -> input id (during the run) */
     int64_t bound;                          /* top-k: the most trees of any fact (capped at k), -1 cyclic */
+    int top;                                /* writes each group below the last, from te/tr down (see selp_static) */
+    int64_t te, tr;
+    int mapped;                             /* the per-entry and per-slot arrays are big_alloc mappings */
 } acc_t;
+
+/* ---- two workers' entries in one reservation ---------------------------------------------
+ * A block mapped for its bound (MAP_NORESERVE: address space only; a page costs memory once
+ * written), its length in a header. Two workers then write one result: the first from the
+ * bottom up, the second each of its groups below the last from the top down, and the gap
+ * between them is closed by one move of the second's part (see selp_static). Without mmap, or
+ * when the reservation is refused, the second worker writes buffers of its own that are copied
+ * (merge). */
+#define BIG_HEAD 64
+static void *big_alloc(int64_t n, size_t size) {
+#if defined(MAP_ANONYMOUS) && defined(MREMAP_MAYMOVE) && defined(MAP_NORESERVE)
+    size_t len = (BIG_HEAD + (size_t)n * size + size + 4095) & ~(size_t)4095;
+    char *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (b == MAP_FAILED) return NULL;
+    *(size_t *)b = len;
+    return b + BIG_HEAD;
+#else
+    (void)n; (void)size;
+    return NULL;
+#endif
+}
+
+/* the block cut to n items: the tail's pages given back (a failure keeps it whole) */
+static void big_cut(void *p, int64_t n, size_t size) {
+#if defined(MAP_ANONYMOUS) && defined(MREMAP_MAYMOVE) && defined(MAP_NORESERVE)
+    char *b = (char *)p - BIG_HEAD;
+    size_t was = *(size_t *)b, len = (BIG_HEAD + (size_t)n * size + size + 4095) & ~(size_t)4095;
+    if (len < was && munmap(b + len, was - len) == 0) *(size_t *)b = len;
+#else
+    (void)p; (void)n; (void)size;
+#endif
+}
+
+static void big_free(void *p) {
+#if defined(MAP_ANONYMOUS) && defined(MREMAP_MAYMOVE) && defined(MAP_NORESERVE)
+    if (p) munmap((char *)p - BIG_HEAD, *(size_t *)((char *)p - BIG_HEAD));
+#else
+    (void)p;
+#endif
+}
+
+/* the result's arrays reserved for at most ne entries and nr child slots (-1: not reserved) */
+static int acc_reserve(acc_t *a, int64_t ne, int64_t nr) {
+    if (ne <= 0 || ne > ((int64_t)1 << 40) || nr > ((int64_t)1 << 40)) return -1;
+    a->w = big_alloc(ne, 8); a->size = big_alloc(ne, 8); a->origin = big_alloc(ne, 8); a->crp = big_alloc(ne + 1, 8);
+    a->rule = big_alloc(ne, 4); a->kid = big_alloc(nr, 4); a->cr = big_alloc(nr, 4);
+    if (!a->w || !a->size || !a->origin || !a->crp || !a->rule || !a->kid || !a->cr) {
+        big_free(a->w); big_free(a->size); big_free(a->origin); big_free(a->crp); big_free(a->rule);
+        big_free(a->kid); big_free(a->cr);
+        a->w = NULL; a->size = a->origin = a->crp = NULL; a->rule = a->kid = a->cr = NULL;
+        return -1;
+    }
+    a->mapped = 1; a->cap = ne; a->rcap = nr;
+    return 0;
+}
+
+/* a worker's acc without what it shares with the result (inv; A's arrays when it wrote them) */
+static void acc_unalias(acc_t *a) {
+    a->inv = NULL;
+    if (a->top) { a->w = NULL; a->size = a->origin = a->crp = NULL; a->rule = a->kid = a->cr = NULL; }
+}
 
 static void acc_free(acc_t *a) {
     if (!a) return;
-    free(a->fp); free(a->w); free(a->size); free(a->origin); free(a->inst); free(a->crp); free(a->rule);
-    free(a->kid); free(a->cr); free(a->inv); free(a);
+    if (a->mapped) {
+        big_free(a->w); big_free(a->size); big_free(a->origin); big_free(a->crp); big_free(a->rule);
+        big_free(a->kid); big_free(a->cr);
+    } else {
+        free(a->w); free(a->size); free(a->origin); free(a->crp); free(a->rule); free(a->kid); free(a->cr);
+    }
+    free(a->fp); free(a->inv); free(a);
 }
 
 static int grow(void **p, int64_t n, size_t size) {
@@ -1268,16 +1341,18 @@ static int grow(void **p, int64_t n, size_t size) {
 /* room for `more` entries and `slots` child slots; realloc of large blocks remaps pages, so
  * growing by doubling copies nothing and touches no page not written later */
 static int acc_room(acc_t *a, int64_t more, int64_t slots) {
+    if (a->top) return 0; /* its groups' places are counted exactly below the last (see work) */
+    if (a->mapped) return a->n + more > a->cap || a->nr + slots > a->rcap ? -1 : 0; /* reserved for the bound */
     if (a->n + more > a->cap) {
         int64_t cap = 2 * a->cap + more + 4096;
         if (grow((void **)&a->w, cap, 8) || grow((void **)&a->size, cap, 8) || grow((void **)&a->origin, cap, 8)
-            || grow((void **)&a->inst, cap, 8) || grow((void **)&a->crp, cap + 1, 8) || grow((void **)&a->rule, cap, 4))
+            || grow((void **)&a->crp, cap + 1, 8) || grow((void **)&a->rule, cap, 4))
             return -1;
         a->cap = cap;
     }
     if (a->nr + slots > a->rcap) {
         int64_t cap = 2 * a->rcap + slots + 4096;
-        if (grow((void **)&a->kid, cap, 8) || grow((void **)&a->cr, cap, 4)) return -1;
+        if (grow((void **)&a->kid, cap, 4) || grow((void **)&a->cr, cap, 4)) return -1;
         a->rcap = cap;
     }
     return 0;
@@ -1289,9 +1364,9 @@ static int acc_room(acc_t *a, int64_t more, int64_t slots) {
 static inline void acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rule, int64_t m, const int64_t *kids,
                            const int32_t *ranks, int64_t L, int64_t off) {
     int64_t e = a->n++, t = a->nr;
-    a->w[e] = w; a->size[e] = s; a->origin[e] = o; a->inst[e] = e; a->rule[e] = rule;
+    a->w[e] = w; a->size[e] = s; a->origin[e] = o; a->rule[e] = rule;
     for (int64_t j = 0; j < m; j++, t++) {
-        a->kid[t] = a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
+        a->kid[t] = (int32_t)a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
         a->cr[t] = ranks ? ranks[j] : 1;
     }
     a->nr = t;
@@ -1408,6 +1483,7 @@ typedef struct {
 typedef struct {
     shared_t *S;
     int64_t id;
+    int64_t first;            /* a group claimed for it before the threads start (-1 none) */
     acc_t *A;
     int err;                  /* 0, 1 out of memory or stopped, 2 a head not among the group's facts */
 } worker_t;
@@ -1445,10 +1521,11 @@ static void *work(void *arg) {
     if (!ST || !J) goto done;
     if (k == 1) memcpy(ST, S->LR, (size_t)L * 8 * sizeof(int64_t));
     for (int64_t j = 0; j < nj; j++) { J[j] = *S->joins[j]; J[j].grp = &G; J[j].err = 0; }
-    for (int64_t g; (g = claim(S, W->id)) >= 0;) {
+    for (int64_t g; (g = W->first >= 0 ? W->first : claim(S, W->id)) >= 0;) {
+        W->first = -1;
         int64_t off = S->gptr[g], nf = S->gptr[g + 1] - off;
         G.off = off; G.n = 0;
-        S->own[g] = W->id; S->ge0[g] = A->n; S->gr0[g] = A->nr;
+        S->own[g] = W->id;
         /* the group's facts: fresh records after the leaves, a hash table by their columns */
         for (int64_t i = 0; i < nf; i++) {
             if (k == 1) fr_init(ST + 8 * (L + i), 0, 0.0, 0, 0);
@@ -1499,6 +1576,15 @@ static void *work(void *arg) {
         if (k == 1) {
             if (grp_uses(&G, L, nf, &U)) goto done;
             if (comp_top1(G.IR, si, 0, n, ST, U.rem, U.uptr, U.uses, L, U.todo, &hp, P)) goto done;
+            if (A->top) {
+                int64_t ne = 0, ns = 0;
+                for (int64_t i = 0; i < nf; i++) {
+                    const int64_t *q = ST + 8 * (L + i);
+                    if (q[3] != -2) { ne++; ns += G.IR[q[3] * si + IR_M]; }
+                }
+                A->n = A->te - ne; A->nr = A->tr - ns; A->te -= ne; A->tr -= ns;
+            }
+            S->ge0[g] = A->n; S->gr0[g] = A->nr;
             if (acc_room(A, nf, nf * M)) goto done;
             for (int64_t i = 0; i < nf; i++) {
                 int64_t *q = ST + 8 * (L + i);
@@ -1517,6 +1603,15 @@ static void *work(void *arg) {
             if (comp_topk(G.IR, si, 0, n, ST, &B, P)) goto done;
             int64_t ne = 0;
             for (int64_t i = 0; i < nf; i++) ne += FB_CNT(ST + i * rec);
+            if (A->top) {
+                int64_t ns = 0;
+                for (int64_t i = 0; i < nf; i++) {
+                    int64_t *b = ST + i * rec, se = B.se;
+                    for (int32_t r = 0; r < FB_CNT(b); r++) ns += G.IR[FB_ENTRY(b, k, r)[3] * si + IR_M];
+                }
+                A->n = A->te - ne; A->nr = A->tr - ns; A->te -= ne; A->tr -= ns;
+            }
+            S->ge0[g] = A->n; S->gr0[g] = A->nr;
             if (acc_room(A, ne, ne * M)) goto done;
             for (int64_t i = 0; i < nf; i++) {
                 int64_t *b = ST + i * rec, se = B.se;
@@ -1544,8 +1639,8 @@ done:
  * shrinks a large block in place (unmapping its tail), a failure leaves it as it was. */
 static void acc_shrink(acc_t *X, int64_t n, int64_t nr) {
     grow((void **)&X->w, n, 8); grow((void **)&X->size, n, 8); grow((void **)&X->origin, n, 8);
-    grow((void **)&X->inst, n, 8); grow((void **)&X->crp, n + 1, 8); grow((void **)&X->rule, n, 4);
-    grow((void **)&X->kid, nr, 8); grow((void **)&X->cr, nr, 4);
+    grow((void **)&X->crp, n + 1, 8); grow((void **)&X->rule, n, 4);
+    grow((void **)&X->kid, nr, 4); grow((void **)&X->cr, nr, 4);
     X->n = X->cap = n; X->nr = X->rcap = nr;
 }
 
@@ -1565,11 +1660,8 @@ static int merge(shared_t *S, acc_t *A, acc_t *const *accs, int64_t nw, int64_t 
         memcpy(A->size + A->n, X->size + e0, (size_t)n * sizeof(int64_t));
         memcpy(A->origin + A->n, X->origin + e0, (size_t)n * sizeof(int64_t));
         memcpy(A->rule + A->n, X->rule + e0, (size_t)n * sizeof(int32_t));
-        for (int64_t i = 0; i < n; i++) {
-            A->inst[A->n + i] = A->n + i;
-            A->crp[A->n + i + 1] = X->crp[e0 + i + 1] + dr;
-        }
-        memcpy(A->kid + A->nr, X->kid + r0, (size_t)m * sizeof(int64_t));
+        for (int64_t i = 0; i < n; i++) A->crp[A->n + i + 1] = X->crp[e0 + i + 1] + dr;
+        memcpy(A->kid + A->nr, X->kid + r0, (size_t)m * sizeof(int32_t));
         memcpy(A->cr + A->nr, X->cr + r0, (size_t)m * sizeof(int32_t));
         for (int64_t x = S->L + S->gptr[g]; x < S->L + S->gptr[g + 1]; x++) S->fp[x] += de;
         A->n += n; A->nr += m;
@@ -1602,6 +1694,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
                           int combine, double sign, int origin_mode, int64_t k, int64_t threads, int32_t *err) {
     stop_flag = 0;
     *err = 1;
+    if (F > INT32_MAX) { *err = 2; return NULL; } /* child ids are int32: the caller takes the global path */
     if (threads > ng) threads = ng;
     if (threads > 64) threads = 64;
     if (threads < 1) threads = 1;
@@ -1611,7 +1704,6 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     acc_t *accs[64] = {0};
     worker_t W[64];
     pthread_t tid[64];
-    int64_t started = 0;
     if (!run || !A || !S) { free(run); free(A); free(S); return NULL; }
     run->F = F; run->k = k; run->acc = A; run->L = L;
     A->L = L; A->F = F;
@@ -1636,8 +1728,13 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     A->fp = malloc(((size_t)F + 1) * sizeof(int64_t));
     A->inv = malloc(((size_t)F + 1) * sizeof(int64_t));
     S->fp = A->fp;
-    /* first guess: one entry per fact (top-1's count when every fact is derived) */
-    if (!LV || !S->own || !S->ge0 || !S->gr0 || !S->ge1 || !S->gr1 || !A->fp || !A->inv || acc_room(A, F + 1, (F - L) * M + 1)) goto fail;
+    /* two workers: one reservation for the bound (each fact at most k entries of at most M
+     * children), written from both ends; otherwise a first guess of one entry per fact (top-1's
+     * count when every fact is derived), grown as needed */
+    int64_t per = k == 1 ? 1 : k, NE = 0, NR = 0;
+    if (threads == 2 && F - L < ((int64_t)1 << 40) / per / (M + 1)) { NE = L + (F - L) * per; NR = (F - L) * per * M + 1; }
+    if (!LV || !S->own || !S->ge0 || !S->gr0 || !S->ge1 || !S->gr1 || !A->fp || !A->inv) goto fail;
+    if ((NE == 0 || acc_reserve(A, NE, NR)) && acc_room(A, F + 1, (F - L) * M + 1)) goto fail;
     if (k == 1) S->LR = LV; else S->LV = LV;
     A->crp[0] = 0;
     for (int64_t f = 0; f < F; f++) {
@@ -1646,7 +1743,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         if (x >= L) continue;
         /* the leaves' entries are rows 0..L-1 */
         int64_t ls = leaf_size ? leaf_size[f] : 0;
-        A->w[x] = leaf_w[f]; A->size[x] = ls; A->origin[x] = leaf_origin[f]; A->inst[x] = -1; A->rule[x] = 0;
+        A->w[x] = leaf_w[f]; A->size[x] = ls; A->origin[x] = leaf_origin[f]; A->rule[x] = 0;
         A->crp[x + 1] = 0; A->fp[x] = x;
         if (k == 1) fr_init(LV + 8 * x, 1, leaf_w[f], ls, leaf_origin[f]);
         else { LV[4 * x] = as_i(leaf_w[f]); LV[4 * x + 1] = ls; LV[4 * x + 2] = leaf_origin[f]; LV[4 * x + 3] = 0; }
@@ -1655,35 +1752,73 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     accs[0] = A;
     for (int64_t w = 1; w < threads; w++) {
         accs[w] = calloc(1, sizeof(acc_t));
-        if (!accs[w] || acc_room(accs[w], 1, 1)) goto fail;
-        accs[w]->L = L; accs[w]->F = F; accs[w]->inv = A->inv; accs[w]->crp[0] = 0;
+        if (!accs[w]) goto fail;
+        if (A->mapped) { /* the second worker writes A's arrays from the top down */
+            acc_t *X = accs[w];
+            X->w = A->w; X->size = A->size; X->origin = A->origin; X->crp = A->crp; X->rule = A->rule;
+            X->kid = A->kid; X->cr = A->cr; X->cap = A->cap; X->rcap = A->rcap;
+            X->top = 1; X->te = X->n = A->cap; X->tr = X->nr = A->rcap;
+        } else {
+            if (acc_room(accs[w], 1, 1)) goto fail;
+            accs[w]->crp[0] = 0;
+        }
+        accs[w]->L = L; accs[w]->F = F; accs[w]->inv = A->inv;
         accs[w]->bound = A->bound;
     }
-    for (int64_t w = 0; w < threads; w++) { W[w].S = S; W[w].id = w; W[w].A = accs[w]; W[w].err = 0; }
-    for (int64_t w = 1; w < threads; w++) {
-        if (pthread_create(&tid[w], NULL, work, &W[w])) break; /* fewer workers: they claim every group */
-        started = w;
+    /* each other worker gets the last groups before any starts: every worker ranks at least one
+     * (whatever the threads' start-up latency), so the layouts of the writes from both ends
+     * are what the tests see on small programs too */
+    for (int64_t w = 0; w < threads; w++) {
+        W[w].S = S; W[w].id = w; W[w].A = accs[w]; W[w].err = 0;
+        W[w].first = w > 0 && S->front < S->back ? --S->back : -1;
     }
+    int ran[64] = {0};
+    for (int64_t w = 1; w < threads; w++)
+        ran[w] = !pthread_create(&tid[w], NULL, work, &W[w]); /* one not started: its groups are ranked below */
     work(&W[0]);
-    for (int64_t w = 1; w <= started; w++) pthread_join(tid[w], NULL);
-    for (int64_t w = 0; w <= started; w++)
+    for (int64_t w = 1; w < threads; w++) if (ran[w]) pthread_join(tid[w], NULL);
+    for (int64_t w = 1; w < threads; w++) if (!ran[w]) work(&W[w]);
+    for (int64_t w = 0; w < threads; w++)
         if (W[w].err) { *err = W[w].err == 2 ? 2 : 1; goto fail; }
     for (int64_t w = 1; w < threads; w++) {
         int64_t b = accs[w]->bound;
         A->bound = A->bound < 0 || b < 0 ? -1 : (b > A->bound ? b : A->bound);
     }
-    if (threads > 1 && merge(S, A, accs, threads, S->front)) goto fail;
+    if (A->mapped && threads == 2) {
+        /* the gap between the two parts closed: the second's entries and slots moved down onto
+         * the end of the first's (pages written already but for the gap's few), their child
+         * slot pointers and its rows' first entries shifted */
+        acc_t *X = accs[1];
+        int64_t n0 = A->n, r0 = A->nr, n1 = A->cap - X->te, s1 = A->rcap - X->tr, de = n0 - X->te, dr = r0 - X->tr;
+        if (de) {
+            memmove(A->w + n0, A->w + X->te, (size_t)n1 * sizeof(double));
+            memmove(A->size + n0, A->size + X->te, (size_t)n1 * sizeof(int64_t));
+            memmove(A->origin + n0, A->origin + X->te, (size_t)n1 * sizeof(int64_t));
+            memmove(A->rule + n0, A->rule + X->te, (size_t)n1 * sizeof(int32_t));
+        }
+        for (int64_t i = 0; i < n1; i++) A->crp[n0 + i + 1] = A->crp[X->te + i + 1] + dr; /* ascending: reads ahead of writes */
+        if (dr) {
+            memmove(A->kid + r0, A->kid + X->tr, (size_t)s1 * sizeof(int32_t));
+            memmove(A->cr + r0, A->cr + X->tr, (size_t)s1 * sizeof(int32_t));
+        }
+        for (int64_t g = 0; g < ng; g++)
+            if (S->own[g] == 1)
+                for (int64_t x = L + gptr[g]; x < L + gptr[g + 1]; x++) A->fp[x] += de;
+        A->n = n0 + n1; A->nr = r0 + s1;
+        big_cut(A->w, A->n, 8); big_cut(A->size, A->n, 8); big_cut(A->origin, A->n, 8); big_cut(A->crp, A->n + 1, 8);
+        big_cut(A->rule, A->n, 4); big_cut(A->kid, A->nr, 4); big_cut(A->cr, A->nr, 4);
+    } else if (threads > 1 && merge(S, A, accs, threads, S->front)) goto fail;
     A->fp[F] = A->n;
     free(A->inv); A->inv = NULL;
     run->n_entries = A->n;
     run->n_ranks = A->nr;
     *err = 0;
-    for (int64_t w = 1; w < threads; w++) { accs[w]->inv = NULL; acc_free(accs[w]); }
+    for (int64_t w = 1; w < threads; w++) { acc_unalias(accs[w]); acc_free(accs[w]); }
     free(LV); free(S->own); free(S->ge0); free(S->gr0); free(S->ge1); free(S->gr1); pthread_mutex_destroy(&S->mu); free(S);
     kbest_free(&B);
     return run;
 fail:
-    for (int64_t w = 1; w < threads; w++) if (accs[w]) { accs[w]->inv = NULL; acc_free(accs[w]); }
+    for (int64_t w = 1; w < threads; w++) if (accs[w]) { acc_unalias(accs[w]); acc_free(accs[w]); }
     free(LV); free(S->own); free(S->ge0); free(S->gr0); free(S->ge1); free(S->gr1); pthread_mutex_destroy(&S->mu); free(S);
     kbest_free(&B);
     selp_free(run);
@@ -1696,12 +1831,12 @@ EXPORT int64_t selp_static_bound(const run_t *r) { return r->acc->bound; }
 
 /* The result of selp_static in kernel order (see KernelResult and its `row`), as the run's own
  * buffers, which numpy then wraps without a copy (they live until selp_free): p[0] fact_ptr
- * [F+1] by row (kernel id), p[1..7] per entry w, size, origin, inst (the entry itself, -1 for
- * a leaf), child_rank_ptr [n+1], rule (0 for a leaf, whose rule is never read), p[7..8] per
- * child slot its rank (int32) and input fact id. */
+ * [F+1] by row (kernel id), p[1..7] per entry w, size, origin, NULL (no inst array: an entry
+ * is its own instance, rows 0..L-1 are the leaves' -- 8 bytes an entry not written), child_rank_ptr [n+1], rule (0 for a leaf, whose rule is never read), p[7..8] per
+ * child slot its rank and input fact id (both int32: F < 2^31, which selp_static checks). */
 EXPORT void selp_static_arrays(const run_t *r, void **p) {
     const acc_t *A = r->acc;
-    p[0] = A->fp; p[1] = A->w; p[2] = A->size; p[3] = A->origin; p[4] = A->inst; p[5] = A->crp;
+    p[0] = A->fp; p[1] = A->w; p[2] = A->size; p[3] = A->origin; p[4] = NULL; p[5] = A->crp;
     p[6] = A->rule; p[7] = A->cr; p[8] = A->kid;
 }
 

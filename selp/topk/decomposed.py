@@ -206,14 +206,15 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
         bound = int(lib.selp_static_bound(run)) if k > 1 else -1
         ptrs = (ctypes.c_void_p * 9)()
         lib.selp_static_arrays(run, ptrs)
-        fp, w, size, origin, inst, crp, rule, cr, kid = adopt(lib, run, [
+        fp, w, size, origin, crp, rule, cr, kid = adopt(lib, run, [
             (ptrs[0], F + 1, np.int64), (ptrs[1], ne, np.float64), (ptrs[2], ne, np.int64), (ptrs[3], ne, np.int64),
-            (ptrs[4], ne, np.int64), (ptrs[5], ne + 1, np.int64), (ptrs[6], ne, np.int32), (ptrs[7], nr, np.int32),
-            (ptrs[8], nr, np.int64)])
+            (ptrs[5], ne + 1, np.int64), (ptrs[6], ne, np.int32), (ptrs[7], nr, np.int32), (ptrs[8], nr, np.int32)])
     finally:
         for j in joins:
             j.close()
-    res = KernelResult(fp, w, size, origin, inst, crp, cr, row=nid)
-    # the graph's instance e is entry e (its head: the row's input fact, read by no one here)
+    # no inst array: entry e is its own instance, the leaves' entries are rows 0..L-1
+    res = KernelResult(fp, w, size, origin, None, crp, cr, row=nid, own_leaves=L)
+    # the graph's instance e is entry e (its head: the row's input fact, read by no one here);
+    # its child_fact is int32 (4 bytes a child slot less of fresh memory; F < STATIC_MAX_FACTS)
     graph = Hypergraph(leaf, leaf_w, leaf_origin, rule, np.zeros(0, np.int64), crp, kid, rw, rsize, rhash, rcopy)
     return Static(res, graph, ng, bound)

@@ -62,6 +62,8 @@ FORM_INSTANCES = "auto"
 # the static path (selp.topk.decomposed) keeps a block of k entries per leaf and per fact of one
 # component; beyond this k the global path runs, whose tree-count bound can shrink k first
 STATIC_MAX_K = 64
+# the static path writes a child's fact id as int32
+STATIC_MAX_FACTS = 2**31 - 1
 
 
 def formed_text(formed: Mapping[str, Any], why_not: str = "") -> str:
@@ -250,6 +252,8 @@ def _static_plan(store: Store, meta: _Meta, k: int) -> StaticPlan | str:
         return "the compiled kernel was not built"
     if k > STATIC_MAX_K:
         return f"k > {STATIC_MAX_K}"
+    if sum(n for _, n in meta.offsets.values()) > STATIC_MAX_FACTS:
+        return f"more than {STATIC_MAX_FACTS} facts"
     return static_plan(store.analysis, store.kinds, _is_filter, meta.rule_index)
 
 
@@ -479,7 +483,7 @@ class ArrayDTable(DTable):
         for e in range(int(res.fact_ptr[r]), int(res.fact_ptr[r + 1])):
             w = res.w[e]
             weight = int(w) if self._int_weights else float(w)
-            i = int(res.inst[e])
+            i = res.inst_of(e)
             if i < 0:
                 out.append(Entry(weight, int(res.size[e]), int(res.origin[e]), None))
                 continue

@@ -212,17 +212,36 @@ class KernelResult:
     w: np.ndarray  # float64[E]
     size: np.ndarray  # int64[E]
     origin: np.ndarray  # int64[E]
-    inst: np.ndarray  # int64[E]
+    # int64[E], or None: entry e is its own instance and entries below ``own_leaves`` are the
+    # leaves' (the component-by-component path, which writes no such array: 8 bytes an entry
+    # of fresh memory, ~50 MB at top-7 of a million facts); ``inst`` then builds it on demand
+    inst_given: np.ndarray | None
     child_rank_ptr: np.ndarray  # int64[E+1]
     child_rank: np.ndarray  # int32[child_rank_ptr[E]]
     # fact f's row of fact_ptr (None: f itself). The component-by-component path writes its
     # entries in the order it finds them (leaves, then component after component) and maps
     # input ids to rows here, instead of copying every entry into input order.
     row: np.ndarray | None = None  # int64[F]
+    own_leaves: int = 0
 
     def row_of(self, f: int) -> int:
         """The row of ``fact_ptr`` holding fact ``f``'s entries."""
         return f if self.row is None else int(self.row[f])
+
+    @property
+    def inst(self) -> np.ndarray:
+        """Each entry's instance (-1 for a leaf), as an array."""
+        if self.inst_given is None:
+            got = np.arange(len(self.w), dtype=np.int64)
+            got[:self.own_leaves] = -1
+            self.inst_given = got
+        return self.inst_given
+
+    def inst_of(self, e: int) -> int:
+        """Entry ``e``'s instance (-1 for a leaf), without building :attr:`inst`."""
+        if self.inst_given is None:
+            return -1 if e < self.own_leaves else e
+        return int(self.inst_given[e])
 
     @property
     def n_entries(self) -> int:
@@ -299,7 +318,7 @@ def kernel_threads() -> int:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
-_ABI = 7  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+_ABI = 8  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _kernel_file() -> str:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from helpers.topk import edge_db, embedded_both_ways, ranking
@@ -191,3 +192,53 @@ def test_a_bad_thread_count_is_one_located_line(tmp_path: Path) -> None:
         assert got.returncode == 1, got.stderr
         assert "Traceback" not in got.stderr
         assert f"SELP_THREADS must be a whole number >= 1, not '{bad}'" in got.stderr
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_two_workers_write_the_one_thread_arrays(tmp_path: Path, monkeypatch, k: int) -> None:
+    """Two threads write one result from both ends and close the gap between them (kernel ABI
+    8): the arrays the DTable reads -- every entry's weight bits, size, origin, rule, children,
+    ranks and every row's first entry -- are the one-thread run's, position for position, also
+    when facts have fewer than k trees (the reservation for k per fact is then not filled and
+    the gap is not empty); the instance of an entry is the entry itself, -1 for a leaf."""
+    edges, weights = _random_edges(40, 110, 3)
+    # acyclic (edges point up): many facts have fewer than k trees
+    edges = [(a, b) for a, b in edges if a < b]
+    prog, db = edge_db(tmp_path, edges, RIGHT, {e: weights[e] for e in edges})
+    runs = {}
+    for threads in ("1", "2"):
+        monkeypatch.setenv("SELP_THREADS", threads)
+        runs[threads] = topk(prog, db, "path(*, *)", k, engine="embedded")
+    one, two = runs["1"].res, runs["2"].res
+    g1, g2 = runs["1"].graph, runs["2"].graph
+    assert runs["2"].meta.formed.get("components", 0) >= 10
+    leaves = int(runs["1"].graph.leaf.sum())
+    derived = len(one.row) - leaves
+    if k > 1:  # some fact has fewer than k trees: the two ends did not meet
+        assert int(one.fact_ptr[-1]) < leaves + derived * k
+    assert np.array_equal(one.row, two.row)
+    assert np.array_equal(one.fact_ptr, two.fact_ptr)
+    assert np.array_equal(one.w.view(np.int64), two.w.view(np.int64))
+    for name in ("size", "origin", "child_rank_ptr", "child_rank"):
+        assert np.array_equal(getattr(one, name), getattr(two, name)), name
+    assert np.array_equal(g1.inst_rule, g2.inst_rule) and np.array_equal(g1.child_fact, g2.child_fact)
+    n = len(one.w)
+    assert one.inst_given is None and two.inst_of(n - 1) == n - 1 and two.inst_of(0) == -1
+    assert np.array_equal(two.inst, np.where(np.arange(n) < leaves, -1, np.arange(n)))
+
+
+def test_more_facts_than_int32_child_ids_take_the_global_path(tmp_path: Path, monkeypatch) -> None:
+    """The static path writes children's fact ids as int32: a program with more facts than
+    STATIC_MAX_FACTS (2^31 - 1; lowered here) takes the global path, says so, and gets the
+    same entries; at the limit it stays component by component."""
+    prog, db = _db(tmp_path, RIGHT)
+    want = topk(prog, db, "path(*, *)", 3, engine="embedded")
+    assert want.meta.formed.get("components")
+    facts = int(want.res.fact_ptr.shape[0]) - 1
+    monkeypatch.setattr(embedded, "STATIC_MAX_FACTS", facts)
+    assert topk(prog, db, "path(*, *)", 3, engine="embedded").meta.formed.get("components")
+    monkeypatch.setattr(embedded, "STATIC_MAX_FACTS", facts - 1)
+    got = topk(prog, db, "path(*, *)", 3, engine="embedded")
+    assert not got.meta.formed.get("components")
+    assert f"more than {facts - 1} facts" in got.stats_note
+    assert got.answers() == want.answers()
