@@ -89,7 +89,7 @@ def test_keeping_the_old_instance_adds_a_segment_and_never_copies_it() -> None:
     eng.define("q@new", 2, [lower(r, {"q": 2, "d": 2}) for r in rules])
     assert len(eng.table["q@new"]) == 2 and eng.table["q@new"][0] == eng.table["q"][0]
     assert eng.get("q@new") == {("2", "b"): 1, ("3", "c"): 4}
-    assert eng.stats("q@new").rows == 2  # measured over the sum: (1, a) cancelled, not counted
+    assert eng.stats("q@new").rows == 2  # from the segments: (1, a)'s negative row cancels its old one
     eng.put("r", 2, {("2", "b"): 1, ("3", "c"): 4})
     assert eng.same("q@new", "r")
     expected = dict(eng.get("q@new"))
