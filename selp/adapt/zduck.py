@@ -72,6 +72,8 @@ class DuckZ:
     that multiply and sum counts do not mind, :meth:`get`, :meth:`same` and compaction sum.
     """
 
+    shares_copies = True  # a plan's plain copy of a stored relation keeps its tables (no rows read)
+
     def __init__(self, path: str = ":memory:") -> None:
         self.con = duckdb.connect(path)
         self.arity: dict[str, int] = {}
