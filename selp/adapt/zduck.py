@@ -191,6 +191,12 @@ class DuckZ:
         rows = self.con.execute(self._normal_sql(name)).fetchall()
         return {tuple(r[:-1]): int(r[-1]) for r in rows}
 
+    def count(self, name: str) -> int:
+        """The exact number of tuples of relation ``name`` (non-zero summed counts); a scan,
+        unlike :meth:`stats`, whose row count of a segmented relation is an estimate."""
+        (row,) = self.con.execute(f"SELECT COUNT(*) FROM ({self._normal_sql(name)})").fetchall()
+        return int(row[0])
+
     def same(self, a: str, b: str) -> bool:
         """Whether relations ``a`` and ``b`` hold the same Z-relation (compared in the database)."""
         if self.table[a] == self.table[b]:
