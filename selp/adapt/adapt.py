@@ -122,6 +122,7 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
     old_arities, old_views = check(old)
     new_arities, new_views = check(new)
     stats = _Stats(engine)
+    shared = bool(getattr(engine, "shares_copies", False))  # a kept relation costs nothing to copy
     old_defs = _base_defs(old, old_views)
     available: dict[str, Query] = {v: d for v, d in old_defs.items() if engine.has(v)}
     # arity of each old relation: two empty definitions have one key whatever their arity
@@ -159,15 +160,15 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
         base = unfold(original, new_defs)
         previous = name[: -len(NEW)]
         if strategy == "recompute":
-            cost = query_cost(original, stats)
+            cost = query_cost(original, stats, shared)
             plan = Plan(original, cost, cost, 0, 0.0)
         elif previous in available and old_arity.get(previous) == arity and query_key(available[previous]) == query_key(base):
             # an unchanged definition over unchanged data: the old instance is the answer, no search
             xs = tuple(Var(f"x{i}") for i in range(arity))
             copy: Query = {make_cq(xs, [(previous, xs)]): 1}
-            plan = Plan(copy, query_cost(copy, stats), query_cost(original, stats), 0, 0.0)
+            plan = Plan(copy, query_cost(copy, stats, shared), query_cost(original, stats, shared), 0, 0.0)
         else:
-            plan = search(original, base, available, stats, budget, first=(previous,), view_rels=view_rels)
+            plan = search(original, base, available, stats, budget, first=(previous,), view_rels=view_rels, shared_copies=shared)
         lowered = [lower(cq.rule(name, k), arities, k) for cq, k in plan.query.items()]
         run = time.perf_counter()
         engine.define(name, arity, lowered)

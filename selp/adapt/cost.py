@@ -71,10 +71,25 @@ def _cq_cost(cq: CQ, body_stats: tuple[Stats, ...]) -> tuple[float, float]:
     return cost + size, size
 
 
-def query_cost(q: Mapping[CQ, int], stats: Callable[[str], Stats]) -> float:
-    """Estimated cost of evaluating and summing a query (a plan for one view)."""
+def is_copy(cq: CQ, k: int) -> bool:
+    """Whether ``k·cq`` is ``q(X1..Xn) :- r(X1..Xn)``: a plain copy of one stored relation."""
+    if k != 1 or len(cq.body) != 1 or cq.unequal:
+        return False
+    args = cq.body[0][1]
+    return cq.head == args and all(isinstance(t, Var) for t in args) and len(set(args)) == len(args)
+
+
+def query_cost(q: Mapping[CQ, int], stats: Callable[[str], Stats], shared_copies: bool = False) -> float:
+    """Estimated cost of evaluating and summing a query (a plan for one view). With
+    ``shared_copies`` (an engine that keeps a copied relation's stored rows as a segment of the
+    new one, :class:`selp.adapt.zduck.DuckZ`) the first plain copy costs only its rule: its rows
+    are neither read nor summed."""
     total, out = 0.0, 0.0
-    for cq in q:
+    for cq, k in q.items():
+        if shared_copies and is_copy(cq, k):
+            shared_copies = False  # the engine keeps one copied relation as it is, and sums the rest
+            total += RULE_OVERHEAD
+            continue
         c, n = cq_cost(cq, stats)
         total += c + RULE_OVERHEAD
         out += n

@@ -25,7 +25,7 @@ from selp.adapt.rules import Query, query_key
 from selp.adapt.zprogram import Stats
 
 C_S, C_V, C_Q = 8, 4, 128
-BUDGET_FRACTION = 0.1  # of the recomputation's estimated time
+BUDGET_FRACTION = 0.03  # of the recomputation's estimated time (0.1 searched longer and chose no better plans: datasets/results/adapt/a24g)
 MIN_BUDGET, MAX_BUDGET = 0.001, 5.0  # seconds: a floor for tiny views, a cap for the estimate's errors
 
 
@@ -46,13 +46,14 @@ def view_relations(defn: Query) -> frozenset[str]:
 
 
 def search(original: Query, base: Query, views: Mapping[str, Query], stats: Callable[[str], Stats], budget: float | None = None,
-           first: tuple[str, ...] = (), view_rels: Mapping[str, frozenset[str]] | None = None) -> Plan:
+           first: tuple[str, ...] = (), view_rels: Mapping[str, frozenset[str]] | None = None, shared_copies: bool = False) -> Plan:
     """The cheapest plan for a view whose input plan is ``original`` and whose unfolding over
     base relations is ``base``; ``views`` are the materialised views with their base definitions,
     those named in ``first`` (the view's own old instance) tried first; ``view_rels`` their
-    :func:`view_relations`, when the caller keeps them across searches."""
+    :func:`view_relations`, when the caller keeps them across searches; ``shared_copies`` as in
+    :func:`selp.adapt.cost.query_cost` (the engine's)."""
     start = time.perf_counter()
-    recompute = query_cost(original, stats)
+    recompute = query_cost(original, stats, shared_copies)
     if budget is None:
         budget = min(MAX_BUDGET, max(MIN_BUDGET, BUDGET_FRACTION * recompute * SECONDS_PER_ROW))
     tie = itertools.count()
@@ -65,7 +66,7 @@ def search(original: Query, base: Query, views: Mapping[str, Query], stats: Call
         if key in seen:
             return
         seen.add(key)
-        heapq.heappush(pending, (rank, query_cost(q, stats) if cost is None else cost, next(tie), q))
+        heapq.heappush(pending, (rank, query_cost(q, stats, shared_copies) if cost is None else cost, next(tie), q))
 
     # a view folds into a plan only if its definition's relations occur in the plan: checked
     # on relation sets first, since most available views (provenance tables above all) share none
@@ -87,7 +88,7 @@ def search(original: Query, base: Query, views: Mapping[str, Query], stats: Call
         order = sorted((name for name in views if view_rels[name] & plan_rels),
                        key=lambda name: (name not in first, -len(view_rels[name] & plan_rels), name))
         for name in order:
-            cands = [(query_cost(c, stats), next(tie), c) for c in folds(p, name, views[name]) if query_key(c) not in seen]
+            cands = [(query_cost(c, stats, shared_copies), next(tie), c) for c in folds(p, name, views[name]) if query_key(c) not in seen]
             found += sorted(cands, key=lambda x: x[:2])[:C_V]
             if time.perf_counter() - start >= budget:
                 break

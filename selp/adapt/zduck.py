@@ -72,12 +72,15 @@ class DuckZ:
     that multiply and sum counts do not mind, :meth:`get`, :meth:`same` and compaction sum.
     """
 
+    shares_copies = True  # a plan's plain copy of a stored relation keeps its tables (no rows read)
+
     def __init__(self, path: str = ":memory:") -> None:
         self.con = duckdb.connect(path)
         self.arity: dict[str, int] = {}
         self.table: dict[str, tuple[str, ...]] = {}  # relation -> its segments (stored tables)
         self._users: dict[str, int] = {}  # stored table -> relations referring to it
         self._stats: dict[str, Stats] = {}  # per stored table, as a DBMS keeps statistics
+        self._negative: dict[str, int] = {}  # per stored table: its rows of negative count
         self._made = 0
 
     def _bind(self, name: str, arity: int, tables: tuple[str, ...]) -> None:
@@ -95,8 +98,8 @@ class DuckZ:
             self._users[table] -= 1
             if not self._users[table]:
                 del self._users[table]
-                for key in [k for k in self._stats if table in k.split("+")]:  # a segment set's too
-                    del self._stats[key]
+                self._stats.pop(table, None)
+                self._negative.pop(table, None)
                 self.con.execute(f"DROP TABLE IF EXISTS {ident(table)}")
 
     def _fresh(self, name: str) -> str:
@@ -188,6 +191,12 @@ class DuckZ:
         rows = self.con.execute(self._normal_sql(name)).fetchall()
         return {tuple(r[:-1]): int(r[-1]) for r in rows}
 
+    def count(self, name: str) -> int:
+        """The exact number of tuples of relation ``name`` (non-zero summed counts); a scan,
+        unlike :meth:`stats`, whose row count of a segmented relation is an estimate."""
+        (row,) = self.con.execute(f"SELECT COUNT(*) FROM ({self._normal_sql(name)})").fetchall()
+        return int(row[0])
+
     def same(self, a: str, b: str) -> bool:
         """Whether relations ``a`` and ``b`` hold the same Z-relation (compared in the database)."""
         if self.table[a] == self.table[b]:
@@ -201,24 +210,31 @@ class DuckZ:
         return name in self.arity
 
     def stats(self, name: str) -> Stats:
-        """Rows and distinct values per column (HyperLogLog estimates), per stored table; a
-        relation of several segments is measured over their sum (the segments alone would
-        count a tuple in two of them twice), once per set of segments."""
+        """Rows and distinct values per column (HyperLogLog estimates), per stored table, as a
+        DBMS keeps them. A relation of several segments is estimated from its segments' own
+        statistics, not measured over their sum (that scan costs as much as recomputing a small
+        view, and a plan keeping the old instance makes one per changed view): its rows are the
+        segments' positive-count rows less their negative-count ones (a remainder's negative
+        rows cancel old tuples), each column's distinct values the largest segment's."""
         tables = self.table[name]
+        arity = self.arity[name]
         if len(tables) == 1:
-            return self._table_stats(tables[0], self.arity[name], ident(tables[0]))
-        return self._table_stats("+".join(tables), self.arity[name], f"({self._normal_sql(name)})")
+            return self._table_stats(tables[0], arity)
+        parts = [self._table_stats(t, arity) for t in tables]
+        rows = max(0, sum(p.rows - 2 * self._negative[t] for p, t in zip(parts, tables)))
+        return Stats(rows, tuple(min(rows, max(p.distinct[c] for p in parts)) for c in range(arity)))
 
-    def _table_stats(self, table: str, arity: int, source: str) -> Stats:
+    def _table_stats(self, table: str, arity: int) -> Stats:
         if table in self._stats:
             return self._stats[table]
         # HyperLogLog estimates: a cost model needs magnitudes, and exact distinct counts of every
         # column cost as much as recomputing a small view
-        parts = ["COUNT(*)"] + [f"approx_count_distinct(c{i})" for i in range(arity)]
+        parts = ["COUNT(*)", "COUNT(*) FILTER (WHERE _cnt < 0)"] + [f"approx_count_distinct(c{i})" for i in range(arity)]
         # fetchall, not fetchone: an unfinished result would block the next register() (put)
-        (row,) = self.con.execute(f"SELECT {', '.join(parts)} FROM {source}").fetchall()
+        (row,) = self.con.execute(f"SELECT {', '.join(parts)} FROM {ident(table)}").fetchall()
         rows = int(row[0])
-        self._stats[table] = Stats(rows, tuple(min(rows, int(x or 0)) for x in row[1:]))
+        self._negative[table] = int(row[1])
+        self._stats[table] = Stats(rows, tuple(min(rows, int(x or 0)) for x in row[2:]))
         return self._stats[table]
 
     def drop(self, name: str) -> None:

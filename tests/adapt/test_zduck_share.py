@@ -89,7 +89,7 @@ def test_keeping_the_old_instance_adds_a_segment_and_never_copies_it() -> None:
     eng.define("q@new", 2, [lower(r, {"q": 2, "d": 2}) for r in rules])
     assert len(eng.table["q@new"]) == 2 and eng.table["q@new"][0] == eng.table["q"][0]
     assert eng.get("q@new") == {("2", "b"): 1, ("3", "c"): 4}
-    assert eng.stats("q@new").rows == 2  # measured over the sum: (1, a) cancelled, not counted
+    assert eng.stats("q@new").rows == 2  # from the segments: (1, a)'s negative row cancels its old one
     eng.put("r", 2, {("2", "b"): 1, ("3", "c"): 4})
     assert eng.same("q@new", "r")
     expected = dict(eng.get("q@new"))
@@ -108,3 +108,38 @@ def test_keeping_the_old_instance_adds_a_segment_and_never_copies_it() -> None:
     join = parse_program("j(X) :- q@new(X, Y), r(X, Y).").rules
     eng.define("j", 1, [lower(r, {"q@new": 2, "r": 2}) for r in join])
     assert eng.get("j") == {("2",): 1, ("3",): 16}
+
+
+def test_count_is_exact_where_segment_statistics_estimate() -> None:
+    """A relation kept as the old segment plus a remainder that re-adds an old tuple: the
+    statistics estimate counts that tuple twice (the segments' rows, no scan), ``count`` sums
+    the segments and gives the tuples a user sees."""
+    eng = DuckZ()
+    eng.put("q", 2, {("1", "a"): 1, ("2", "b"): 1})
+    eng.put("d", 2, {("1", "a"): 2, ("3", "c"): 1})
+    rules = parse_program("q@new(X, Y) :- q(X, Y).\nq@new(X, Y) :- d(X, Y).").rules
+    eng.define("q@new", 2, [lower(r, {"q": 2, "d": 2}) for r in rules])
+    assert eng.get("q@new") == {("1", "a"): 3, ("2", "b"): 1, ("3", "c"): 1}
+    assert eng.count("q@new") == 3
+    assert eng.stats("q@new").rows == 4  # an estimate: (1, a) is in both segments
+
+
+def test_a_kept_old_instance_costs_only_its_remainder_on_duckdb() -> None:
+    """The cost of ``q@new :- q`` plus a remainder: on an engine that keeps the copied relation's
+    tables as segments (DuckDB) the copy costs its rule only, so the plan costs its remainder
+    plus that; charged as a read and sum of ``q`` otherwise (Spark sums every rule)."""
+    from selp.adapt.cost import RULE_OVERHEAD, query_cost
+    from selp.adapt.rules import make_cq
+    from selp.adapt.zprogram import Stats
+    from selp.language.ast import Var
+
+    x, y = Var("X"), Var("Y")
+    copy = make_cq((x, y), [("q", (x, y))])
+    rest = make_cq((x, y), [("d", (x, y)), ("e", (x, y))])
+    stats = {"q": Stats(100_000, (100_000, 50)), "d": Stats(1_000, (1_000, 10)), "e": Stats(500, (500, 10))}.__getitem__
+    assert DuckZ.shares_copies
+    remainder = query_cost({rest: 1}, stats)
+    assert query_cost({copy: 1, rest: 1}, stats, shared_copies=True) == remainder + RULE_OVERHEAD
+    assert query_cost({copy: 1, rest: 1}, stats) > remainder + 100_000
+    # a copy with coefficient 2 is summed, not kept
+    assert query_cost({copy: 2, rest: 1}, stats, shared_copies=True) > remainder + 100_000
