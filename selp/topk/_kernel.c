@@ -547,8 +547,24 @@ static void kheap_replace(kheap_t *h, const int64_t *C, int64_t sc, double k, in
         int64_t m = 4 * i + 1;
         if (m >= n) break;
         int64_t e = m + 4 < n ? m + 4 : n;
+        double km;
+        if (__builtin_expect(e == m + 4, 1)) {
+            /* four children: the least as a tournament of pairs (two compares deep, where a
+             * chain is three), without a branch on the weights; any equal weights in it take
+             * the loop below */
+            double k0 = as_f(H[2 * m]), k1 = as_f(H[2 * m + 2]), k2 = as_f(H[2 * m + 4]), k3 = as_f(H[2 * m + 6]);
+            int a = k1 < k0, b = k3 < k2;
+            double ka = a ? k1 : k0, kb = b ? k3 : k2;
+            int64_t ma = m + a, mb = m + 2 + b;
+            int c = kb < ka;
+            if (__builtin_expect(!((k0 == k1) | (k2 == k3) | (ka == kb)), 1)) {
+                m = c ? mb : ma;
+                km = c ? kb : ka;
+                goto chosen;
+            }
+        }
         /* the least child, without a branch on the weights (as heap_replace) */
-        double km = as_f(H[2 * m]);
+        km = as_f(H[2 * m]);
         for (int64_t r = m + 1; r < e; r++) {
             double kr = as_f(H[2 * r]);
             if (__builtin_expect(kr == km, 0)) {
@@ -559,6 +575,7 @@ static void kheap_replace(kheap_t *h, const int64_t *C, int64_t sc, double k, in
             m = lt ? r : m;
             km = lt ? kr : km;
         }
+    chosen:;
         int64_t cm = H[2 * m + 1];
         if (!k_less(C, sc, km, cm, k, c)) break;
         H[2 * i] = H[2 * m]; H[2 * i + 1] = cm;
