@@ -472,8 +472,8 @@ fail:
 /* ---- top-k: lazy k-best by modifications -------------------------------------------------- */
 
 /* A fact's block (fb int64, a multiple of 8: whole cache lines): its number of entries (the
- * leaf flag in bit 32, "root changed this round" in bit 40), then per rank the head of the list
- * of candidates waiting for that entry, then the root of its candidate queue (below), then per
+ * leaf flag in bit 32, "root changed this round" in bit 40), then the root of its candidate
+ * queue (below), then per rank the head of the list of candidates waiting for that entry, then per
  * rank the entry (se int64): weight, size, origin, instance position (-1 for a leaf), then its
  * child ranks as int32. What a pop reads and writes -- the count, the origins for duplicates,
  * the new entry and its waiting list -- is one or two cache lines. An entry holds its ranks
@@ -482,8 +482,9 @@ fail:
 #define FB_CNT(b) ((int32_t)(b)[0])
 #define FB_LEAF(b) (((b)[0] >> 32) & 1)
 #define FB_DIRTY ((int64_t)1 << 40)
-#define FB_WAIT(b, r) ((b)[1 + (r)])
-#define FB_ROOT(b, k) ((b)[1 + (k)])
+/* the root next to the count: a candidate joining its head's queue reads both, one cache line */
+#define FB_WAIT(b, r) ((b)[2 + (r)])
+#define FB_ROOT(b, k) ((b)[1])
 #define FB_ENTRY(b, k, r) ((b) + 2 + (k) + se * (r))
 #define E_RANKS 4 /* int32 ranks from int64 slot 4 of an entry on */
 
@@ -601,12 +602,22 @@ typedef struct {
     kheap_t hp;
 } kbest_t;
 
+/* p (NULL, or from aligned_alloc, its first keep bytes kept) moved to a 64-byte aligned block of
+ * n bytes: a candidate record (64 bytes at M <= 2) then lies on one cache line, not two */
+static void *realloc64(void *p, size_t keep, size_t n) {
+    void *q = aligned_alloc(64, (n + 63) & ~(size_t)63);
+    if (!q) return NULL;
+    if (p && keep) memcpy(q, p, keep < n ? keep : n);
+    free(p);
+    return q;
+}
+
 /* room for a component of n instances: candidates, dirty facts and worklist; -1 when out of
  * memory */
 static int kbest_room(kbest_t *B, int64_t n) {
     if (n + B->M + 16 > B->ccap) {
         int64_t cap = 2 * n + B->M + 16;
-        int64_t *c = realloc(B->C, (size_t)cap * B->sc * sizeof(int64_t));
+        int64_t *c = realloc64(B->C, 0, (size_t)cap * B->sc * sizeof(int64_t)); /* empty between components */
         if (!c) return -1;
         B->C = c;
         int64_t *d = realloc(B->dirty, (size_t)cap * sizeof(int64_t));
@@ -774,7 +785,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
         if (stop_flag) return -1;
         if ((nc + M) > B->ccap) {
             int64_t cap = 2 * B->ccap;
-            int64_t *nb = realloc(C, (size_t)cap * sc * sizeof(int64_t));
+            int64_t *nb = realloc64(C, (size_t)B->ccap * sc * sizeof(int64_t), (size_t)cap * sc * sizeof(int64_t));
             if (!nb) return -1;
             B->C = C = nb;
             int64_t *nd2 = realloc(dirty, (size_t)cap * sizeof(int64_t));
@@ -1601,7 +1612,7 @@ static void *work(void *arg) {
     kbest_init(&B, k, M);
     B.L = L; B.LV = S->LV;
     /* top-1: the leaves' records then one group's; top-k: one group's blocks (L + i at ST + i * rec) */
-    int64_t *ST = malloc(((size_t)(k == 1 ? L + S->big : S->big) * rec + 1) * sizeof(int64_t));
+    int64_t *ST = aligned_alloc(64, (((size_t)(k == 1 ? L + S->big : S->big) * rec + 1) * sizeof(int64_t) + 63) & ~(size_t)63); /* blocks on cache lines */
     join_t *J = malloc(((size_t)nj + 1) * sizeof(join_t)); /* the joins, each with its own bindings */
     grp_t G = {0};
     G.si = si; G.cols = S->gcols; G.hk = hk; G.L = L;
