@@ -472,8 +472,8 @@ fail:
 /* ---- top-k: lazy k-best by modifications -------------------------------------------------- */
 
 /* A fact's block (fb int64, a multiple of 8: whole cache lines): its number of entries (the
- * leaf flag in bit 32, "root changed this round" in bit 40), then per rank the head of the list
- * of candidates waiting for that entry, then the root of its candidate queue (below), then per
+ * leaf flag in bit 32, "root changed this round" in bit 40), then the root of its candidate
+ * queue (below), then per rank the head of the list of candidates waiting for that entry, then per
  * rank the entry (se int64): weight, size, origin, instance position (-1 for a leaf), then its
  * child ranks as int32. What a pop reads and writes -- the count, the origins for duplicates,
  * the new entry and its waiting list -- is one or two cache lines. An entry holds its ranks
@@ -482,8 +482,9 @@ fail:
 #define FB_CNT(b) ((int32_t)(b)[0])
 #define FB_LEAF(b) (((b)[0] >> 32) & 1)
 #define FB_DIRTY ((int64_t)1 << 40)
-#define FB_WAIT(b, r) ((b)[1 + (r)])
-#define FB_ROOT(b, k) ((b)[1 + (k)])
+/* the root next to the count: a candidate joining its head's queue reads both, one cache line */
+#define FB_WAIT(b, r) ((b)[2 + (r)])
+#define FB_ROOT(b, k) ((b)[1])
 #define FB_ENTRY(b, k, r) ((b) + 2 + (k) + se * (r))
 #define E_RANKS 4 /* int32 ranks from int64 slot 4 of an entry on */
 
@@ -499,6 +500,98 @@ fail:
 #define C_O 6
 #define C_RANKS 7 /* int32 ranks from int64 slot 7 on */
 
+/* ---- the k-best loop's heap: 4-ary, records of 16 bytes ------------------------------------
+ * An item is a candidate's weight key and its id; its size and origin, needed only when two
+ * weights are equal (rare), are read from the candidate's record, which does not change while
+ * the candidate is in the heap. The same order as heap_t's (key, size, origin, id), so the same
+ * pops, but half the bytes: a node's four children are 64 bytes, placed on one cache line (item
+ * 1 on a 64-byte boundary), where heap_t's span two. At k = 7 on the anchors graph the heap
+ * holds up to a fact per non-full fact and most sift-down steps miss the cache. */
+
+typedef struct { int64_t *a; int64_t n, cap; void *raw; } kheap_t;
+
+/* candidate a before b, a with key ka, b with key kb (C: the candidate records) */
+static inline int k_less(const int64_t *C, int64_t sc, double ka, int64_t a, double kb, int64_t b) {
+    if (ka != kb) return ka < kb;
+    const int64_t *x = C + a * sc, *y = C + b * sc;
+    return less4(ka, x[C_S], x[C_O], a, kb, y[C_S], y[C_O], b);
+}
+
+static int kheap_push(kheap_t *h, const int64_t *C, int64_t sc, double k, int64_t c) {
+    if (h->n == h->cap) {
+        int64_t cap = 2 * h->cap + 64;
+        void *raw = aligned_alloc(64, (size_t)(cap + 4) * 16);
+        if (!raw) return -1;
+        int64_t *a = (int64_t *)((char *)raw + 48); /* item 1 (the root's first child) at 64 */
+        if (h->n) memcpy(a, h->a, (size_t)h->n * 16);
+        free(h->raw);
+        h->raw = raw; h->a = a; h->cap = cap;
+    }
+    int64_t *H = h->a;
+    int64_t i = h->n++;
+    while (i > 0) {
+        int64_t p = (i - 1) >> 2;
+        int64_t *q = H + 2 * p;
+        if (!k_less(C, sc, k, c, as_f(q[0]), q[1])) break;
+        H[2 * i] = q[0]; H[2 * i + 1] = q[1];
+        i = p;
+    }
+    H[2 * i] = as_i(k); H[2 * i + 1] = c;
+    return 0;
+}
+
+/* the root replaced by a new item (see heap_replace) */
+static void kheap_replace(kheap_t *h, const int64_t *C, int64_t sc, double k, int64_t c) {
+    int64_t *H = h->a;
+    int64_t n = h->n, i = 0;
+    for (;;) {
+        int64_t m = 4 * i + 1;
+        if (m >= n) break;
+        int64_t e = m + 4 < n ? m + 4 : n;
+        double km;
+        if (__builtin_expect(e == m + 4, 1)) {
+            /* four children: the least as a tournament of pairs (two compares deep, where a
+             * chain is three), without a branch on the weights; any equal weights in it take
+             * the loop below */
+            double k0 = as_f(H[2 * m]), k1 = as_f(H[2 * m + 2]), k2 = as_f(H[2 * m + 4]), k3 = as_f(H[2 * m + 6]);
+            int a = k1 < k0, b = k3 < k2;
+            double ka = a ? k1 : k0, kb = b ? k3 : k2;
+            int64_t ma = m + a, mb = m + 2 + b;
+            int c = kb < ka;
+            if (__builtin_expect(!((k0 == k1) | (k2 == k3) | (ka == kb)), 1)) {
+                m = c ? mb : ma;
+                km = c ? kb : ka;
+                goto chosen;
+            }
+        }
+        /* the least child, without a branch on the weights (as heap_replace) */
+        km = as_f(H[2 * m]);
+        for (int64_t r = m + 1; r < e; r++) {
+            double kr = as_f(H[2 * r]);
+            if (__builtin_expect(kr == km, 0)) {
+                if (k_less(C, sc, kr, H[2 * r + 1], km, H[2 * m + 1])) m = r;
+                continue;
+            }
+            int lt = kr < km;
+            m = lt ? r : m;
+            km = lt ? kr : km;
+        }
+    chosen:;
+        int64_t cm = H[2 * m + 1];
+        if (!k_less(C, sc, km, cm, k, c)) break;
+        H[2 * i] = H[2 * m]; H[2 * i + 1] = cm;
+        i = m;
+    }
+    H[2 * i] = as_i(k); H[2 * i + 1] = c;
+}
+
+static void kheap_pop(kheap_t *h, const int64_t *C, int64_t sc) {
+    int64_t n = --h->n;
+    if (n == 0) return;
+    int64_t *t = h->a + 2 * n;
+    kheap_replace(h, C, sc, as_f(t[0]), t[1]);
+}
+
 typedef struct {
     int64_t k, fb, se, sc, M;
     int64_t L;         /* facts below L are leaves: their entry is LV[4 * f] (weight, size, origin) */
@@ -506,15 +599,25 @@ typedef struct {
     int64_t *C, ccap;  /* one component's candidates */
     int64_t *todo, tcap;
     int64_t *dirty;    /* facts whose queue root changed since the last pop (ccap slots) */
-    heap_t hp;
+    kheap_t hp;
 } kbest_t;
+
+/* p (NULL, or from aligned_alloc, its first keep bytes kept) moved to a 64-byte aligned block of
+ * n bytes: a candidate record (64 bytes at M <= 2) then lies on one cache line, not two */
+static void *realloc64(void *p, size_t keep, size_t n) {
+    void *q = aligned_alloc(64, (n + 63) & ~(size_t)63);
+    if (!q) return NULL;
+    if (p && keep) memcpy(q, p, keep < n ? keep : n);
+    free(p);
+    return q;
+}
 
 /* room for a component of n instances: candidates, dirty facts and worklist; -1 when out of
  * memory */
 static int kbest_room(kbest_t *B, int64_t n) {
     if (n + B->M + 16 > B->ccap) {
         int64_t cap = 2 * n + B->M + 16;
-        int64_t *c = realloc(B->C, (size_t)cap * B->sc * sizeof(int64_t));
+        int64_t *c = realloc64(B->C, 0, (size_t)cap * B->sc * sizeof(int64_t)); /* empty between components */
         if (!c) return -1;
         B->C = c;
         int64_t *d = realloc(B->dirty, (size_t)cap * sizeof(int64_t));
@@ -607,7 +710,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
     int pend = 0; /* the heap's root was taken: removed at the next pop, or replaced by the next push */
     if (kbest_room(B, nc)) return -1;
     int64_t *C = B->C, *todo = B->todo, *dirty = B->dirty;
-    heap_t *hp = &B->hp;
+    kheap_t *hp = &B->hp;
     for (int64_t p = base; p < hi; p++) {
         int64_t *c = C + (p - base) * sc;
         c[C_POS] = p;
@@ -673,16 +776,16 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             int64_t r = FB_ROOT(hb, k);
             if (r < 0 || (C[r * sc + C_HEAD] & 1)) continue;
             int64_t *cr = C + r * sc;
-            if (pend) { heap_replace(hp, as_f(cr[C_W]), cr[C_S], cr[C_O], r); pend = 0; }
-            else if (heap_push(hp, as_f(cr[C_W]), cr[C_S], cr[C_O], r)) return -1;
+            if (pend) { kheap_replace(hp, C, sc, as_f(cr[C_W]), r); pend = 0; }
+            else if (kheap_push(hp, C, sc, as_f(cr[C_W]), r)) return -1;
             cr[C_HEAD] |= 1;
         }
-        if (pend) { heap_pop(hp); pend = 0; }
+        if (pend) { kheap_pop(hp, C, sc); pend = 0; }
         if (hp->n == 0) return 0;
         if (stop_flag) return -1;
         if ((nc + M) > B->ccap) {
             int64_t cap = 2 * B->ccap;
-            int64_t *nb = realloc(C, (size_t)cap * sc * sizeof(int64_t));
+            int64_t *nb = realloc64(C, (size_t)B->ccap * sc * sizeof(int64_t), (size_t)cap * sc * sizeof(int64_t));
             if (!nb) return -1;
             B->C = C = nb;
             int64_t *nd2 = realloc(dirty, (size_t)cap * sizeof(int64_t));
@@ -690,7 +793,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             B->dirty = dirty = nd2;
             B->ccap = cap;
         }
-        int64_t c = hp->a[3];
+        int64_t c = hp->a[1];
         pend = 1; /* removed (or replaced) later */
         int64_t *cr = C + c * sc;
         cr[C_HEAD] &= ~(int64_t)1;
@@ -747,7 +850,7 @@ static void kbest_init(kbest_t *B, int64_t k, int64_t M) {
     B->fb = (2 + k + B->se * k + 7) / 8 * 8;
 }
 
-static void kbest_free(kbest_t *B) { free(B->C); free(B->todo); free(B->dirty); free(B->hp.a); }
+static void kbest_free(kbest_t *B) { free(B->C); free(B->todo); free(B->dirty); free(B->hp.raw); }
 
 EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double *leaf_w,
                         const int64_t *leaf_origin, const int32_t *inst_rule, const int64_t *inst_head,
@@ -1509,7 +1612,7 @@ static void *work(void *arg) {
     kbest_init(&B, k, M);
     B.L = L; B.LV = S->LV;
     /* top-1: the leaves' records then one group's; top-k: one group's blocks (L + i at ST + i * rec) */
-    int64_t *ST = malloc(((size_t)(k == 1 ? L + S->big : S->big) * rec + 1) * sizeof(int64_t));
+    int64_t *ST = aligned_alloc(64, (((size_t)(k == 1 ? L + S->big : S->big) * rec + 1) * sizeof(int64_t) + 63) & ~(size_t)63); /* blocks on cache lines */
     join_t *J = malloc(((size_t)nj + 1) * sizeof(join_t)); /* the joins, each with its own bindings */
     grp_t G = {0};
     G.si = si; G.cols = S->gcols; G.hk = hk; G.L = L;
