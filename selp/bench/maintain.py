@@ -283,14 +283,14 @@ def _mixed(w: str, rel: str, base: dict, victims: list, built: dict[str, Maintai
                      "delete_seconds": round(d[0] / rounds, 5), "delete_cpu_seconds": round(d[1] / rounds, 5),
                      "insert_seconds": round(i[0] / rounds, 5), "insert_cpu_seconds": round(i[1] / rounds, 5),
                      "settled_per_change": (getattr(m, "settled", 0) - settled0[s]) / n, "pending": len(getattr(m, "pending", ())),
-                     "held_edges": sum(map(len, getattr(m, "lazy_edges", {}).values())), "expanded_later": getattr(m, "folded", 0),
+                     "held_edges": _held(m), "expanded_later": getattr(m, "folded", 0),
                      "rebuilt": getattr(m, "rebuilt", 0),
                      "tuples": sum(map(len, m.view().values())), **_shipped(m, shipped0[s], n), **_data(stats)})
         say(f"{w} {s}: mixed stream {(d[0] + i[0]) / n * 1000:.1f} ms per change")
     for s, m in built.items():
         # the work held edges defer, paid at once: what an eager expansion would have spent
         # (a row of its own, not part of the stream: the stream never needed it)
-        held = sum(map(len, getattr(m, "lazy_edges", {}).values()))
+        held = _held(m)
         if not held:
             continue
         t0, c0 = time.perf_counter(), time.process_time()
@@ -302,6 +302,11 @@ def _mixed(w: str, rel: str, base: dict, victims: list, built: dict[str, Maintai
         rows.append({"workload": w, "strategy": s, "phase": "fold-held", "status": status, "seconds": round(time.perf_counter() - t0, 5),
                      "cpu_seconds": round(time.process_time() - c0, 5), "held_edges": held, **_data(stats)})
         say(f"{w} {s}: expanding {held} held edges: {rows[-1]['seconds'] * 1000:.0f} ms ({status})")
+
+
+def _held(m: Maintainer) -> int:
+    """How many absorbed new edges ``m`` holds unexpanded (0 for a strategy without them)."""
+    return sum(map(len, getattr(m, "lazy_edges", {}).values()))
 
 
 def _prov(m: Maintainer) -> dict[str, Any]:
