@@ -95,6 +95,8 @@ def plan_line(step: dict[str, Any]) -> str:
         if step.get("keyed"):
             line += f"; co-partitioned {', '.join(step['keyed'])}"
         line += ")"
+        if step.get("ranking"):  # top-k: how each partition ranks its facts
+            line += f", ranked {step['ranking']}"
         if step.get("note"):  # e.g. goal-directed: what the partitions were restricted to
             line += f": {step['note']}"
     elif step["mode"] == "goal-directed" and step.get("demand"):

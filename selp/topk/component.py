@@ -68,6 +68,9 @@ class DTableTask:
     one: float  # the monoid's neutral element: a copy step's weight
     k: int
     salt: int = 0  # mixed into the component's fact keys (see fact_keys)
+    # rank component by component (selp.topk.component_static), as the driver's plan decided;
+    # False: the partition's whole hypergraph through the global kernel
+    by_component: bool = False
 
 
 def _id_tables(con: Any, rels: list[str]) -> tuple[dict[str, tuple[int, int]], int]:
@@ -139,6 +142,13 @@ def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping
     con = connect(threads=comp.threads)
     try:
         store, _ = fixpoint(con, comp, seeds, inputs)
+        if task.by_component:
+            from selp.topk.component_static import static_dtable
+
+            got = static_dtable(task, con, store, seeds, inputs, partition)
+            if not isinstance(got, str):
+                return got
+            # else the static path refused this partition's data: the whole hypergraph below
         members = sorted(comp.members)
         # every lower relation the recursive rules read gets an id table, also one that came
         # with no entries (an empty broadcast input is not shipped): the rules' joins name it

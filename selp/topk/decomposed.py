@@ -114,14 +114,18 @@ class Static:
 def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], tuple[np.ndarray, np.ndarray]],
                offsets: dict[str, tuple[int, int]], leaf: np.ndarray,
                leaf_w: np.ndarray, leaf_origin: np.ndarray, rules: tuple[np.ndarray, ...], combine: int,
-               sign: float, k: int, threads: int | None = None) -> Static | None:
+               sign: float, k: int, threads: int | None = None, leaf_size: np.ndarray | None = None,
+               origin_mode: int = 0, given: tuple[int, np.ndarray, np.ndarray] | None = None) -> Static | None:
     """Top-k of every fact by ``sp``; ``offsets``: each relation's first fact id and count;
     ``rules``: (weight, size, hash, copy) per kernel rule index; ``exit_instances(rule)``: an
     exit rule's (heads, children row-major) as input fact ids; ``threads``: how many components
     are ranked at once (None: :func:`~selp.topk.kernel.kernel_threads`; the result is the same
-    for any number). None when a rule's instances cannot be formed here after all (a head
-    constant without a code, an exit rule's head missing): the caller then takes the global
-    path. Raises MemoryError."""
+    for any number). ``leaf_size`` (None: 0) and ``origin_mode`` as :class:`Hypergraph` has
+    them; ``given``: (kernel rule index, heads, children) of one-child instances made by the
+    caller, ranked before the exit rules' (a Spark partition's seed entries, each a leaf copied
+    to its fact: :mod:`selp.topk.component`). None when a rule's instances cannot be formed
+    here after all (a head constant without a code, an exit rule's head missing): the caller
+    then takes the global path. Raises MemoryError."""
     lib = _compiled()
     F = len(leaf)
     first, n = offsets[sp.relation]
@@ -145,6 +149,12 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
     # the exit rules' instances, formed by the kernel's join (their children are leaves),
     # grouped by their head's group, each group's in input order
     e_rule, e_head, e_m, e_kids = [], [], [], []
+    if given is not None:
+        r, h, kids = given
+        e_rule.append(np.full(len(h), r, np.int32))
+        e_head.append(nid[h])
+        e_m.append(np.ones(len(h), np.int64))
+        e_kids.append(nid[kids])
     for p, r in sp.exit_rules:
         h, kids = exit_instances(p.rule)
         m = sum(1 for a in p.atoms if a[5])
@@ -193,10 +203,11 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
         lu8 = leaf.view(np.uint8)
         rw, rsize, rhash, rcopy = rules
         rcopy8 = rcopy.view(np.uint8)
+        lsize = None if leaf_size is None else np.ascontiguousarray(leaf_size, dtype=np.int64)
         run = _interruptible(lambda: lib.selp_static(
-            F, L, _ptr(nid), _ptr(lu8), _ptr(leaf_w), _ptr(leaf_origin), None, ng, _ptr(gptr), len(gcols), pcols,
+            F, L, _ptr(nid), _ptr(lu8), _ptr(leaf_w), _ptr(leaf_origin), None if lsize is None else _ptr(lsize), ng, _ptr(gptr), len(gcols), pcols,
             _ptr(eptr), _ptr(erule), _ptr(ehead), _ptr(ecptr), _ptr(ekids), len(joins), pjoins, pmasks, M,
-            _ptr(rw), _ptr(rsize), _ptr(rhash), _ptr(rcopy8), combine, sign, 0, k, nthreads, _ptr(err)), lib)
+            _ptr(rw), _ptr(rsize), _ptr(rhash), _ptr(rcopy8), combine, sign, origin_mode, k, nthreads, _ptr(err)), lib)
         if not run:
             if int(err[0]) == 2:
                 return None  # a head the join formed is not a fact of its group
@@ -216,5 +227,6 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
     res = KernelResult(fp, w, size, origin, None, crp, cr, row=nid, own_leaves=L)
     # the graph's instance e is entry e (its head: the row's input fact, read by no one here);
     # its child_fact is int32 (4 bytes a child slot less of fresh memory; F < STATIC_MAX_FACTS)
-    graph = Hypergraph(leaf, leaf_w, leaf_origin, rule, np.zeros(0, np.int64), crp, kid, rw, rsize, rhash, rcopy)
+    graph = Hypergraph(leaf, leaf_w, leaf_origin, rule, np.zeros(0, np.int64), crp, kid, rw, rsize, rhash, rcopy,
+                       leaf_size=leaf_size, origin_mode=origin_mode)
     return Static(res, graph, ng, bound)

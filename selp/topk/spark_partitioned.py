@@ -48,6 +48,7 @@ from selp.language.ast import Atom
 from selp.language.validate import Component
 from selp.engines.spark_frames import cut
 from selp.topk.component import DTableTask, partition_dtable
+from selp.topk.component_static import static_reason
 from selp.topk.packed import Unpack, blob_schema, blobs
 from selp.topk.embedded import COMPILED
 from selp.topk.spark_dtable import PTR, materialize_observed
@@ -86,9 +87,20 @@ def choose(engine: Any, comp: Component, conf: Settings) -> tuple[Decomposition 
     if rows > conf.broadcast_rows:
         step["reason"] = f"its broadcast inputs hold {rows} entries, over {BROADCAST_ROWS_CONF}={conf.broadcast_rows}"
         return None, step
+    why = static_reason(_component_task(engine, comp, d, conf), engine.task.k, engine.analysis.edb)
     step.update(mode="partition-local", position=d.position, partitions=conf.partitions,
-                keyed=sorted(d.keyed), broadcast=list(d.broadcast))
+                keyed=sorted(d.keyed), broadcast=list(d.broadcast),
+                ranking=f"whole partition: {why}" if why else "component by component")
     return d, step
+
+
+def _component_task(engine: Any, comp: Component, d: Decomposition, conf: Settings) -> ComponentTask:
+    """The component as a partition's task sees it: its relation(s), recursive rules, and the
+    arity and types of every relation those read."""
+    members = sorted(comp.relations)
+    inputs = tuple(sorted(set(d.keyed) | set(d.broadcast)))
+    arities = {r: engine.arity[r] for r in tuple(members) + inputs}
+    return ComponentTask(tuple(members), d.recursive_rules, arities, {r: tuple(engine.task.types[r]) for r in arities}, conf.threads)
 
 
 def _builtin(name: str) -> Any:
@@ -181,8 +193,8 @@ def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Se
     parts = [tagged(p, True) for p in plans]
     parts += [tagged(e, False) for rel in sorted(d.keyed) if (e := _entries_of(engine, rel)) is not None]
     rows = union_all(parts).repartition(conf.partitions, _KEY).drop(_KEY)
-    inputs = tuple(sorted(set(d.keyed) | set(d.broadcast)))
-    arities = {r: engine.arity[r] for r in tuple(members) + inputs}
+    ctask = _component_task(engine, comp, d, conf)
+    arities = ctask.arities
     small = {}
     for rel in d.broadcast:
         e = _entries_of(engine, rel)
@@ -196,11 +208,12 @@ def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Se
     ]).collect()[0] if d.recursive_rules else []
     combine, sign = COMPILED[task.monoid.name]
     dtask = DTableTask(
-        ComponentTask(tuple(members), d.recursive_rules, arities, {r: tuple(task.types[r]) for r in arities}, conf.threads),
+        ctask,
         {r.name: float(task.rule_weight[r.name]) for r in d.recursive_rules},
         {r.name: int(task.rule_size[r.name]) for r in d.recursive_rules},
         {r.name: int(prefixes[i]) for i, r in enumerate(d.recursive_rules)},
         combine, sign, float(task.monoid.one), task.k, zlib.crc32("\0".join(members).encode()) << 24,
+        by_component=not static_reason(ctask, task.k, engine.analysis.edb),
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # pyspark's pandas-version check; no pandas here

@@ -1,0 +1,255 @@
+"""A partition's DTable component by component: the embedded engine's static path
+(:mod:`selp.topk.decomposed`) inside a Spark task.
+
+:func:`selp.topk.component.partition_dtable` ranks a partition of a decomposable component of
+P_p. Its first way (the *whole-partition* path) builds the partition's full hypergraph -- every
+rule instance joined by DuckDB, fetched as numpy -- and runs the global kernel over it, whose
+top-k loop reads candidate records and fact blocks scattered over the whole partition. But the
+partition's facts split further, by their decomposition value, into groups whose derivations
+never meet (the same reason the partition exists), which is exactly what the embedded engine's
+static path ranks one at a time: each group's instances formed in C by the kernel's join, ranked
+with the group's records in cache, appended to the result. Here that path runs on the
+partition:
+
+* the component's one relation R is the grouped relation (its recursive rules' driver atom is
+  R's, the join plans those of :func:`selp.topk.decomposed.static_plan`);
+* every other fact is a leaf. An entry of a lower relation (EDB leaf, earlier component) is a
+  leaf of its own, with its weight, size and origin: its relation's ``i:REL`` table holds a row
+  per *entry*, not per fact, so a rule joins each of a lower fact's entries as a separate
+  child -- the same derivation trees, (weight, size, origin) for (weight, size, origin), as the
+  whole-partition path's copy steps from the entries to their fact, so the same k best;
+* a seed entry (what the exit rules made, computed by Spark) is a leaf too, copied to its fact
+  by a one-child instance of rule 0 (weight one, size 0, origin the child's): the static path's
+  ``given`` instances, ranked with the group's exit instances;
+* origin mode 1 (Spark's ``xxhash64``): order (weight, size, origin) and same-origin dedup as in
+  Spark's global rounds.
+
+What comes out is packed exactly as the whole-partition path packs it (:class:`Packed`, same
+fact numbering and keys, same entry columns), so neither the blobs nor the saved DTable change.
+Where the static path cannot serve (more than one relation in the component, a rule the
+kernel's join cannot form, k above :data:`~selp.topk.embedded.STATIC_MAX_K`, no compiled
+kernel), :func:`static_reason` says why on the driver -- the plan line shows it -- and the
+partition takes the whole-partition path; a partition also falls back on its own should the
+static run refuse its data (a head constant without a code).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from selp.engines.decompose import Decomposition, decompose
+from selp.engines.embedded.component import ComponentTask
+from selp.engines.embedded.physical import column_kinds
+from selp.engines.embedded.sql import ident
+from selp.engines.embedded.store import Store, table
+from selp.language.ast import Atom
+from selp.topk.decomposed import StaticPlan, run_static
+from selp.topk.joins import Former, plan
+from selp.topk.kernel import compiled_available
+from selp.topk.packed import PTR_ARROW, Packed, fact_keys
+
+__all__ = ["static_reason", "static_dtable"]
+
+# the static path keeps a block of k entries per fact of one group (as the embedded engine's)
+STATIC_MAX_K = 64
+
+
+def _no_filter(rel: str) -> bool:
+    return False  # a partition-local component reads no filter relation (choose() refuses them)
+
+
+def _plans(comp: ComponentTask, kinds: Mapping[str, tuple[Any, ...]]) -> StaticPlan | str:
+    """The static plan of ``comp`` with column ``kinds``, or why there is none."""
+    if len(comp.members) != 1:
+        return f"{len(comp.members)} mutually recursive relations (one is needed)"
+    analysis = comp.analysis()
+    d = decompose(analysis.components[0])
+    if not isinstance(d, Decomposition):
+        return d.reason
+    rel = comp.members[0]
+    if len(kinds[rel]) > 16:
+        return f"{rel} has more than 16 columns"
+    recursive = []
+    for idx, rule in enumerate(comp.recursive_rules, 1):  # kernel rule 0 is the seeds' copy step
+        driver = next(i for i, b in enumerate(rule.body) if isinstance(b, Atom) and not b.negated and b.relation == rel)
+        p = plan(rule, dict(kinds), _no_filter, driver)
+        if p is None:
+            return f"rule {rule.name} is not formed by the kernel's join"
+        recursive.append((p, idx))
+    return StaticPlan(rel, d.position, [], recursive)
+
+
+def static_reason(comp: ComponentTask, k: int, edb: Any) -> str:
+    """Why a partition of ``comp`` cannot be ranked component by component at this ``k``, or ""
+    when it can (decided on the driver for the plan; column kinds as the data would make them
+    without labeled nulls, which only turn integer columns into text, both of which the join
+    takes). ``edb``: the EDB relations of P_p, whose facts have one entry each."""
+    derived = sorted(set(comp.arities) - set(comp.members) - set(edb))
+    if derived:
+        # a lower fact with several entries must stay one fact with its entries ranked (the
+        # copy steps of the whole-partition path): ties on (weight, size) between trees through
+        # its entries then resolve as Spark's global rounds resolve them
+        return f"it reads derived relation {derived[0]} (a fact may have several entries)"
+    if not compiled_available():
+        return "the compiled kernel was not built"
+    if k > STATIC_MAX_K:
+        return f"k > {STATIC_MAX_K}"
+    kinds = column_kinds(comp.analysis(), comp.all_types(), set())
+    got = _plans(comp, kinds)
+    return got if isinstance(got, str) else ""
+
+
+def _entry_table(con: Any, store: Store, rel: str, tbl: Any, first: int, view: str) -> int:
+    """``"i:rel"``: a row per entry of ``tbl`` (c0.. in the uniform encoding; None: no entries),
+    ids ``first``.. in row order, columns stored as the fixpoint stored ``rel``'s; its rows."""
+    import pyarrow as pa
+
+    ks = store.kinds[rel]
+    if tbl is None or not tbl.num_rows:
+        cols = "".join(f", c{i}" for i in range(len(ks)))
+        con.execute(f"CREATE OR REPLACE TABLE {ident(f'i:{rel}')} AS SELECT 0::BIGINT AS id{cols} FROM {table(rel)} LIMIT 0")
+        return 0
+    con.register(view, tbl.select([f"c{i}" for i in range(len(ks))]).append_column(
+        "_row", pa.array(np.arange(first, first + tbl.num_rows, dtype=np.int64))))
+    cols = "".join(f", CAST(c{i} AS BIGINT) AS c{i}" if k.native_int else f", c{i}" for i, k in enumerate(ks))
+    con.execute(f"CREATE OR REPLACE TABLE {ident(f'i:{rel}')} AS SELECT _row AS id{cols} FROM {view}")
+    return tbl.num_rows
+
+
+def static_dtable(task: Any, con: Any, store: Store, seeds: Mapping[str, Any], inputs: Mapping[str, Any],
+                  partition: int) -> Packed | None | str:
+    """The partition's DTable component by component (see the module docstring), over the
+    fixpoint already in ``con``/``store``; :func:`selp.topk.component.partition_dtable`'s
+    arguments and result, or why the static path refused (the caller then ranks the whole
+    partition)."""
+    from selp.topk.component import _entry_fact_ids, _fact_args, _id_tables
+
+    comp: ComponentTask = task.component
+    rel = comp.members[0] if len(comp.members) == 1 else ""
+    read = {a.relation for r in comp.recursive_rules for a in r.body if isinstance(a, Atom)}
+    others = sorted((set(inputs) | read) - set(comp.members))
+    kinds = {r: store.kinds[r] for r in [rel, *others] if r in store.kinds}
+    sp = _plans(comp, kinds)
+    if isinstance(sp, str):
+        return sp
+    for o in others:
+        t = inputs.get(o)
+        if t is not None and t.num_rows != store.count(o):
+            return f"a fact of {o} has several entries"  # see static_reason
+    offsets, n = _id_tables(con, [rel])  # the member facts: ids 0..n-1, as the other path numbers them
+    first = n
+    leaf_tables = []
+    for i, o in enumerate(others):
+        t = inputs.get(o)
+        m = _entry_table(con, store, o, t, first, f"_l{i}")
+        offsets[o] = (first, m)
+        if m:
+            leaf_tables.append(t)
+        first += m
+    seed = seeds.get(rel)
+    seed_tables = [seed] if seed is not None and seed.num_rows else []
+    first_seed = first
+    heads = _entry_fact_ids(con, store, rel, seed, "_e0") if seed_tables else np.zeros(0, np.int64)
+    tables = leaf_tables + seed_tables
+
+    def column(name: str, dtype: Any) -> np.ndarray:
+        if not tables:
+            return np.zeros(0, dtype)
+        return np.concatenate([t.column(name).to_numpy(zero_copy_only=False).astype(dtype) for t in tables])
+
+    F = first_seed + len(heads)
+    leaf = np.ones(F, np.bool_)
+    leaf[:n] = False
+    leaf_w = np.zeros(F, np.float64)
+    leaf_w[n:] = column("_w", np.float64)
+    leaf_size = np.zeros(F, np.int64)
+    leaf_size[n:] = column("_s", np.int64)
+    leaf_origin = np.zeros(F, np.int64)
+    leaf_origin[n:] = column("_o", np.int64)
+    names = [r.name for r in comp.recursive_rules]
+    rules = (np.array([task.one] + [task.rule_weight[r] for r in names], np.float64),
+             np.array([0] + [task.rule_size[r] for r in names], np.int64),
+             np.array([0] + [task.rule_hash[r] for r in names], np.int64),
+             np.array([True] + [task.rule_size[r] == 0 for r in names], np.bool_))
+    former = Former(con, kinds, lambda r: (ident(f"i:{r}"), True))
+    try:
+        got = run_static(sp, former, lambda rule: (np.zeros(0, np.int64), np.zeros(0, np.int64)), offsets,
+                         leaf, leaf_w, leaf_origin, rules, task.combine, task.sign, task.k, threads=comp.threads,
+                         leaf_size=leaf_size, origin_mode=1,
+                         given=(0, heads, np.arange(first_seed, F, dtype=np.int64)))
+    finally:
+        former.close()
+    if got is None:
+        return "a rule's instances could not be formed component by component"
+    args = _fact_args(con, store, [rel], offsets)
+    # every fact's key: the members' made here, a lower entry's leaf the key its entry came with
+    fact_f = np.zeros(F, np.int64)
+    fact_f[:n] = fact_keys(task.salt, partition, n)
+    if leaf_tables:
+        fact_f[n:first_seed] = np.concatenate([t.column("_f").to_numpy(zero_copy_only=False).astype(np.int64) for t in leaf_tables])
+    return _packed(task, got, rel, n, args, first_seed, seed, fact_f)
+
+
+def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, seed: Any, fact_f: np.ndarray) -> Packed | None:
+    """The member facts and their entries, packed as :func:`selp.topk.component._packed` packs
+    the whole-partition path's (the same columns and dictionary), from the static run's result:
+    entry ``e`` is its own instance (its rule and children in ``got.graph``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    res, g = got.result, got.graph
+    fp, row = res.fact_ptr, res.row
+    L = len(g.leaf) - n  # the leaves' rows come first, then the members' (group by group)
+    lo, hi = int(fp[L]), int(fp[L + n])
+    if hi == lo:
+        return None
+    inv = np.empty(L + n, np.int64)
+    inv[row] = np.arange(L + n, dtype=np.int64)
+    per_row = np.diff(fp[L:L + n + 1])
+    owner_row = np.repeat(np.arange(L, L + n, dtype=np.int64), per_row)
+    owner = inv[owner_row]  # member fact ids 0..n-1
+    entry = np.arange(lo, hi, dtype=np.int64)
+    rank = (entry - fp[owner_row] + 1).astype(np.int32)
+    rule = g.inst_rule[lo:hi]
+    copied = rule == 0  # a seed entry copied to its fact
+    names = [r.name for r in task.component.recursive_rules]
+    seed_rule = seed.column("_rule").combine_chunks().cast(pa.string()) if seed is not None else pa.array([], pa.string())
+    dictionary = pa.array(sorted(set(names) | {x for x in pc.unique(seed_rule).to_pylist() if x is not None}), pa.string())
+    m = np.diff(g.child_ptr[lo:hi + 1])
+    rule_code = np.zeros(hi - lo, np.int32)
+    rule_null = np.zeros(hi - lo, np.bool_)
+    ch_parts: list[tuple[np.ndarray, Any]] = []
+    e = np.flatnonzero(copied)
+    if len(e):
+        rows = pa.array(g.child_fact[g.child_ptr[lo + e]].astype(np.int64) - first_seed)
+        codes = pc.index_in(seed_rule.take(rows), value_set=dictionary)
+        rule_null[e] = codes.is_null().to_numpy(zero_copy_only=False)
+        rule_code[e] = codes.fill_null(0).to_numpy(zero_copy_only=False)
+        ch_parts.append((e, seed.column("_ch").combine_chunks().take(rows).cast(PTR_ARROW)))
+    e = np.flatnonzero(~copied)
+    if len(e):
+        me = m[e]
+        off = np.zeros(len(e) + 1, np.int64)
+        np.cumsum(me, out=off[1:])
+        within = np.arange(int(off[-1])) - np.repeat(off[:-1], me)
+        slot = np.repeat(g.child_ptr[lo + e], me) + within
+        child = g.child_fact[slot].astype(np.int64)
+        crank = res.child_rank[np.repeat(res.child_rank_ptr[lo + e], me) + within]
+        kids = pa.StructArray.from_arrays(
+            [pa.array(fact_f[child]), pa.array(res.origin[fp[row[child]] + crank - 1], pa.int64())], names=["f", "o"])
+        code_of = pc.index_in(pa.array([""] + names, pa.string()), value_set=dictionary).fill_null(0).to_numpy(zero_copy_only=False)
+        rule_code[e] = code_of[rule[e]]
+        ch_parts.append((e, pa.ListArray.from_arrays(pa.array(off.astype(np.int32)), kids).cast(PTR_ARROW)))
+    idx = np.concatenate([p[0] for p in ch_parts])
+    facts = pa.table({"relation": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([rel], pa.string())),
+                      "args": args})
+    ent = lo + idx
+    entries = pa.table({
+        "_i": pa.array(owner[idx].astype(np.int32)), "_w": pa.array(res.w[ent]), "_s": pa.array(res.size[ent]),
+        "_o": pa.array(res.origin[ent]),
+        "_rule": pa.DictionaryArray.from_arrays(pa.array(rule_code[idx], mask=rule_null[idx]), dictionary),
+        "_ch": pa.concat_arrays([p[1] for p in ch_parts]), "rank": pa.array(rank[idx]),
+    })
+    return Packed(facts, entries)
