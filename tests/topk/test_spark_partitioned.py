@@ -160,6 +160,7 @@ def test_topk_command_prints_how_each_recursive_component_ran(spark, tmp_path):
     plan = [line for line in r.stderr.splitlines() if line.startswith("  plan:")]
     assert len(plan) == 2, r.stderr
     assert "[path] partition-local on position 1 (" in plan[0]
+    assert plan[0].endswith(", ranked component by component")  # the static path in each partition
     assert "[far] global rounds: " in plan[1] and "nonlinear" in plan[1]
     embedded = CliRunner().invoke(main, [*common, "--engine", "embedded"])
     assert embedded.exit_code == 0 and not [line for line in embedded.stderr.splitlines() if "plan:" in line]
