@@ -13,11 +13,12 @@ partition:
 
 * the component's one relation R is the grouped relation (its recursive rules' driver atom is
   R's, the join plans those of :func:`selp.topk.decomposed.static_plan`);
-* every other fact is a leaf. An entry of a lower relation (EDB leaf, earlier component) is a
-  leaf of its own, with its weight, size and origin: its relation's ``i:REL`` table holds a row
-  per *entry*, not per fact, so a rule joins each of a lower fact's entries as a separate
-  child -- the same derivation trees, (weight, size, origin) for (weight, size, origin), as the
-  whole-partition path's copy steps from the entries to their fact, so the same k best;
+* every other fact is a leaf: a fact of a lower relation read by the recursive rules is a leaf
+  standing for its one entry (its weight, size and origin; its relation's ``i:REL`` table is
+  numbered from the entries). Only EDB relations of P_p qualify, whose facts have one entry
+  each: a lower fact with several entries must stay one fact whose entries are ranked (the
+  whole-partition path's copy steps), or trees through its entries that tie on (weight, size)
+  could resolve unlike Spark's global rounds;
 * a seed entry (what the exit rules made, computed by Spark) is a leaf too, copied to its fact
   by a one-child instance of rule 0 (weight one, size 0, origin the child's): the static path's
   ``given`` instances, ranked with the group's exit instances;
@@ -26,11 +27,12 @@ partition:
 
 What comes out is packed exactly as the whole-partition path packs it (:class:`Packed`, same
 fact numbering and keys, same entry columns), so neither the blobs nor the saved DTable change.
-Where the static path cannot serve (more than one relation in the component, a rule the
-kernel's join cannot form, k above :data:`~selp.topk.embedded.STATIC_MAX_K`, no compiled
+Where the static path cannot serve (more than one relation in the component, a derived lower
+relation, a rule the kernel's join cannot form, k above :data:`STATIC_MAX_K`, no compiled
 kernel), :func:`static_reason` says why on the driver -- the plan line shows it -- and the
 partition takes the whole-partition path; a partition also falls back on its own should the
-static run refuse its data (a head constant without a code).
+static run refuse its data (a head constant without a code, a lower fact arriving with
+several entries).
 """
 
 from __future__ import annotations
@@ -103,7 +105,8 @@ def static_reason(comp: ComponentTask, k: int, edb: Any) -> str:
 
 def _entry_table(con: Any, store: Store, rel: str, tbl: Any, first: int, view: str) -> int:
     """``"i:rel"``: a row per entry of ``tbl`` (c0.. in the uniform encoding; None: no entries),
-    ids ``first``.. in row order, columns stored as the fixpoint stored ``rel``'s; its rows."""
+    ids ``first``.. in row order -- the entry's leaf -- columns stored as the fixpoint stored
+    ``rel``'s; its rows."""
     import pyarrow as pa
 
     ks = store.kinds[rel]
