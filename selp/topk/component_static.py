@@ -236,12 +236,16 @@ def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, s
         me = m[e]
         off = np.zeros(len(e) + 1, np.int64)
         np.cumsum(me, out=off[1:])
-        within = np.arange(int(off[-1])) - np.repeat(off[:-1], me)
-        slot = np.repeat(g.child_ptr[lo + e], me) + within
-        child = g.child_fact[slot].astype(np.int64)
-        crank = res.child_rank[np.repeat(res.child_rank_ptr[lo + e], me) + within]
+        # the entries' child slots run on from entry to entry (entry e's from child_ptr[e], the
+        # ranks' the same): the recursive entries' are all of them but the copied ones'
+        s0, s1 = int(g.child_ptr[lo]), int(g.child_ptr[hi])
+        child, crank = g.child_fact[s0:s1], res.child_rank[s0:s1]
+        if len(e) < hi - lo:
+            keep = np.repeat(~copied, m)
+            child, crank = child[keep], crank[keep]
+        first = fp[row]  # each input fact's first entry
         kids = pa.StructArray.from_arrays(
-            [pa.array(fact_f[child]), pa.array(res.origin[fp[row[child]] + crank - 1], pa.int64())], names=["f", "o"])
+            [pa.array(fact_f[child]), pa.array(res.origin[first[child] + crank - 1], pa.int64())], names=["f", "o"])
         code_of = pc.index_in(pa.array([""] + names, pa.string()), value_set=dictionary).fill_null(0).to_numpy(zero_copy_only=False)
         rule_code[e] = code_of[rule[e]]
         ch_parts.append((e, pa.ListArray.from_arrays(pa.array(off.astype(np.int32)), kids).cast(PTR_ARROW)))
