@@ -28,8 +28,8 @@ partition:
 What comes out is packed exactly as the whole-partition path packs it (:class:`Packed`, same
 fact numbering and keys, same entry columns), so neither the blobs nor the saved DTable change.
 Where the static path cannot serve (more than one relation in the component, a derived lower
-relation, a rule the kernel's join cannot form, k above :data:`STATIC_MAX_K`, no compiled
-kernel), :func:`static_reason` says why on the driver -- the plan line shows it -- and the
+relation, a rule the kernel's join cannot form, k above the embedded engine's
+``STATIC_MAX_K``, no compiled kernel), :func:`static_reason` says why on the driver -- the plan line shows it -- and the
 partition takes the whole-partition path; a partition also falls back on its own should the
 static run refuse its data (a head constant without a code, a lower fact arriving with
 several entries).
@@ -48,14 +48,12 @@ from selp.engines.embedded.sql import ident
 from selp.engines.embedded.store import Store, table
 from selp.language.ast import Atom
 from selp.topk.decomposed import StaticPlan, run_static
+from selp.topk.embedded import STATIC_MAX_K  # a block of k entries per fact of a group, as there
 from selp.topk.joins import Former, plan
 from selp.topk.kernel import compiled_available
 from selp.topk.packed import PTR_ARROW, Packed, fact_keys
 
 __all__ = ["static_reason", "static_dtable"]
-
-# the static path keeps a block of k entries per fact of one group (as the embedded engine's)
-STATIC_MAX_K = 64
 
 
 def _no_filter(rel: str) -> bool:
