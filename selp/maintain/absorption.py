@@ -56,7 +56,6 @@ from selp.maintain.algebra import ALGEBRAS, Bdds
 from selp.maintain.base import Maintainer, present_changes
 from selp.maintain.closure import Closure, closure_shape, edge_formulas, eliminate, insert_edge
 from selp.maintain.order import dfs_order
-from selp.maintain.recompute import from_scratch
 from selp.maintain.program import INIT, Fact, ViewChanges, evaluate_component, inputs, kind, positive_positions
 
 Formula = Any  # of the maintainer's algebra (selp.maintain.algebra)
@@ -84,14 +83,8 @@ class Absorption(Maintainer):
     def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = pb.DEFAULT_CAP, formulas: str = "monomials",
                  order: str = "dfs", node_cap: int = pb.DEFAULT_NODE_CAP, build: str = "eliminate",
                  pending_cap: int = DEFAULT_PENDING_CAP, compact: int = DEFAULT_COMPACT, lazy: bool = True,
-                 rebuild: bool = False, repair: bool = True) -> None:
+                 repair: bool = True) -> None:
         super().__init__(analysis)
-        # BDDs past the node cap in a batch: rebuild from the new base in a fresh depth-first
-        # order before giving up (see apply); not twice in a row. Off by default: a 30-round
-        # mixed stream at 252 links with it did not end within 400 s (not yet understood)
-        self.rebuild = rebuild
-        self.rebuilt = 0
-        self._since_rebuild = 1
         # absorbed edges of transitive closures held unexpanded (see _closure, _unabsorbed):
         # closure relation -> edge -> the formula its tuples gained, not yet in any tuple's
         # formula; lazy=False expands every new edge into the closure at once
@@ -196,45 +189,9 @@ class Absorption(Maintainer):
 
     # -- one batch ---------------------------------------------------------------------------
     def apply(self, inserts: Mapping[str, Iterable[Fact]], deletes: Mapping[str, Iterable[Fact]]) -> ViewChanges:
-        """Apply one batch; the view's changes. With BDDs, a batch that passes the node cap
-        rebuilds the view from the new base, its variables in a fresh depth-first order, before
-        giving up (:class:`~selp.maintain.formula.Blowup`, the session's fallback to DRed): the
-        cap is passed when variables of new links, appended after the order, fit it badly, and
-        a rebuild costs one build. Not when the batch before was a rebuild's."""
-        if not (self.rebuild and isinstance(self.alg, Bdds)):
-            return self._batch(inserts, deletes)
-        inserts = {rel: set(fs) for rel, fs in inserts.items()}
-        deletes = {rel: set(fs) for rel, fs in deletes.items()}
-        old_base = self.base()
-        try:
-            changes = self._batch(inserts, deletes)
-        except pb.Blowup:
-            if self._since_rebuild == 0:
-                raise
-            new_base = {rel: (fs - deletes.get(rel, set())) | inserts.get(rel, set()) for rel, fs in old_base.items()}
-            before = from_scratch(self.analysis, old_base)
-            self.rebuild_from(new_base)
-            changes = ViewChanges()
-            for rel, now in self.view().items():
-                for f in now - before[rel]:
-                    changes.add(rel, f)
-                for f in before[rel] - now:
-                    changes.remove(rel, f)
-            return changes
-        self._since_rebuild += 1
-        return changes
-
-    def rebuild_from(self, base: Mapping[str, Iterable[Fact]]) -> None:
-        """Replace the whole state by a build over ``base`` with the same settings (a fresh BDD
-        manager, the variables in the depth-first order of ``base``); the counters carry on."""
-        fresh = type(self)(self.analysis, base, self.cap, self.alg.name, self.order, self.node_cap, self.build, self.pending_cap,
-                           self.compact, self.lazy, self.rebuild)
-        counters = {k: getattr(self, k) for k in ("work", "touched", "settled", "folded", "rebuilt")}
-        self.__dict__.clear()
-        self.__dict__.update(fresh.__dict__)
-        self.__dict__.update(counters)
-        self.rebuilt += 1
-        self._since_rebuild = 0
+        """Apply one batch; the view's changes. Past a cap, :class:`~selp.maintain.formula.Blowup`
+        (the session falls back to DRed; the state is then not to be used)."""
+        return self._batch(inserts, deletes)
 
     def _batch(self, inserts: Mapping[str, Iterable[Fact]], deletes: Mapping[str, Iterable[Fact]]) -> ViewChanges:
         ins, dels = present_changes(self.stores, inserts, deletes)
@@ -976,9 +933,8 @@ class Absorption(Maintainer):
         state.setdefault("repair", True)  # states from before the repair: their formulas are complete
         state.setdefault("incomplete", set())
         state.setdefault("repaired", 0)
-        state.setdefault("rebuild", False)  # states from before the rebuild: none yet
-        state.setdefault("rebuilt", 0)
-        state.setdefault("_since_rebuild", 1)
+        for gone in ("rebuild", "rebuilt", "_since_rebuild"):  # states of m23g's rebuild option
+            state.pop(gone, None)
         if isinstance(state["alg"], tuple):
             _, cap, text, *node_cap = state["alg"]  # states written before the node cap have none
             alg = Bdds(cap, *node_cap)

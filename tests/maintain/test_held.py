@@ -130,41 +130,6 @@ def test_fold_after_a_repair_builds_the_whole_formulas_again() -> None:
     assert {f: sorted(x) for f, x in repaired.formulas["reachable"].items()} == {f: sorted(x) for f, x in eager.formulas["reachable"].items()}
 
 
-def test_a_rebuild_mid_stream_goes_on_exactly() -> None:
-    # what a batch past the node cap does before giving up: the state rebuilt from the base in
-    # a fresh depth-first order, pending deletions, held and waiting edges and all replaced
-    base = {"link": {("i", "x"), ("x", "j"), ("i", "a"), ("b", "j"), ("j", "i")}}
-    m = Absorption(REACH, base, formulas="bdd", compact=0, rebuild=True)
-    m.apply({"link": {("a", "b"), ("x", "i")}}, {"link": {("i", "x")}})
-    base["link"] = (base["link"] - {("i", "x")}) | {("a", "b"), ("x", "i")}
-    m.rebuild_from(base)
-    assert m.rebuilt == 1 and not m.pending and not m.lazy_edges.get("reachable") and not m.partial_edges.get("reachable")
-    assert m.view() == from_scratch(REACH, base)
-    for ins, dels in [({("i", "x")}, set()), (set(), {("a", "b")}), (set(), {("j", "i")})]:
-        m.apply({"link": ins}, {"link": dels})
-        base["link"] = (base["link"] - dels) | ins
-        assert m.view() == from_scratch(REACH, base)
-
-
-def test_a_batch_past_the_node_cap_rebuilds_in_a_fresh_order() -> None:
-    from selp.maintain.formula import Blowup
-
-    base = {"link": {("i", "x"), ("x", "j"), ("i", "a"), ("b", "j"), ("j", "i")}}
-    m = Absorption(REACH, base, formulas="bdd", rebuild=True)
-    m.alg.node_cap = 1  # every batch passes it now; the rebuilt state gets the default cap back
-    m.node_cap = 10**6
-    changes = m.apply({"link": {("a", "b"), ("j", "c")}}, {"link": {("x", "j")}})
-    after = {"link": (base["link"] - {("x", "j")}) | {("a", "b"), ("j", "c")}}
-    assert m.rebuilt == 1 and m.view() == from_scratch(REACH, after)
-    before = from_scratch(REACH, base)["reachable"]
-    assert changes.added["reachable"] == m.view()["reachable"] - before
-    assert changes.removed.get("reachable", set()) == before - m.view()["reachable"]
-    # a rebuilt state that passes the cap at once gives up (the session falls back to DRed)
-    m.alg.node_cap = 1
-    with pytest.raises(Blowup):
-        m.apply({"link": {("c", "d")}}, {})
-
-
 MANY = [f"n{i}" for i in range(8)]
 EDGE = st.tuples(st.sampled_from(MANY), st.sampled_from(MANY))
 
