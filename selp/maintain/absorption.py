@@ -675,10 +675,12 @@ class Absorption(Maintainer):
         (the same pairs: the view does not change), nothing held or repaired any more."""
         alg, rel = self.alg, shape.rel
         edges = [(f, self._fresh(shape.edges, f)) for f in list(self.formulas[shape.edges])]
+        table = self.formulas[rel]
+        pairs = set(table)
+        table.clear()  # the old formulas freed first: the manager never holds both closures
         made, work = eliminate(alg, edge_formulas(alg, edges, shape), alg.check)
         self.work += work
-        table = self.formulas[rel]
-        if set(made) != set(table):  # the view was exact before: a bug, not data
+        if set(made) != pairs:  # the view was exact before: a bug, not data
             raise AssertionError(f"absorption: {rel} built again differs from the maintained view")
         for head, form in made.items():
             table[head] = form
