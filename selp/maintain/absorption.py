@@ -37,8 +37,14 @@ improved upon), so each such fact gets a variable of its own, like a base tuple:
 components above read it through that variable, and when the fact is replaced or goes away its
 variable is restricted to false in the components above -- exactly, as for a base deletion.
 
-A formula past the cap raises :class:`~selp.maintain.formula.Blowup`; the session falls back to
-DRed (:mod:`selp.maintain.session`).
+Transitive closures (:mod:`selp.maintain.closure`) are built by elimination and hold new edges
+unexpanded (:meth:`Absorption._closure`); their formulas are then sound but may lack paths, and
+a deletion gives back the tuples it killed that the live graph still connects
+(:meth:`Absorption._repair`).
+
+A formula past the cap raises :class:`~selp.maintain.formula.Blowup` (BDDs: the manager's live
+nodes, read every few hundred operations, :meth:`~selp.maintain.algebra.Bdds.tick`); the session
+falls back to DRed (:mod:`selp.maintain.session`).
 """
 
 from __future__ import annotations
