@@ -152,7 +152,7 @@ class Absorption(Maintainer):
         self._cache_support: dict[str, dict[int, set[Fact]]] = {}
         self._cache_dirty: dict[str, set[Fact]] = {}
         self._cache_shapes: dict[tuple[str, ...], Closure | None] = {}
-        self._batch({rel: base.get(rel, ()) for rel in analysis.edb}, {})  # the build: no rebuild of it
+        self.apply({rel: base.get(rel, ()) for rel in analysis.edb}, {})  # the build
         self.index_supports()
 
     def index_supports(self) -> None:
@@ -196,8 +196,18 @@ class Absorption(Maintainer):
     # -- one batch ---------------------------------------------------------------------------
     def apply(self, inserts: Mapping[str, Iterable[Fact]], deletes: Mapping[str, Iterable[Fact]]) -> ViewChanges:
         """Apply one batch; the view's changes. Past a cap, :class:`~selp.maintain.formula.Blowup`
-        (the session falls back to DRed; the state is then not to be used)."""
-        return self._batch(inserts, deletes)
+        (the session falls back to DRed; the state is then not to be used), also when a BDD
+        operation fails at CUDD's memory limit (:meth:`~selp.maintain.algebra.Bdds.failed`)."""
+        try:
+            return self._batch(inserts, deletes)
+        except ValueError as err:
+            blowup = self.alg.failed(err)
+            if blowup is None:
+                raise
+        # raised outside the handler: the failed operation's traceback (frames holding BDDs) is
+        # then freed by reference counting, BDDs before their manager -- in a garbage cycle the
+        # manager could go first and report the BDDs still referenced
+        raise blowup
 
     def _batch(self, inserts: Mapping[str, Iterable[Fact]], deletes: Mapping[str, Iterable[Fact]]) -> ViewChanges:
         ins, dels = present_changes(self.stores, inserts, deletes)

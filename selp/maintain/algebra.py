@@ -93,6 +93,10 @@ class Monomials:
     def check(self) -> None:
         """Nothing: the monomial cap is checked as formulas grow."""
 
+    def failed(self, err: ValueError) -> pb.Blowup | None:
+        """None: no operation of monomial sets fails past a cap (see :meth:`check`)."""
+        return None
+
     def tick(self, ops: int = 1) -> None:
         """Nothing: see :meth:`check`."""
 
@@ -114,7 +118,7 @@ class Bdds:
     NODE_BYTES = 12  # a node serialised columnarly: its variable and two child ids, int32 each
 
     def __init__(self, cap: int = 0, node_cap: int = pb.DEFAULT_NODE_CAP) -> None:
-        self._manager()
+        self._manager(node_cap)
         _cudd_eval()  # found and checked now (~20 ms, a manager of its own), not by the first deletion
         self.cap = cap
         self.node_cap = node_cap
@@ -125,9 +129,7 @@ class Bdds:
         than ``node_cap``. The count is CUDD's keys less its dead nodes, not the exact count of
         ``len(bdd)``, which walks the unique table: 26-30 ms of CPU at 150 K nodes (252 links),
         38 % of an insertion's time when checked once per inserted edge; this one 2.5 ms."""
-        with warnings.catch_warnings():  # dd's note on a changed key we do not read
-            warnings.simplefilter("ignore", UserWarning)
-            nodes = self.bdd.statistics(exact_node_count=False)["n_nodes"]
+        nodes = self._statistics()["n_nodes"]
         if nodes > self.node_cap:
             raise pb.Blowup(nodes, "live BDD nodes", self.node_cap)
 
@@ -137,6 +139,12 @@ class Bdds:
     # is ~2.5 ms, an operation on formulas of ~1,500 nodes ~0.1 ms: every 256 costs ~10 %, and
     # 256 operations add at most a few hundred thousand nodes past the cap
     CHECK_EVERY = 256
+    # CUDD's memory limit, per node of the cap: a backstop for one operation that alone passes
+    # the cap by far (an elimination with new links outside the depth-first order reached 12 M
+    # live nodes within 256 operations). CUDD then fails the operation (dd: ValueError, the
+    # manager still usable) and it becomes a Blowup. ~300 bytes per live node were measured at
+    # 3.3 M nodes (396 links: 924 MiB, unique table, dead nodes and cache included)
+    MEMORY_PER_NODE = 400
 
     def tick(self, ops: int = 1) -> None:
         """Count ``ops`` BDD operations; every :data:`CHECK_EVERY` of them, :meth:`check` the
@@ -146,11 +154,27 @@ class Bdds:
             self._ops = 0
             self.check()
 
-    def _manager(self) -> None:
+    def _statistics(self) -> dict[str, Any]:
+        """CUDD's counters, the live-node count inexact (keys less dead nodes: see :meth:`check`)."""
+        with warnings.catch_warnings():  # dd's note that "mem" is now in bytes (read as such)
+            warnings.simplefilter("ignore", UserWarning)
+            return self.bdd.statistics(exact_node_count=False)
+
+    def _manager(self, node_cap: int) -> None:
         from dd import cudd
 
         self.bdd = cudd.BDD()
         self.bdd.configure(reordering=False)  # the order is ours (depth-first), not CUDD's sifting
+        self.max_memory = int(self._statistics()["mem"]) + self.MEMORY_PER_NODE * node_cap
+        self.bdd.configure(max_memory=self.max_memory)
+
+    def failed(self, err: ValueError) -> pb.Blowup | None:
+        """The :class:`~selp.maintain.formula.Blowup` a CUDD operation's failure stands for
+        (dd raises ``ValueError`` on the NULL node CUDD returns past its memory limit), or None
+        for any other error."""
+        if "NULL" not in str(err):
+            return None
+        return pb.Blowup(int(self._statistics()["mem"]), "bytes of BDD memory", self.max_memory)
 
     def declare(self, variables: Iterable[int]) -> None:
         """Declare variables in this order (before they are used: the order they keep)."""
@@ -282,6 +306,7 @@ class Bdds:
 
 
 ALGEBRAS = {"monomials": Monomials, "bdd": Bdds}
+
 
 _EVAL: list[Callable[..., Any] | None] = []  # found once: [Cudd_Eval] or [None]
 
