@@ -55,6 +55,9 @@ STRATEGIES: dict[str, Callable[[Analysis, dict], Maintainer]] = {
     "absorption-bdd-bulk": lambda a, b: _BulkSettle(a, b, formulas="bdd", compact=0, lazy=False),
     # every new link of a closure expanded into the formulas at once, as before held edges
     "absorption-bdd-expand": lambda a, b: Absorption(a, b, formulas="bdd", lazy=False),
+    # new links held, but a deletion expands the held ones it disconnects instead of repairing
+    # the tuples it killed, as m23g did
+    "absorption-bdd-held-expand": lambda a, b: Absorption(a, b, formulas="bdd", repair=False),
     "absorption-monomials-expand": lambda a, b: Absorption(a, b, formulas="monomials", lazy=False),
     "dred": lambda a, b: DRed(a, b),
     "recompute": lambda a, b: Recompute(a, b),
@@ -284,14 +287,14 @@ def _mixed(w: str, rel: str, base: dict, victims: list, built: dict[str, Maintai
                      "insert_seconds": round(i[0] / rounds, 5), "insert_cpu_seconds": round(i[1] / rounds, 5),
                      "settled_per_change": (getattr(m, "settled", 0) - settled0[s]) / n, "pending": len(getattr(m, "pending", ())),
                      "held_edges": _held(m), "expanded_later": getattr(m, "folded", 0),
-                     "rebuilt": getattr(m, "rebuilt", 0),
+                     "repaired": getattr(m, "repaired", 0),
                      "tuples": sum(map(len, m.view().values())), **_shipped(m, shipped0[s], n), **_data(stats)})
         say(f"{w} {s}: mixed stream {(d[0] + i[0]) / n * 1000:.1f} ms per change")
     for s, m in built.items():
         # the work held edges defer, paid at once: what an eager expansion would have spent
         # (a row of its own, not part of the stream: the stream never needed it)
         held = _held(m)
-        if not held:
+        if not held and not getattr(m, "incomplete", None):  # a repaired closure: built again by fold
             continue
         t0, c0 = time.perf_counter(), time.process_time()
         try:
@@ -305,8 +308,9 @@ def _mixed(w: str, rel: str, base: dict, victims: list, built: dict[str, Maintai
 
 
 def _held(m: Maintainer) -> int:
-    """How many absorbed new edges ``m`` holds unexpanded (0 for a strategy without them)."""
-    return sum(map(len, getattr(m, "lazy_edges", {}).values()))
+    """How many new edges ``m`` holds unexpanded, absorbed or waiting (0 for a strategy
+    without them)."""
+    return sum(map(len, getattr(m, "lazy_edges", {}).values())) + sum(map(len, getattr(m, "partial_edges", {}).values()))
 
 
 def _prov(m: Maintainer) -> dict[str, Any]:

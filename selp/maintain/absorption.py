@@ -37,8 +37,14 @@ improved upon), so each such fact gets a variable of its own, like a base tuple:
 components above read it through that variable, and when the fact is replaced or goes away its
 variable is restricted to false in the components above -- exactly, as for a base deletion.
 
-A formula past the cap raises :class:`~selp.maintain.formula.Blowup`; the session falls back to
-DRed (:mod:`selp.maintain.session`).
+Transitive closures (:mod:`selp.maintain.closure`) are built by elimination and hold new edges
+unexpanded (:meth:`Absorption._closure`); their formulas are then sound but may lack paths, and
+a deletion gives back the tuples it killed that the live graph still connects
+(:meth:`Absorption._repair`).
+
+A formula past the cap raises :class:`~selp.maintain.formula.Blowup` (BDDs: the manager's live
+nodes, read every few hundred operations, :meth:`~selp.maintain.algebra.Bdds.tick`); the session
+falls back to DRed (:mod:`selp.maintain.session`).
 """
 
 from __future__ import annotations
@@ -56,7 +62,6 @@ from selp.maintain.algebra import ALGEBRAS, Bdds
 from selp.maintain.base import Maintainer, present_changes
 from selp.maintain.closure import Closure, closure_shape, edge_formulas, eliminate, insert_edge
 from selp.maintain.order import dfs_order
-from selp.maintain.recompute import from_scratch
 from selp.maintain.program import INIT, Fact, ViewChanges, evaluate_component, inputs, kind, positive_positions
 
 Formula = Any  # of the maintainer's algebra (selp.maintain.algebra)
@@ -84,14 +89,8 @@ class Absorption(Maintainer):
     def __init__(self, analysis: Analysis, base: Mapping[str, Iterable[Fact]], cap: int = pb.DEFAULT_CAP, formulas: str = "monomials",
                  order: str = "dfs", node_cap: int = pb.DEFAULT_NODE_CAP, build: str = "eliminate",
                  pending_cap: int = DEFAULT_PENDING_CAP, compact: int = DEFAULT_COMPACT, lazy: bool = True,
-                 rebuild: bool = False) -> None:
+                 repair: bool = True) -> None:
         super().__init__(analysis)
-        # BDDs past the node cap in a batch: rebuild from the new base in a fresh depth-first
-        # order before giving up (see apply); not twice in a row. Off by default: a 30-round
-        # mixed stream at 252 links with it did not end within 400 s (not yet understood)
-        self.rebuild = rebuild
-        self.rebuilt = 0
-        self._since_rebuild = 1
         # absorbed edges of transitive closures held unexpanded (see _closure, _unabsorbed):
         # closure relation -> edge -> the formula its tuples gained, not yet in any tuple's
         # formula; lazy=False expands every new edge into the closure at once
@@ -102,6 +101,13 @@ class Absorption(Maintainer):
         # kills a tuple, see _unabsorbed)
         self.partial_edges: dict[str, dict[tuple, Formula]] = {}
         self.folded = 0  # lazily held edges expanded later (a deletion cut their endpoints apart)
+        # repair=True: held and waiting edges are never expanded by a deletion; the tuples a
+        # deletion kills that the live graph still connects get a formula of their own instead
+        # (see _repair). The closures whose formulas may then lack paths: a deletion there
+        # always checks what it killed
+        self.repair = repair
+        self.incomplete: set[str] = set()
+        self.repaired = 0  # tuples a deletion killed and _repair gave back
         # deletion by evaluation, restriction deferred (see _kill, _fresh, _compact, settle):
         # the variables deleted since the stale set was last empty, and per positive relation
         # the tuples whose stored formula may still mention one; each restricted when an
@@ -146,7 +152,7 @@ class Absorption(Maintainer):
         self._cache_support: dict[str, dict[int, set[Fact]]] = {}
         self._cache_dirty: dict[str, set[Fact]] = {}
         self._cache_shapes: dict[tuple[str, ...], Closure | None] = {}
-        self._batch({rel: base.get(rel, ()) for rel in analysis.edb}, {})  # the build: no rebuild of it
+        self.apply({rel: base.get(rel, ()) for rel in analysis.edb}, {})  # the build
         self.index_supports()
 
     def index_supports(self) -> None:
@@ -189,48 +195,23 @@ class Absorption(Maintainer):
 
     # -- one batch ---------------------------------------------------------------------------
     def apply(self, inserts: Mapping[str, Iterable[Fact]], deletes: Mapping[str, Iterable[Fact]]) -> ViewChanges:
-        """Apply one batch; the view's changes. With BDDs, a batch that passes the node cap
-        rebuilds the view from the new base, its variables in a fresh depth-first order, before
-        giving up (:class:`~selp.maintain.formula.Blowup`, the session's fallback to DRed): the
-        cap is passed when variables of new links, appended after the order, fit it badly, and
-        a rebuild costs one build. Not when the batch before was a rebuild's."""
-        if not (self.rebuild and isinstance(self.alg, Bdds)):
-            return self._batch(inserts, deletes)
-        inserts = {rel: set(fs) for rel, fs in inserts.items()}
-        deletes = {rel: set(fs) for rel, fs in deletes.items()}
-        old_base = self.base()
+        """Apply one batch; the view's changes. Past a cap, :class:`~selp.maintain.formula.Blowup`
+        (the session falls back to DRed; the state is then not to be used), also when a BDD
+        operation fails at CUDD's memory limit (:meth:`~selp.maintain.algebra.Bdds.failed`)."""
         try:
-            changes = self._batch(inserts, deletes)
-        except pb.Blowup:
-            if self._since_rebuild == 0:
+            return self._batch(inserts, deletes)
+        except ValueError as err:
+            blowup = self.alg.failed(err)
+            if blowup is None:
                 raise
-            new_base = {rel: (fs - deletes.get(rel, set())) | inserts.get(rel, set()) for rel, fs in old_base.items()}
-            before = from_scratch(self.analysis, old_base)
-            self.rebuild_from(new_base)
-            changes = ViewChanges()
-            for rel, now in self.view().items():
-                for f in now - before[rel]:
-                    changes.add(rel, f)
-                for f in before[rel] - now:
-                    changes.remove(rel, f)
-            return changes
-        self._since_rebuild += 1
-        return changes
-
-    def rebuild_from(self, base: Mapping[str, Iterable[Fact]]) -> None:
-        """Replace the whole state by a build over ``base`` with the same settings (a fresh BDD
-        manager, the variables in the depth-first order of ``base``); the counters carry on."""
-        fresh = type(self)(self.analysis, base, self.cap, self.alg.name, self.order, self.node_cap, self.build, self.pending_cap,
-                           self.compact, self.lazy, self.rebuild)
-        counters = {k: getattr(self, k) for k in ("work", "touched", "settled", "folded", "rebuilt")}
-        self.__dict__.clear()
-        self.__dict__.update(fresh.__dict__)
-        self.__dict__.update(counters)
-        self.rebuilt += 1
-        self._since_rebuild = 0
+        # raised outside the handler: the failed operation's traceback (frames holding BDDs) is
+        # then freed by reference counting, BDDs before their manager -- in a garbage cycle the
+        # manager could go first and report the BDDs still referenced
+        raise blowup
 
     def _batch(self, inserts: Mapping[str, Iterable[Fact]], deletes: Mapping[str, Iterable[Fact]]) -> ViewChanges:
         ins, dels = present_changes(self.stores, inserts, deletes)
+        self._cache_inserted = ins  # the batch's new base tuples (see _repair)
         changes = ViewChanges()
         delta: Delta = {} if self.stores_filled else {INIT: {(): self.alg.true()}}
         first = not self.stores_filled
@@ -424,6 +405,7 @@ class Absorption(Maintainer):
             self.pending |= killed
             valuation = None
             died = False
+            lost: dict[str, list[Fact]] = {}
             for rel in members:
                 mentioning = self._mentioning(rel, killed)
                 if not mentioning:
@@ -431,6 +413,7 @@ class Absorption(Maintainer):
                 if valuation is None:  # built here: valid until a variable is declared
                     valuation = self.alg.valuation(self.pending)
                 gone = self._kill(rel, mentioning, valuation)
+                lost[rel] = gone
                 if gone:
                     died = True
                     self.stores[rel].discard_all(gone)
@@ -442,8 +425,11 @@ class Absorption(Maintainer):
         # stale head unrestricted, which is exact (docs/maintain.md, "Restriction on read")
         shape = self._shape(comp)
         if shape is not None:
-            if killed and (self.lazy_edges.get(shape.rel) or self.partial_edges.get(shape.rel)):
-                self._unabsorbed(shape, died, delta, changed, changes)
+            if killed and (self.lazy_edges.get(shape.rel) or self.partial_edges.get(shape.rel) or shape.rel in self.incomplete):
+                if self.repair:
+                    self._repair(shape, lost.get(shape.rel, []), delta, changed, changes)
+                else:
+                    self._unabsorbed(shape, died, delta, changed, changes)
             self._closure(shape, delta, changed, changes)
             return
         current = {rel: d for rel, d in delta.items() if d}
@@ -533,6 +519,7 @@ class Absorption(Maintainer):
             for j in missing:
                 right = row[j]
                 new.append(((i, j), xg if right is None else alg.conj([xg, self._fresh(rel, right)])))
+                alg.tick()
         for head, form in new:
             self.work += 1
             self._grown(rel, head, None, form, form, delta, changed, changes)
@@ -550,6 +537,7 @@ class Absorption(Maintainer):
         row = [(f[1], self._fresh(rel, f)) for f in store.lookup((0,), (edge[1],))]
         for head, new in insert_edge(alg, edge, g, column, row):
             self.work += 1
+            alg.tick(3)  # two conjunctions and a disjunction: the node cap within the expansion
             old = table.get(head)
             form, got = alg.disj(old, new, self._is_stale(rel, head))
             if got is not None:
@@ -575,15 +563,7 @@ class Absorption(Maintainer):
         held edge is absorbed again -- the invariant that makes the closure, without the held
         edges, the closure with them. An expansion re-derives the tuples that edge keeps."""
         alg, rel = self.alg, shape.rel
-        held = self.lazy_edges.setdefault(rel, {})
-        partial = self.partial_edges.setdefault(rel, {})
-        valuation = alg.valuation(self.pending)
-        for table in (held, partial):
-            for edge, g in list(table.items()):
-                if not alg.alive(g, valuation):
-                    del table[edge]
-                else:
-                    table[edge] = alg.restrict(g, self._killer())  # a handful: restricted at once
+        held, partial = self._prune_held(shape)
         if died:
             # the formulas are closed under composition again before any held edge is judged
             # (the tuples killed above that a waiting path keeps come back: no net change)
@@ -599,12 +579,105 @@ class Absorption(Maintainer):
                 self.folded += 1
                 self._expand(shape, edge, held.pop(edge), delta, changed, changes)
 
+    def _prune_held(self, shape: Closure) -> tuple[dict[tuple, Formula], dict[tuple, Formula]]:
+        """After a deletion: drop the held and waiting edges that are gone, restrict the others;
+        both tables."""
+        alg, rel = self.alg, shape.rel
+        held = self.lazy_edges.setdefault(rel, {})
+        partial = self.partial_edges.setdefault(rel, {})
+        valuation = alg.valuation(self.pending)
+        for table in (held, partial):
+            for edge, g in list(table.items()):
+                if not alg.alive(g, valuation):
+                    del table[edge]
+                else:
+                    table[edge] = alg.restrict(g, self._killer())  # a handful: restricted at once
+        return held, partial
+
+    def _repair(self, shape: Closure, gone: list[Fact], delta: Delta, changed: set[str], changes: ViewChanges) -> None:
+        """After a deletion, with edges held or formulas repaired before: give back the tuples it
+        killed that the live graph still connects, each with a formula of its own, and expand
+        nothing. The formulas here are *sound* (every monomial is a path of the graph, live or
+        since deleted) but need not hold every path: a held edge's paths were never OR-ed in.
+        So a tuple whose formula is still true after a deletion is in the closure (soundness),
+        and one whose formula turned false is checked against the graph: breadth-first from its
+        source over the live edges, held ones included. One that is still reachable gets
+        ``OR over k of R(i, k) ∧ E(k, j)`` over the predecessors ``k`` of ``j`` that ``i``
+        reaches now (``R(i, i)`` TRUE), in breadth-first order so that the predecessor on a
+        shortest path already has its formula -- sound, and true now. The cost is one search
+        per source that lost a tuple and a conjunction per edge into a lost tuple, where
+        expanding a held edge is a conjunction per pair of the closure (and, at 396 links,
+        BDDs past the node cap: the new links' variables sit outside the depth-first order)."""
+        alg, rel = self.alg, shape.rel
+        self._prune_held(shape)
+        if not gone:
+            return
+        into: dict[Any, dict[Any, list[Fact]]] = {}  # dst -> src -> the E tuples that are the edge
+        out: dict[Any, set[Any]] = {}
+        # the graph before the batch's insertions, less its deletions: the closure's insertions
+        # come after (_closure), and a new edge would reach pairs the table never held
+        born = self._cache_inserted.get(shape.edges, set()) | changes.added.get(shape.edges, set())
+        for f in self.stores[shape.edges].facts:
+            if f in born:
+                continue
+            a, b = f[shape.src], f[shape.dst]
+            into.setdefault(b, {}).setdefault(a, []).append(f)
+            out.setdefault(a, set()).add(b)
+        edge_forms: dict[tuple, Formula] = {}
+
+        def edge(k: Any, j: Any) -> Formula:
+            got = edge_forms.get((k, j))
+            if got is None:
+                facts = into[j][k]
+                got = edge_forms[(k, j)] = alg.union(self._fresh(shape.edges, f) for f in facts)
+            return got
+
+        table, true = self.formulas[rel], alg.true()
+        lost: dict[Any, set[Any]] = {}
+        for i, j in gone:
+            lost.setdefault(i, set()).add(j)
+        for i, targets in lost.items():
+            reached, frontier, order = {i}, [i], []
+            while frontier:
+                nxt = []
+                for u in frontier:
+                    for v in out.get(u, ()):
+                        if v not in reached:
+                            reached.add(v)
+                            nxt.append(v)
+                            order.append(v)
+                frontier = nxt
+            todo = [j for j in order if j in targets]
+            if i in targets and any(k in reached for k in into.get(i, ())):  # back to i: a cycle
+                todo.append(i)
+            for j in todo:
+                terms = []
+                for k in into[j]:
+                    if k != i and (i, k) not in table:
+                        continue
+                    terms.append(alg.conj([edge(k, j)] if k == i else [self._fresh(rel, (i, k)), edge(k, j)]))
+                    alg.tick()
+                if not terms:  # the breadth-first predecessor has its formula: a bug, not data
+                    raise AssertionError(f"absorption: {rel}{(i, j)} is reachable but no predecessor has a formula")
+                form = terms[0] if len(terms) == 1 else alg.union(terms)
+                self.work += len(terms)
+                self.repaired += 1
+                self._grown(rel, (i, j), None, form, form, delta, changed, changes)
+            if todo:
+                self.incomplete.add(rel)
+        alg.check()
+
     def fold(self) -> None:
         """Expand every held edge into the closure's formulas (each tuple's formula is then its
-        whole provenance, as without laziness); the view does not change."""
+        whole provenance, as without laziness); the view does not change. A closure whose
+        formulas a deletion repaired (see :meth:`_repair`) lacks paths through live edges too:
+        its formulas are built again by elimination over the live edges instead."""
         for comp in self.analysis.components:
             shape = self._shape(comp)
             if shape is None:
+                continue
+            if shape.rel in self.incomplete:
+                self._eliminate_again(shape)
                 continue
             changes, changed, delta = ViewChanges(), set(), {}  # type: ignore[var-annotated]
             for held in (self.partial_edges.get(shape.rel, {}), self.lazy_edges.get(shape.rel, {})):  # partial first
@@ -612,6 +685,26 @@ class Absorption(Maintainer):
                     edge, g = held.popitem()
                     self.folded += 1
                     self._expand(shape, edge, self.alg.restrict(g, self._killer()) if self.pending else g, delta, changed, changes)
+
+    def _eliminate_again(self, shape: Closure) -> None:
+        """Every formula of closure ``shape`` built again by elimination over the live edges
+        (the same pairs: the view does not change), nothing held or repaired any more."""
+        alg, rel = self.alg, shape.rel
+        edges = [(f, self._fresh(shape.edges, f)) for f in list(self.formulas[shape.edges])]
+        table = self.formulas[rel]
+        pairs = set(table)
+        table.clear()  # the old formulas freed first: the manager never holds both closures
+        made, work = eliminate(alg, edge_formulas(alg, edges, shape), alg.check)
+        self.work += work
+        if set(made) != pairs:  # the view was exact before: a bug, not data
+            raise AssertionError(f"absorption: {rel} built again differs from the maintained view")
+        for head, form in made.items():
+            table[head] = form
+            self._changed(rel, head)
+        self.stale.pop(rel, None)  # every formula is new, none mentions a pending variable
+        self.lazy_edges.pop(rel, None)
+        self.partial_edges.pop(rel, None)
+        self.incomplete.discard(rel)
 
     def _grown(self, rel: str, head: Fact, old: Formula | None, form: Formula, got: Formula, delta: Delta, changed: set[str],
                changes: ViewChanges) -> None:
@@ -855,9 +948,11 @@ class Absorption(Maintainer):
         state.setdefault("lazy_edges", {})
         state.setdefault("partial_edges", {})
         state.setdefault("folded", 0)
-        state.setdefault("rebuild", False)  # states from before the rebuild: none yet
-        state.setdefault("rebuilt", 0)
-        state.setdefault("_since_rebuild", 1)
+        state.setdefault("repair", True)  # states from before the repair: their formulas are complete
+        state.setdefault("incomplete", set())
+        state.setdefault("repaired", 0)
+        for gone in ("rebuild", "rebuilt", "_since_rebuild"):  # states of m23g's rebuild option
+            state.pop(gone, None)
         if isinstance(state["alg"], tuple):
             _, cap, text, *node_cap = state["alg"]  # states written before the node cap have none
             alg = Bdds(cap, *node_cap)

@@ -93,6 +93,13 @@ class Monomials:
     def check(self) -> None:
         """Nothing: the monomial cap is checked as formulas grow."""
 
+    def failed(self, err: ValueError) -> pb.Blowup | None:
+        """None: no operation of monomial sets fails past a cap (see :meth:`check`)."""
+        return None
+
+    def tick(self, ops: int = 1) -> None:
+        """Nothing: see :meth:`check`."""
+
     def support(self, form: Any) -> list[int]:
         """The variables ``form`` depends on."""
         return pb.variables(form)
@@ -111,27 +118,77 @@ class Bdds:
     NODE_BYTES = 12  # a node serialised columnarly: its variable and two child ids, int32 each
 
     def __init__(self, cap: int = 0, node_cap: int = pb.DEFAULT_NODE_CAP) -> None:
-        self._manager()
+        self._manager(node_cap)
         _cudd_eval()  # found and checked now (~20 ms, a manager of its own), not by the first deletion
         self.cap = cap
         self.node_cap = node_cap
+        self._ops = 0  # operations since the node count was last read (see tick)
 
     def check(self) -> None:
         """Raise :class:`~selp.maintain.formula.Blowup` when the manager holds more live nodes
         than ``node_cap``. The count is CUDD's keys less its dead nodes, not the exact count of
         ``len(bdd)``, which walks the unique table: 26-30 ms of CPU at 150 K nodes (252 links),
-        38 % of an insertion's time when checked once per inserted edge; this one 2.5 ms."""
-        with warnings.catch_warnings():  # dd's note on a changed key we do not read
-            warnings.simplefilter("ignore", UserWarning)
-            nodes = self.bdd.statistics(exact_node_count=False)["n_nodes"]
+        38 % of an insertion's time when checked once per inserted edge. dd's
+        ``statistics(exact_node_count=False)`` has it but scans the unique table and cache for
+        other counters: 2.5 ms at 150 K nodes, 36 ms at 3.3 M (396 links: 5 of the build's 24 s
+        of CPU at a read per 128 conjunctions). So the two counters are read from CUDD directly
+        (:func:`_cudd_counts`, ~0.5 µs), dd's statistics only when that is not reachable."""
+        nodes = self.live_nodes()
         if nodes > self.node_cap:
             raise pb.Blowup(nodes, "live BDD nodes", self.node_cap)
 
-    def _manager(self) -> None:
+    # BDD operations between two reads of the node count inside one long step (a held edge's
+    # expansion: up to a conjunction per pair of the closure, ~10,000 at 396 links, which took
+    # the manager from 3.1 M to 9.6 M live nodes when the count was read after it only). Read
+    # from CUDD a read is ~0.5 µs: every 16 operations costs nothing; through dd's statistics
+    # (2.5-36 ms) every 256
+    CHECK_EVERY = 16
+    CHECK_EVERY_SLOW = 256
+    # CUDD's memory limit, per node of the cap: a backstop for one operation that alone passes
+    # the cap by far (an elimination with new links outside the depth-first order reached 12 M
+    # live nodes within 256 operations). CUDD then fails the operation (dd: ValueError, the
+    # manager still usable) and it becomes a Blowup. ~300 bytes per live node were measured at
+    # 3.3 M nodes (396 links: 924 MiB, unique table, dead nodes and cache included)
+    MEMORY_PER_NODE = 400
+
+    def tick(self, ops: int = 1) -> None:
+        """Count ``ops`` BDD operations; every :data:`CHECK_EVERY` of them, :meth:`check` the
+        node cap: a long step stops within a small margin of the cap, not after it."""
+        self._ops += ops
+        if self._ops >= (self.CHECK_EVERY if self._mgr else self.CHECK_EVERY_SLOW):
+            self._ops = 0
+            self.check()
+
+    def live_nodes(self) -> int:
+        """The manager's live nodes as :meth:`check` counts them (keys less dead nodes)."""
+        counts = _cudd_counts()
+        if counts is None or not self._mgr:
+            return int(self._statistics()["n_nodes"])
+        keys, dead = counts
+        return keys(self._mgr) - dead(self._mgr)
+
+    def _statistics(self) -> dict[str, Any]:
+        """CUDD's counters, the live-node count inexact (keys less dead nodes: see :meth:`check`)."""
+        with warnings.catch_warnings():  # dd's note that "mem" is now in bytes (read as such)
+            warnings.simplefilter("ignore", UserWarning)
+            return self.bdd.statistics(exact_node_count=False)
+
+    def _manager(self, node_cap: int) -> None:
         from dd import cudd
 
         self.bdd = cudd.BDD()
         self.bdd.configure(reordering=False)  # the order is ours (depth-first), not CUDD's sifting
+        self.max_memory = int(self._statistics()["mem"]) + self.MEMORY_PER_NODE * node_cap
+        self.bdd.configure(max_memory=self.max_memory)
+        self._mgr = _manager_pointer(self.bdd) if _cudd_counts() is not None else None
+
+    def failed(self, err: ValueError) -> pb.Blowup | None:
+        """The :class:`~selp.maintain.formula.Blowup` a CUDD operation's failure stands for
+        (dd raises ``ValueError`` on the NULL node CUDD returns past its memory limit), or None
+        for any other error."""
+        if "NULL" not in str(err):
+            return None
+        return pb.Blowup(int(self._statistics()["mem"]), "bytes of BDD memory", self.max_memory)
 
     def declare(self, variables: Iterable[int]) -> None:
         """Declare variables in this order (before they are used: the order they keep)."""
@@ -263,6 +320,49 @@ class Bdds:
 
 
 ALGEBRAS = {"monomials": Monomials, "bdd": Bdds}
+
+
+_COUNTS: list[tuple[Callable[..., int], Callable[..., int]] | None] = []  # found once
+
+
+def _manager_pointer(bdd: Any) -> int | None:
+    """The ``DdManager *`` of a ``dd.cudd.BDD``: its first field after the object header and
+    Cython's method table (``cdef DdManager *manager`` in dd's ``cudd.pyx``). Not an interface
+    of dd: :func:`_cudd_counts` checks it once against dd's own statistics."""
+    return ctypes.c_void_p.from_address(id(bdd) + 3 * ctypes.sizeof(ctypes.c_void_p)).value
+
+
+def _cudd_counts() -> tuple[Callable[..., int], Callable[..., int]] | None:
+    """CUDD's ``Cudd_ReadKeys`` and ``Cudd_ReadDead`` (the live-node count is their difference),
+    checked once on a small manager against dd's statistics through :func:`_manager_pointer`
+    (variables, and live nodes as nodes are made and dropped), or None: then dd's statistics."""
+    if not _COUNTS:
+        _COUNTS.append(None)
+        try:
+            from dd import cudd
+
+            lib = ctypes.CDLL(cudd.__file__)
+            keys, dead, size = lib.Cudd_ReadKeys, lib.Cudd_ReadDead, lib.Cudd_ReadSize
+            for fn in (keys, dead, size):
+                fn.restype, fn.argtypes = ctypes.c_uint, [ctypes.c_void_p]
+            bdd = cudd.BDD()
+            bdd.declare(*(f"x{i}" for i in range(12)))
+            mgr = _manager_pointer(bdd)
+            made = []
+            for k in range(3):
+                made += [bdd.var(f"x{i}") & bdd.var(f"x{(i * 5 + k) % 12}") | bdd.var(f"x{(i + k) % 12}") for i in range(12)]
+                if k == 1:
+                    del made[4:]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)
+                    stats = bdd.statistics(exact_node_count=False)
+                if not mgr or size(mgr) != stats["n_vars"] or keys(mgr) - dead(mgr) != stats["n_nodes"]:
+                    return None
+            _COUNTS[0] = (keys, dead)
+        except (OSError, AttributeError, ImportError):
+            return None
+    return _COUNTS[0]
+
 
 _EVAL: list[Callable[..., Any] | None] = []  # found once: [Cudd_Eval] or [None]
 

@@ -154,7 +154,7 @@ def elimination_order(edges: Iterable[Edge]) -> list[Hashable]:
 def eliminate(alg: Any, edges: dict[Edge, Formula], check: Callable[[], None] = lambda: None) -> tuple[dict[Edge, Formula], int]:
     """The closure's formulas of the graph ``edges`` (edge -> formula), by Kleene elimination
     (see the module docstring); also the number of conjunctions formed. ``check`` runs after
-    each eliminated node (the node cap)."""
+    each eliminated node (the node cap), ``alg.tick`` after each conjunction."""
     out: dict[Hashable, dict[Hashable, Formula]] = {}
     into: dict[Hashable, dict[Hashable, Formula]] = {}
     for (a, b), f in edges.items():
@@ -171,6 +171,7 @@ def eliminate(alg: Any, edges: dict[Edge, Formula], check: Callable[[], None] = 
                 old = row.get(j)
                 row[j] = new = f if old is None else alg.union((old, f))
                 into.setdefault(j, {})[i] = new
+                alg.tick(2)  # the node cap within a node's elimination too (a hub's is long)
         work += len(ins) * len(outs)
         check()
     return {(i, j): f for i, row in out.items() for j, f in row.items()}, work

@@ -65,12 +65,14 @@ def maintainers(name: str, base: dict) -> list:
     # Deletions leave their restriction pending (up to 1024 variables, more than a stream here
     # deletes); pending_cap=1 restricts once two deleted variables wait, 0 after every deletion.
     # compact=0: no background compaction, so stale formulas meet insertions (restricted on read).
-    # Absorbed new edges of a closure are held unexpanded except with lazy=False
+    # Absorbed new edges of a closure are held unexpanded except with lazy=False; a deletion
+    # repairs what it killed, or with repair=False expands the held edges it disconnects
     return [Absorption(a, base, formulas="monomials"), Absorption(a, base, formulas="bdd", order="arrival"),
             Absorption(a, base, formulas="monomials", build="rounds"), Absorption(a, base, formulas="bdd", pending_cap=1),
             Absorption(a, base, formulas="monomials", pending_cap=0), Absorption(a, base, formulas="bdd", compact=0),
             Absorption(a, base, formulas="bdd", build="rounds", compact=0), Absorption(a, base, formulas="monomials", compact=0),
-            Absorption(a, base, formulas="bdd", lazy=False), DRed(a, base), Recompute(a, base)]
+            Absorption(a, base, formulas="bdd", lazy=False), Absorption(a, base, formulas="monomials", repair=False),
+            DRed(a, base), Recompute(a, base)]
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
