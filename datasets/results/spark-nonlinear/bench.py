@@ -18,7 +18,10 @@ Writes ``results.json`` and prints it; the load average is read before and after
 ``--alternate[=R]`` (s19n) measures the same evals *one at a time* instead: both sessions are
 started and warmed up (one after the other), then each repetition runs the small eval and the
 eval in one code and then the other, the order swapped every repetition (R repetitions, default
-3), so that neither code's eval shares the two cores with the other's. It reports every run and
+3), so that neither code's eval shares the two cores with the other's. ``--warm=W`` (s19r) first
+runs W such repetitions per code and discards them; ``--json=FILE`` writes the results there;
+``--runs=small`` (or ``eval``) runs only those. Every run reports the CPU seconds of the driver
+and its JVM (``cpu``), and the summary their medians beside the wall times'. It reports every run and
 the median per code, and writes ``results-alternate.json``. Concurrent runs penalise the faster
 code (its eval runs while the slower one's saturates both cores, the slower one then finishes
 alone); alternating runs each code under the same (background) load.
@@ -100,6 +103,19 @@ def worker(work: Path, small: Path, full: bool) -> None:
     print("RESULT " + json.dumps(out), flush=True)
 
 
+def _cpu(jvm: int | None) -> float:
+    """CPU seconds used so far by this driver process and its JVM (all threads; user + system):
+    less sensitive to the machine's load than wall time (s19r). The JVM's from /proc, 0 without."""
+    own = time.process_time()
+    if jvm is None:
+        return own
+    try:
+        fields = Path(f"/proc/{jvm}/stat").read_text().rsplit(")", 1)[1].split()
+        return own + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return own
+
+
 def serve(work: Path, small: Path) -> None:
     """One code tree's warm session driven over stdin (``--alternate``): each line names a run
     (``warm-up``, ``small`` or ``eval``), answered by one ``RESULT`` JSON line on stdout."""
@@ -112,27 +128,37 @@ def serve(work: Path, small: Path) -> None:
     spark = get_spark("local[2]", {"spark.driver.memory": "2g"})
     sc = spark.sparkContext
     dbs = {"warm-up": small / "db", "small": small / "db", "eval": work / "db"}
+    jvm = getattr(getattr(sc._gateway, "proc", None), "pid", None)  # type: ignore[attr-defined]
     for i, line in enumerate(sys.stdin):
         name = line.strip()
         if name == "quit":
             break
         group = f"{name}-{i}"
         sc.setJobGroup(group, group)
+        cpu = _cpu(jvm)
         t = time.perf_counter()
         r = run_spark(analysis, str(dbs[name]), spark)
         n, it = r.count("path"), r.iterations
         read = r.frame("path").count()
         secs = time.perf_counter() - t
+        cpu = _cpu(jvm) - cpu
         r.close()
         assert read == n, (read, n)
         jobs = len(sc.statusTracker().getJobIdsForGroup(group))
-        print("RESULT " + json.dumps({"run": name, "seconds": round(secs, 2), "jobs": jobs, "path": n, "iterations": it}),
+        print("RESULT " + json.dumps({"run": name, "seconds": round(secs, 2), "jobs": jobs, "path": n, "iterations": it,
+                                             "cpu": round(cpu, 2)}),
               flush=True)
     spark.stop()
 
 
-def alternate(work: Path, small: Path, old: Path, here: Path, reps: int) -> dict:
-    """Both codes' sessions, their evals run one at a time, the order swapped every repetition."""
+def alternate(work: Path, small: Path, old: Path, here: Path, reps: int, warm: int = 0,
+              names: tuple[str, ...] = ("small", "eval")) -> dict:
+    """Both codes' sessions, their evals run one at a time, the order swapped every repetition.
+
+    ``warm`` repetitions of (small, eval) per code run first and are discarded (s19r: one warm-up
+    left the JIT of whichever code ran its small eval right after its first large one colder,
+    which made the small graph look 0.69x); the summary gives each code's median, min and max
+    and the median of the per-repetition ratios (old / new of the same repetition)."""
     procs = {}
     for label, tree in (("old", old), ("new", here)):
         env = dict(os.environ, PYTHONPATH=str(tree))
@@ -140,40 +166,61 @@ def alternate(work: Path, small: Path, old: Path, here: Path, reps: int) -> dict
         procs[label] = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, text=True)
 
-    def ask(label: str, name: str) -> dict:
+    def ask(label: str, name: str, rep: int) -> dict:
         p = procs[label]
         p.stdin.write(name + "\n")
         p.stdin.flush()
+        load = os.getloadavg()[0]
         for line in p.stdout:
             if line.startswith("RESULT "):
-                out = {"code": label, **json.loads(line[7:]), "loadavg": os.getloadavg()[0]}
+                out = {"code": label, "rep": rep, **json.loads(line[7:]), "loadavg": round(load, 2)}
                 print(json.dumps(out), flush=True)
                 return out
         sys.exit(f"{label} worker failed (exit {p.wait()})")
 
-    runs = [ask(label, "warm-up") for label in ("old", "new")]
-    for rep in range(reps):
+    runs = [ask(label, "warm-up", -warm - 1) for label in ("old", "new")]
+    for rep in range(-warm, reps):
         for label in (("old", "new") if rep % 2 == 0 else ("new", "old")):
-            runs.append(ask(label, "small"))
-            runs.append(ask(label, "eval"))
+            for name in names:
+                runs.append(ask(label, name, rep))
     for p in procs.values():
         p.stdin.write("quit\n")
         p.stdin.flush()
         p.wait()
 
-    def median(label: str, name: str) -> float:
-        xs = sorted(r["seconds"] for r in runs if r["code"] == label and r["run"] == name)
+    def median(xs: list[float]) -> float:
+        xs = sorted(xs)
         return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
 
-    summary = {name: {"old": median("old", name), "new": median("new", name),
-                      "speed-up": round(median("old", name) / median("new", name), 2)} for name in ("small", "eval")}
-    return {"reps": reps, "runs": runs, "median": summary}
+    def secs(label: str, name: str, key: str = "seconds") -> list[float]:
+        return [r[key] for r in runs if r["code"] == label and r["run"] == name and r["rep"] >= 0]
+
+    def jobs(label: str, name: str) -> int:
+        return median([r["jobs"] for r in runs if r["code"] == label and r["run"] == name and r["rep"] >= 0])
+
+    summary = {}
+    for name in names:
+        o, n = secs("old", name), secs("new", name)
+        oc, nc = secs("old", name, "cpu"), secs("new", name, "cpu")
+        summary[name] = {
+            "old": median(o), "new": median(n), "speed-up": round(median(o) / median(n), 2),
+            "old_min_max": [min(o), max(o)], "new_min_max": [min(n), max(n)],
+            "ratio_per_rep_median": round(median([a / b for a, b in zip(o, n)]), 2),
+            "ratio_per_rep_min_max": [round(min(a / b for a, b in zip(o, n)), 2), round(max(a / b for a, b in zip(o, n)), 2)],
+            "cpu": {"old": median(oc), "new": median(nc), "speed-up": round(median(oc) / median(nc), 2),
+                    "old_min_max": [min(oc), max(oc)], "new_min_max": [min(nc), max(nc)]},
+            "jobs": {"old": jobs("old", name), "new": jobs("new", name)},
+        }
+    return {"reps": reps, "warm": warm, "runs": runs, "median": summary}
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if a != "--full" and not a.startswith("--alternate")]
+    args = [a for a in sys.argv[1:] if a != "--full" and not a.startswith(("--alternate", "--warm", "--json", "--runs"))]
+    names = tuple(next((a.split("=", 1)[1].split(",") for a in sys.argv[1:] if a.startswith("--runs=")), ["small", "eval"]))
     full = "--full" in sys.argv
     alt = [a for a in sys.argv[1:] if a.startswith("--alternate")]
+    warm = [int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--warm=")]
+    json_out = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--json=")]
     out = Path(args[0])
     nodes = int(args[1]) if len(args) > 1 else 340
     base = args[2] if len(args) > 2 else "deaa1b0"
@@ -183,7 +230,8 @@ def main() -> None:
     work, small = out / "work", out / "small"
     stats = generate_graph(nodes, work)
     generate_graph(nodes // 4, small)
-    old = out / "old"
+    sha = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", base], capture_output=True, text=True, check=True).stdout.strip()
+    old = out / f"old-{sha}"  # per commit: an OUT reused with another BASE (or a moved branch) is not stale
     if not old.exists():
         data = subprocess.run(["git", "-C", str(here), "archive", base, "selp"], capture_output=True, check=True).stdout
         tarfile.open(fileobj=io.BytesIO(data)).extractall(old)
@@ -192,9 +240,9 @@ def main() -> None:
     if alt:
         reps = int(alt[0].split("=", 1)[1]) if "=" in alt[0] else 3
         res = {"mode": "alternate", "graph": stats, "small_nodes": nodes // 4, "base": base, "head": commit,
-               "loadavg_start": load0, **alternate(work, small, old, here, reps), "loadavg_end": os.getloadavg()}
-        (Path(__file__).parent / "results-alternate.json").write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
-        print(json.dumps({k: res[k] for k in ("head", "base", "loadavg_start", "loadavg_end", "median")}, indent=2))
+               "loadavg_start": load0, **alternate(work, small, old, here, reps, warm[0] if warm else 0, names), "loadavg_end": os.getloadavg()}
+        (Path(json_out[0]) if json_out else Path(__file__).parent / "results-alternate.json").write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+        print(json.dumps({k: res[k] for k in ("head", "base", "warm", "loadavg_start", "loadavg_end", "median")}, indent=2))
         return
     runs = []
     procs = []
