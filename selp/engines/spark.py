@@ -45,7 +45,7 @@ from selp.engines.spark_compile import (
 from selp import aggregate
 from selp.engines.spark_aggregate import group_frame, improvements, replaced
 from selp.engines.spark_codes import CODES_CONF, PACKED, Codes, codes_mode, rule_constants, uncodable, use_codes
-from selp.engines.spark_frames import cut, materialize, materialize_count, release
+from selp.engines.spark_frames import materialize, materialize_count, release
 from selp.engines.spark_partitioned import BROADCAST_ROWS_CONF as BROADCAST_LIMIT_CONF
 from selp.engines.spark_partitioned import ENABLED_CONF, Settings, run_partition_local, settings
 from selp.engines.spark_load import SparkDatabase, hadoop_fs, is_local_path, load_spark_database, local_path, to_uri
@@ -62,13 +62,6 @@ DEFAULT_BROADCAST_ROWS = 200_000
 # datasets/results/spark-nonlinear). Everything else keeps the session's setting.
 ROUNDS_ADAPTIVE_CONF = "spark.selp.rounds.adaptive"
 _AQE = "spark.sql.adaptive.enabled"
-# Co-partitioned rounds (on unless this is "false"): coded rounds keep each relation they join
-# hash-partitioned on the join columns across rounds (one copy per key, the delta's piece added
-# to each), so a round's joins and its anti-join shuffle only the delta side and build no
-# broadcast -- a job of its own, three a round of a nonlinear closure (s19r,
-# datasets/results/spark-nonlinear).
-ROUNDS_COPARTITION_CONF = "spark.selp.rounds.copartition"
-_SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 # A recursive relation is the union of its deltas; past this many pieces it is compacted into one
 # frame, so query plans (and their analysis time) stay small however many iterations run.
 _MAX_PIECES = 10
@@ -77,10 +70,9 @@ Row = tuple[Value, ...]
 
 
 class _Relation:
-    """A relation's facts so far: materialised pieces (deltas) and their total size; in
-    co-partitioned rounds also copies of the pieces hash-partitioned on join keys."""
+    """A relation's facts so far: materialised pieces (deltas) and their total size."""
 
-    def __init__(self, spark: SparkSession, arity: int, codes: Codes | None = None, partitions: int = 0) -> None:
+    def __init__(self, spark: SparkSession, arity: int, codes: Codes | None = None) -> None:
         self.spark = spark
         self.arity = arity
         self.codes = codes  # the dictionary its pieces are coded in, or None for text
@@ -88,35 +80,6 @@ class _Relation:
         self.size = 0
         self.old_pieces = 0  # how many of the pieces were there before the last add
         self.old_size = 0
-        # co-partitioned rounds (partitions > 0): key -> the pieces hash-partitioned on it (one
-        # per piece, in step with ``pieces``); a key is column positions, or PACKED (the rows
-        # packed into one long, :meth:`Codes.pack`) for the anti-join
-        self.partitions = partitions
-        self.keyed: dict[tuple[int, ...] | str, list[DataFrame]] = {}
-
-    def _keyed_piece(self, df: DataFrame, key: tuple[int, ...] | str) -> DataFrame:
-        """``df`` hash-partitioned on ``key``, cut: computed by the first job that reads it."""
-        if key == PACKED:
-            assert self.codes is not None
-            return cut(self.codes.pack(df, self.arity).repartition(self.partitions, PACKED))
-        return cut(df.repartition(self.partitions, *[f"c{i}" for i in key]))
-
-    def keyed_frame(self, key: tuple[int, ...] | str, old: bool = False) -> DataFrame | None:
-        """The relation (``old``: without the last delta) hash-partitioned on ``key``, or None
-        outside co-partitioned rounds. A union of pieces that share a partitioning keeps it."""
-        if not self.partitions or not self.pieces:
-            return None
-        if key not in self.keyed:
-            self.keyed[key] = [self._keyed_piece(p, key) for p in self.pieces]
-        pieces = self.keyed[key][: self.old_pieces] if old else self.keyed[key]
-        return union_all(pieces) if pieces else None
-
-    def release_keyed(self) -> None:
-        """Drop the keyed copies' blocks (they are rebuilt from the pieces when asked again)."""
-        for pieces in self.keyed.values():
-            for piece in pieces:
-                release(piece)
-        self.keyed = {}
 
     def frame(self) -> DataFrame:
         if not self.pieces:
@@ -133,9 +96,7 @@ class _Relation:
             return self.empty()
         return union_all(self.pieces[: self.old_pieces])
 
-    def add(self, df: DataFrame | None, n: int, packed: DataFrame | None = None) -> None:
-        """Add a delta of ``n`` rows; ``packed`` (co-partitioned rounds) is the same rows packed
-        and hash-partitioned on :data:`PACKED` already, the anti-join's copy's new piece."""
+    def add(self, df: DataFrame | None, n: int) -> None:
         if n and len(self.pieces) >= _MAX_PIECES:
             # folded before the new piece joins: the new piece is the current delta (and the
             # rest the relation without it), both read by the next round; the old pieces are not
@@ -143,17 +104,9 @@ class _Relation:
             self.pieces = [materialize_count(union_all(old))[0]]
             for piece in old:
                 release(piece)
-            self.release_keyed()  # rebuilt from the fold by the next job that reads them
         self.old_pieces, self.old_size = len(self.pieces), self.size
         if n == 0 or df is None:
-            if packed is not None:
-                release(packed)
             return
-        if self.partitions:
-            if packed is not None and PACKED not in self.keyed:
-                self.keyed[PACKED] = [self._keyed_piece(p, PACKED) for p in self.pieces]
-            for key, pieces in self.keyed.items():
-                pieces.append(packed if key == PACKED and packed is not None else self._keyed_piece(df, key))
         self.pieces.append(df)
         self.size += n
 
@@ -176,11 +129,6 @@ class _Evaluator:
         self.codes_mode = codes_mode(spark.conf.get(CODES_CONF, "auto"))
         self.codes: Codes | None = None  # the dictionary of the component in coded rounds
         self.coded: dict[str, DataFrame] = {}  # its inputs, coded
-        self.copartition = spark.conf.get(ROUNDS_COPARTITION_CONF, "true").strip().lower()
-        self.copartition = "" if self.copartition == "false" else self.copartition
-        self.partitions = 0  # > 0 while coded rounds run co-partitioned (the hash partitions)
-        self.coded_keyed: dict[tuple[str, tuple[int, ...]], DataFrame] = {}  # coded inputs, keyed
-        self.packed: dict[str, DataFrame] = {}  # a round's new packed delta per relation (co-partitioned)
 
     # the Sources a compiled rule reads
     def _frame(self, rel: str, source: str) -> DataFrame:
@@ -203,22 +151,8 @@ class _Evaluator:
             return self.idb[rel].size
         return self.db.sizes[rel]
 
-    def _keyed(self, rel: str, source: str, key: tuple[int, ...]) -> DataFrame | None:
-        """``rel`` hash-partitioned on the columns ``key`` in co-partitioned rounds (a component
-        relation or a coded input; not a delta, which is the side that is shuffled), else None."""
-        if not self.partitions or source == "delta":
-            return None
-        if rel in self.members or (rel in self.idb and self.idb[rel].partitions):
-            return self.idb[rel].keyed_frame(key, old=source == "old" and rel in self.members)
-        if rel in self.coded:
-            if (rel, key) not in self.coded_keyed:
-                self.coded_keyed[rel, key] = cut(self.coded[rel].repartition(self.partitions, *[f"c{i}" for i in key]))
-            return self.coded_keyed[rel, key]
-        return None
-
     def sources(self) -> Sources:
-        return Sources(self._frame, self._size, self.db.types, self.broadcast_rows, self.codes.literal if self.codes else None,
-                       self._keyed if self.partitions else None)
+        return Sources(self._frame, self._size, self.db.types, self.broadcast_rows, self.codes.literal if self.codes else None)
 
     def _new_facts(self, rel: str, plans: list[DataFrame]) -> tuple[DataFrame | None, int]:
         """Materialise the facts of ``plans`` not yet in ``rel``; returns (delta, its size)."""
@@ -233,8 +167,6 @@ class _Evaluator:
             return df
 
         codes = known.codes
-        if known.partitions and codes is not None and codes.packs(arity) and self.copartition != "joins":
-            return self._new_packed(rel, plans)
         if codes is not None and codes.packs(arity):
             # coded rows packed into one long: the deduplication and the anti-join hash a long
             new, old, cols = codes.pack(new, arity), codes.pack(old, arity), [PACKED]
@@ -261,28 +193,6 @@ class _Evaluator:
             fresh = new.join(old, on=cols, how="left_anti")
         out = materialize_count(done(fresh))
         release(new)
-        return out
-
-    def _new_packed(self, rel: str, plans: list[DataFrame]) -> tuple[DataFrame, int]:
-        """:meth:`_new_facts` in co-partitioned rounds: the candidates packed and deduplicated
-        (hash-partitioned on the packed row by the deduplication's shuffle), then anti-joined
-        with the relation's packed copy, partitioned the same way (no shuffle, no broadcast).
-        The packed delta is left in ``self.packed`` for the copy; one job in all."""
-        known = self.idb[rel]
-        codes, arity = known.codes, known.arity
-        assert codes is not None
-        new = codes.pack(union_all(plans), arity).distinct()
-        candidates = None
-        if known.size:
-            # cut (lazily) so that the optimizer cannot push the anti-join below the
-            # deduplication: it would shuffle every join row to probe the relation's partitions
-            candidates = cut(new)
-            new = candidates.join(known.keyed_frame(PACKED).hint("shuffle_hash"), on=PACKED, how="left_anti")
-        packed = cut(new)
-        out = materialize_count(codes.unpack(packed, arity))
-        if candidates is not None:
-            release(candidates)
-        self.packed[rel] = packed
         return out
 
     def _choose(self, comp: Component) -> Decomposition | None:
@@ -398,12 +308,9 @@ class _Evaluator:
         # a coded input is computed by the first round's job that reads it, and kept
         self.coded = {rel: materialize(codes.encode(self._frame(rel, "full"), arities[rel])) for rel in inputs}
         self.codes = codes
-        if self.copartition and all(codes.packs(arities[rel]) for rel in members):
-            self.partitions = int(self.spark.conf.get(_SHUFFLE_PARTITIONS, "200"))
-            step["rounds"] = f"co-partitioned ({self.partitions} hash partitions)"
         try:
             for rel in members:
-                self.idb[rel] = _Relation(self.spark, arities[rel], codes, self.partitions)
+                self.idb[rel] = _Relation(self.spark, arities[rel], codes)
             self._rounds(comp, progress, self.sources())
             for rel in members:
                 coded = self.idb[rel]
@@ -418,13 +325,6 @@ class _Evaluator:
             release(codes.table)
             raise
         finally:
-            for rel in members:
-                self.idb[rel].release_keyed()
-            for frame in self.coded_keyed.values():
-                release(frame)
-            for frame in self.packed.values():
-                release(frame)
-            self.coded_keyed, self.packed, self.partitions = {}, {}, 0
             self.idb.update(text)
             self.codes = None
             for frame in self.coded.values():
@@ -457,8 +357,7 @@ class _Evaluator:
             delta_size = 0
             for rel, (df, n) in fresh.items():
                 self.deltas[rel] = (df if df is not None else self.idb[rel].empty(), n)
-                # also when empty: "old" is then the whole relation
-                self.idb[rel].add(df, n, self.packed.pop(rel, None))
+                self.idb[rel].add(df, n)  # also when empty: "old" is then the whole relation
                 delta_size += n
             self.iterations += 1
             if progress:

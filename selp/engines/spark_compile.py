@@ -141,10 +141,6 @@ class Sources:
     # a constant's column value: its encoding, unless the frames hold dictionary codes
     # (:mod:`selp.engines.spark_codes`), when this maps it to its code
     literal: Callable[[Value], Column] | None = None
-    # (relation, source, column positions) -> the relation hash-partitioned on those columns
-    # (kept across rounds), or None: such a join shuffles only its other side, and builds no
-    # broadcast (a job of its own every round)
-    keyed: Callable[[str, str, tuple[int, ...]], DataFrame | None] | None = None
 
 
 def _safe(name: str) -> str:
@@ -178,10 +174,10 @@ class _RuleCompiler:
         return self.src.literal(value) if self.src.literal else F.lit(encode(value))
 
     # -- atoms -------------------------------------------------------------------------------
-    def _atom(self, atom: Atom, source: str, frame: DataFrame | None = None) -> DataFrame:
+    def _atom(self, atom: Atom, source: str) -> DataFrame:
         """The atom's matches with one column per (named) variable: constants and repeated
-        variables become filters on the relation frame (``frame``, default the source's)."""
-        df = self.src.frame(atom.relation, source) if frame is None else frame
+        variables become filters on the relation frame."""
+        df = self.src.frame(atom.relation, source)
         conds: list[Column] = []
         first: dict[Var, int] = {}
         for p, t in enumerate(atom.args):
@@ -418,23 +414,11 @@ class _RuleCompiler:
                 )
             remaining.remove(pick)
             atom: Atom = rule.body[pick]  # type: ignore[assignment]
-            shared_vars = [v for v in dict.fromkeys(atom.vars()) if self._named(v) and v in bound]
-            keyed = None
-            if df is not None and shared_vars and self.src.keyed is not None:
-                positions = tuple(next(p for p, t in enumerate(atom.args) if t == v) for v in shared_vars)
-                keyed = self.src.keyed(atom.relation, source(pick), positions)
-            if keyed is not None:
-                # co-partitioned: only df is shuffled (on the shared columns, in their order),
-                # and each task hashes its partition of the relation
-                frame = self._atom(atom, source(pick), keyed).hint("shuffle_hash")
-                df = df.join(frame, on=[self.col[v] for v in shared_vars], how="inner")
-                df_source = None
-            elif df is None:
-                frame = self._atom(atom, source(pick))
+            frame = self._atom(atom, source(pick))
+            if df is None:
                 df, df_source = frame, (atom.relation, source(pick))
             else:
-                frame = self._atom(atom, source(pick))
-                shared = [self.col[v] for v in shared_vars]
+                shared = [self.col[v] for v in dict.fromkeys(atom.vars()) if self._named(v) and v in bound]
                 right_small = self.src.size(atom.relation, source(pick))
                 left_small = self.src.size(*df_source) if df_source else None
                 if right_small is not None and right_small <= self.src.broadcast_rows:
