@@ -20,7 +20,8 @@ started and warmed up (one after the other), then each repetition runs the small
 eval in one code and then the other, the order swapped every repetition (R repetitions, default
 3), so that neither code's eval shares the two cores with the other's. ``--warm=W`` (s19r) first
 runs W such repetitions per code and discards them; ``--json=FILE`` writes the results there;
-``--runs=small`` (or ``eval``) runs only those. Every run reports the CPU seconds of the driver
+``--runs=small`` (or ``eval``) runs only those; ``--program=trade`` (with ``--alternate``) times
+the trade program (r3 nonlinear) on a synthetic database of NODES countries instead. Every run reports the CPU seconds of the driver
 and its JVM (``cpu``), and the summary their medians beside the wall times'. It reports every run and
 the median per code, and writes ``results-alternate.json``. Concurrent runs penalise the faster
 code (its eval runs while the slower one's saturates both cores, the slower one then finishes
@@ -39,6 +40,34 @@ import time
 from pathlib import Path
 
 PROGRAM = "r1 (0.9): path(x, y) :- edge(x, y).\nr2 (0.8): path(x, z) :- path(x, y), path(y, z).\n"
+# --program=trade (s19r): the trade program of the selPQL paper (examples/trade/trade.dl: r1
+# symmetric, r3 nonlinear) over a synthetic database of C countries (trade_db)
+TRADE = (Path(__file__).resolve().parents[3] / "examples" / "trade" / "trade.dl")
+
+
+def program(name: str) -> tuple[str, str]:
+    """(program text, the relation timed) of ``--program=``."""
+    if name == "trade":
+        return TRADE.read_text(encoding="utf-8"), "dealsWith"
+    return PROGRAM, "path"
+
+
+def trade_db(countries: int, out: Path, seed: int = 1) -> dict:
+    """A trade database: C countries, C products; each country imports and exports two random
+    products; C / 2 random ``dealsWith_edb`` pairs. ``r2`` gives ~4 pairs a product, a sparse
+    graph that ``r1`` makes symmetric and ``r3`` closes: nearly C x C ``dealsWith`` facts."""
+    import random
+
+    rng = random.Random(seed)
+    db = out / "db"
+    db.mkdir(parents=True, exist_ok=True)
+    imports = sorted({(f"k{c}", f"p{rng.randrange(countries)}") for c in range(countries) for _ in range(2)})
+    exports = sorted({(f"k{c}", f"p{rng.randrange(countries)}") for c in range(countries) for _ in range(2)})
+    deals = sorted({(f"k{rng.randrange(countries)}", f"k{rng.randrange(countries)}") for _ in range(countries // 2)})
+    for name, header, rows in (("imports", "country,product", imports), ("exports", "country,product", exports),
+                               ("dealsWith_edb", "a,b", deals)):
+        (db / f"{name}.csv").write_text(header + "\n" + "".join(f"{a},{b}\n" for a, b in rows), encoding="utf-8")
+    return {"countries": countries, "imports": len(imports), "exports": len(exports), "dealsWith_edb": len(deals), "seed": seed}
 
 
 def worker(work: Path, small: Path, full: bool) -> None:
@@ -116,7 +145,7 @@ def _cpu(jvm: int | None) -> float:
         return own
 
 
-def serve(work: Path, small: Path) -> None:
+def serve(work: Path, small: Path, name: str = "nonlinear") -> None:
     """One code tree's warm session driven over stdin (``--alternate``): each line names a run
     (``warm-up``, ``small`` or ``eval``), answered by one ``RESULT`` JSON line on stdout."""
     from selp.engines.spark import run_spark
@@ -124,7 +153,8 @@ def serve(work: Path, small: Path) -> None:
     from selp.language import parse_program
     from selp.language.validate import analyze
 
-    analysis = analyze(parse_program(PROGRAM))
+    text, rel = program(name)
+    analysis = analyze(parse_program(text))
     spark = get_spark("local[2]", {"spark.driver.memory": "2g"})
     sc = spark.sparkContext
     dbs = {"warm-up": small / "db", "small": small / "db", "eval": work / "db"}
@@ -138,8 +168,8 @@ def serve(work: Path, small: Path) -> None:
         cpu = _cpu(jvm)
         t = time.perf_counter()
         r = run_spark(analysis, str(dbs[name]), spark)
-        n, it = r.count("path"), r.iterations
-        read = r.frame("path").count()
+        n, it = r.count(rel), r.iterations
+        read = r.frame(rel).count()
         secs = time.perf_counter() - t
         cpu = _cpu(jvm) - cpu
         r.close()
@@ -152,7 +182,7 @@ def serve(work: Path, small: Path) -> None:
 
 
 def alternate(work: Path, small: Path, old: Path, here: Path, reps: int, warm: int = 0,
-              names: tuple[str, ...] = ("small", "eval")) -> dict:
+              names: tuple[str, ...] = ("small", "eval"), prog: str = "nonlinear") -> dict:
     """Both codes' sessions, their evals run one at a time, the order swapped every repetition.
 
     ``warm`` repetitions of (small, eval) per code run first and are discarded (s19r: one warm-up
@@ -162,7 +192,7 @@ def alternate(work: Path, small: Path, old: Path, here: Path, reps: int, warm: i
     procs = {}
     for label, tree in (("old", old), ("new", here)):
         env = dict(os.environ, PYTHONPATH=str(tree))
-        cmd = [sys.executable, __file__, "--serve", str(work), str(small)]
+        cmd = [sys.executable, __file__, "--serve", str(work), str(small), prog]
         procs[label] = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, text=True)
 
@@ -215,7 +245,8 @@ def alternate(work: Path, small: Path, old: Path, here: Path, reps: int, warm: i
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if a != "--full" and not a.startswith(("--alternate", "--warm", "--json", "--runs"))]
+    args = [a for a in sys.argv[1:] if a != "--full" and not a.startswith(("--alternate", "--warm", "--json", "--runs", "--program"))]
+    prog = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--program=")), "nonlinear")
     names = tuple(next((a.split("=", 1)[1].split(",") for a in sys.argv[1:] if a.startswith("--runs=")), ["small", "eval"]))
     full = "--full" in sys.argv
     alt = [a for a in sys.argv[1:] if a.startswith("--alternate")]
@@ -227,9 +258,14 @@ def main() -> None:
     here = Path(__file__).resolve().parents[3]
     from selp.gen.anchors import generate_graph
 
-    work, small = out / "work", out / "small"
-    stats = generate_graph(nodes, work)
-    generate_graph(nodes // 4, small)
+    if prog == "trade":
+        work, small = out / "trade-work", out / "trade-small"
+        stats = trade_db(nodes, work)
+        trade_db(nodes // 4, small)
+    else:
+        work, small = out / "work", out / "small"
+        stats = generate_graph(nodes, work)
+        generate_graph(nodes // 4, small)
     sha = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", base], capture_output=True, text=True, check=True).stdout.strip()
     old = out / f"old-{sha}"  # per commit: an OUT reused with another BASE (or a moved branch) is not stale
     if not old.exists():
@@ -237,10 +273,12 @@ def main() -> None:
         tarfile.open(fileobj=io.BytesIO(data)).extractall(old)
     commit = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     load0 = os.getloadavg()
+    if prog != "nonlinear" and not alt:
+        sys.exit("--program=trade needs --alternate")
     if alt:
         reps = int(alt[0].split("=", 1)[1]) if "=" in alt[0] else 3
-        res = {"mode": "alternate", "graph": stats, "small_nodes": nodes // 4, "base": base, "head": commit,
-               "loadavg_start": load0, **alternate(work, small, old, here, reps, warm[0] if warm else 0, names), "loadavg_end": os.getloadavg()}
+        res = {"mode": "alternate", "program": prog, "graph": stats, "small_nodes": nodes // 4, "base": base, "head": commit,
+               "loadavg_start": load0, **alternate(work, small, old, here, reps, warm[0] if warm else 0, names, prog), "loadavg_end": os.getloadavg()}
         (Path(json_out[0]) if json_out else Path(__file__).parent / "results-alternate.json").write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
         print(json.dumps({k: res[k] for k in ("head", "base", "warm", "loadavg_start", "loadavg_end", "median")}, indent=2))
         return
@@ -265,7 +303,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
-        serve(Path(sys.argv[2]), Path(sys.argv[3]))
+        serve(Path(sys.argv[2]), Path(sys.argv[3]), *sys.argv[4:5])
     elif sys.argv[1:2] == ["--worker"]:
         worker(Path(sys.argv[2]), Path(sys.argv[3]), "--full" in sys.argv)
     else:
