@@ -21,8 +21,9 @@ eval in one code and then the other, the order swapped every repetition (R repet
 3), so that neither code's eval shares the two cores with the other's. ``--warm=W`` (s19r) first
 runs W such repetitions per code and discards them; ``--json=FILE`` writes the results there;
 ``--runs=small`` (or ``eval``) runs only those; ``--program=trade`` (with ``--alternate``) times
-the trade program (r3 nonlinear) on a synthetic database of NODES countries instead. Every run reports the CPU seconds of the driver
-and its JVM (``cpu``), and the summary their medians beside the wall times'. It reports every run and
+the trade program (r3 nonlinear) on a synthetic database of NODES countries instead (its count
+is reported as ``path`` too). Every run reports the CPU seconds of the driver and its JVM
+(``cpu``), and the summary their medians beside the wall times'. It reports every run and
 the median per code, and writes ``results-alternate.json``. Concurrent runs penalise the faster
 code (its eval runs while the slower one's saturates both cores, the slower one then finishes
 alone); alternating runs each code under the same (background) load.
@@ -134,7 +135,8 @@ def worker(work: Path, small: Path, full: bool) -> None:
 
 def _cpu(jvm: int | None) -> float:
     """CPU seconds used so far by this driver process and its JVM (all threads; user + system):
-    less sensitive to the machine's load than wall time (s19r). The JVM's from /proc, 0 without."""
+    less sensitive to the machine's load than wall time (s19r). The JVM's from /proc; the
+    driver's alone when the JVM's pid is not known."""
     own = time.process_time()
     if jvm is None:
         return own
@@ -185,10 +187,10 @@ def alternate(work: Path, small: Path, old: Path, here: Path, reps: int, warm: i
               names: tuple[str, ...] = ("small", "eval"), prog: str = "nonlinear") -> dict:
     """Both codes' sessions, their evals run one at a time, the order swapped every repetition.
 
-    ``warm`` repetitions of (small, eval) per code run first and are discarded (s19r: one warm-up
-    left the JIT of whichever code ran its small eval right after its first large one colder,
-    which made the small graph look 0.69x); the summary gives each code's median, min and max
-    and the median of the per-repetition ratios (old / new of the same repetition)."""
+    ``warm`` repetitions of ``names`` per code run first and are discarded (s19r: after one
+    warm-up eval both codes still got faster over the measured repetitions); the summary gives
+    each code's median, min and max (wall and CPU) and the median and range of the
+    per-repetition ratios (old / new of the same repetition)."""
     procs = {}
     for label, tree in (("old", old), ("new", here)):
         env = dict(os.environ, PYTHONPATH=str(tree))
