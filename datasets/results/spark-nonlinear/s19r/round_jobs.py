@@ -4,7 +4,9 @@ in one warm session, alternating (s19r). Usage, from the tree to measure:
 where DATA_DIR holds ``work/db`` and ``small/db`` (as made by ``bench.py OUT``); the setting is
 ``AB_CONF`` (environment; default spark.selp.rounds.copartition, the s19r attempt since
 reverted) with values ``AB_VALUES`` (default ``true,false``). Prints one JSON line per eval
-(per-round seconds, jobs, stages -- skipped stages included) and the medians per value."""
+(per-round seconds, jobs, stages -- skipped stages included) and the medians per value.
+``SIZES=small`` runs only the N/4 graph. The script uses only selp's public ``run_spark``, so
+``PYTHONPATH`` may name another tree (a ``git archive`` of deaa1b0) to profile that code."""
 import os
 import json
 import sys
@@ -64,16 +66,17 @@ reps = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 out = []
 AB = os.environ.get("AB_CONF", "spark.selp.rounds.copartition")
 A, B = os.environ.get("AB_VALUES", "true,false").split(",")
+SIZES = os.environ.get("SIZES", "small,work").split(",")  # which graphs (DATA_DIR's subdirectories)
 for i in range(reps + 1):  # the first repetition warms up (discarded)
     for setting in ((A, B) if i % 2 == 0 else (B, A)):
         spark.conf.set(AB, setting)
-        for size in ("small", "work"):
+        for size in SIZES:
             res = {"copartition": setting, "rep": i, **run(f"{data}/{size}/db", f"{size}-{setting}-{i}")}
             print(json.dumps(res), flush=True)
             if i:
                 out.append(res)
 summary = {}
-for size in ("small", "work"):
+for size in SIZES:
     for setting in (A, B):
         xs = [r for r in out if r["copartition"] == setting and r["run"].startswith(size)]
         med = lambda k: sorted(r[k] for r in xs)[len(xs) // 2]
