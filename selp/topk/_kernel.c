@@ -1012,8 +1012,10 @@ done:
  * 6: selp_static's result in kernel order, its buffers handed over (selp_static_arrays).
  * 7: selp_static takes a number of threads; the top-k loop reads leaves from a compact array.
  * 8: selp_static's result has no inst array (p[4] NULL) and int32 child ids; two workers write
- *    it from both ends. */
-EXPORT int64_t selp_abi(void) { return 8; }
+ *    it from both ends.
+ * 9: selp_static's result has no child slot pointers (p[5] NULL) and its ranks are uint8 when
+ *    k <= 255 (selp_static_rank_bytes). */
+EXPORT int64_t selp_abi(void) { return 9; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
 EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origins, int64_t n, int mode) {
@@ -1351,9 +1353,11 @@ typedef struct grp {
 typedef struct acc {
     int64_t L, F;
     int64_t *fp;                            /* F + 1: each row's first entry */
-    double *w; int64_t *size, *origin, *crp; int32_t *rule;  /* per entry (crp: n + 1) */
-    int64_t n, cap;
-    int32_t *kid, *cr;                      /* per child slot: input fact id (F < 2^31: see selp_static), rank */
+    double *w; int64_t *size, *origin; int32_t *rule;        /* per entry (no child slot pointers: see */
+    int64_t n, cap;                                           /* selp_static_arrays) */
+    int32_t *kid;                           /* per child slot: input fact id (F < 2^31: see selp_static) */
+    void *cr;                               /* per child slot: its rank, uint8 when k <= 255 (rw 1), else int32 */
+    int rw;                                 /* bytes of a rank: 1 or 4 */
     int64_t nr, rcap;
     int64_t *inv;                           /* kernel id -> input id (during the run) */
     int64_t bound;                          /* top-k: the most trees of any fact (capped at k), -1 cyclic */
@@ -1405,12 +1409,12 @@ static void big_free(void *p) {
 /* the result's arrays reserved for at most ne entries and nr child slots (-1: not reserved) */
 static int acc_reserve(acc_t *a, int64_t ne, int64_t nr) {
     if (ne <= 0 || ne > ((int64_t)1 << 40) || nr > ((int64_t)1 << 40)) return -1;
-    a->w = big_alloc(ne, 8); a->size = big_alloc(ne, 8); a->origin = big_alloc(ne, 8); a->crp = big_alloc(ne + 1, 8);
-    a->rule = big_alloc(ne, 4); a->kid = big_alloc(nr, 4); a->cr = big_alloc(nr, 4);
-    if (!a->w || !a->size || !a->origin || !a->crp || !a->rule || !a->kid || !a->cr) {
-        big_free(a->w); big_free(a->size); big_free(a->origin); big_free(a->crp); big_free(a->rule);
+    a->w = big_alloc(ne, 8); a->size = big_alloc(ne, 8); a->origin = big_alloc(ne, 8);
+    a->rule = big_alloc(ne, 4); a->kid = big_alloc(nr, 4); a->cr = big_alloc(nr, (size_t)a->rw);
+    if (!a->w || !a->size || !a->origin || !a->rule || !a->kid || !a->cr) {
+        big_free(a->w); big_free(a->size); big_free(a->origin); big_free(a->rule);
         big_free(a->kid); big_free(a->cr);
-        a->w = NULL; a->size = a->origin = a->crp = NULL; a->rule = a->kid = a->cr = NULL;
+        a->w = NULL; a->size = a->origin = NULL; a->rule = a->kid = NULL; a->cr = NULL;
         return -1;
     }
     a->mapped = 1; a->cap = ne; a->rcap = nr;
@@ -1420,16 +1424,16 @@ static int acc_reserve(acc_t *a, int64_t ne, int64_t nr) {
 /* a worker's acc without what it shares with the result (inv; A's arrays when it wrote them) */
 static void acc_unalias(acc_t *a) {
     a->inv = NULL;
-    if (a->top) { a->w = NULL; a->size = a->origin = a->crp = NULL; a->rule = a->kid = a->cr = NULL; }
+    if (a->top) { a->w = NULL; a->size = a->origin = NULL; a->rule = a->kid = NULL; a->cr = NULL; }
 }
 
 static void acc_free(acc_t *a) {
     if (!a) return;
     if (a->mapped) {
-        big_free(a->w); big_free(a->size); big_free(a->origin); big_free(a->crp); big_free(a->rule);
+        big_free(a->w); big_free(a->size); big_free(a->origin); big_free(a->rule);
         big_free(a->kid); big_free(a->cr);
     } else {
-        free(a->w); free(a->size); free(a->origin); free(a->crp); free(a->rule); free(a->kid); free(a->cr);
+        free(a->w); free(a->size); free(a->origin); free(a->rule); free(a->kid); free(a->cr);
     }
     free(a->fp); free(a->inv); free(a);
 }
@@ -1449,13 +1453,13 @@ static int acc_room(acc_t *a, int64_t more, int64_t slots) {
     if (a->n + more > a->cap) {
         int64_t cap = 2 * a->cap + more + 4096;
         if (grow((void **)&a->w, cap, 8) || grow((void **)&a->size, cap, 8) || grow((void **)&a->origin, cap, 8)
-            || grow((void **)&a->crp, cap + 1, 8) || grow((void **)&a->rule, cap, 4))
+            || grow((void **)&a->rule, cap, 4))
             return -1;
         a->cap = cap;
     }
     if (a->nr + slots > a->rcap) {
         int64_t cap = 2 * a->rcap + slots + 4096;
-        if (grow((void **)&a->kid, cap, 4) || grow((void **)&a->cr, cap, 4)) return -1;
+        if (grow((void **)&a->kid, cap, 4) || grow(&a->cr, cap, (size_t)a->rw)) return -1;
         a->rcap = cap;
     }
     return 0;
@@ -1470,10 +1474,11 @@ static inline void acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rul
     a->w[e] = w; a->size[e] = s; a->origin[e] = o; a->rule[e] = rule;
     for (int64_t j = 0; j < m; j++, t++) {
         a->kid[t] = (int32_t)a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
-        a->cr[t] = ranks ? ranks[j] : 1;
+        int32_t r = ranks ? ranks[j] : 1;
+        if (a->rw == 1) ((uint8_t *)a->cr)[t] = (uint8_t)r;
+        else ((int32_t *)a->cr)[t] = r;
     }
     a->nr = t;
-    a->crp[e + 1] = t;
 }
 
 /* The derivation trees of a group's facts counted (capped at cap) in Kahn's order over its
@@ -1742,8 +1747,8 @@ done:
  * shrinks a large block in place (unmapping its tail), a failure leaves it as it was. */
 static void acc_shrink(acc_t *X, int64_t n, int64_t nr) {
     grow((void **)&X->w, n, 8); grow((void **)&X->size, n, 8); grow((void **)&X->origin, n, 8);
-    grow((void **)&X->crp, n + 1, 8); grow((void **)&X->rule, n, 4);
-    grow((void **)&X->kid, nr, 4); grow((void **)&X->cr, nr, 4);
+    grow((void **)&X->rule, n, 4);
+    grow((void **)&X->kid, nr, 4); grow(&X->cr, nr, (size_t)X->rw);
     X->n = X->cap = n; X->nr = X->rcap = nr;
 }
 
@@ -1758,14 +1763,13 @@ static int merge(shared_t *S, acc_t *A, acc_t *const *accs, int64_t nw, int64_t 
     for (int64_t g = first; g < S->ng; g++) {
         acc_t *X = accs[S->own[g]];
         int64_t e0 = S->ge0[g], r0 = S->gr0[g];
-        int64_t n = S->ge1[g] - e0, m = S->gr1[g] - r0, de = A->n - e0, dr = A->nr - r0;
+        int64_t n = S->ge1[g] - e0, m = S->gr1[g] - r0, de = A->n - e0;
         memcpy(A->w + A->n, X->w + e0, (size_t)n * sizeof(double));
         memcpy(A->size + A->n, X->size + e0, (size_t)n * sizeof(int64_t));
         memcpy(A->origin + A->n, X->origin + e0, (size_t)n * sizeof(int64_t));
         memcpy(A->rule + A->n, X->rule + e0, (size_t)n * sizeof(int32_t));
-        for (int64_t i = 0; i < n; i++) A->crp[A->n + i + 1] = X->crp[e0 + i + 1] + dr;
         memcpy(A->kid + A->nr, X->kid + r0, (size_t)m * sizeof(int32_t));
-        memcpy(A->cr + A->nr, X->cr + r0, (size_t)m * sizeof(int32_t));
+        memcpy((char *)A->cr + A->nr * A->rw, (char *)X->cr + r0 * X->rw, (size_t)m * (size_t)A->rw);
         for (int64_t x = S->L + S->gptr[g]; x < S->L + S->gptr[g + 1]; x++) S->fp[x] += de;
         A->n += n; A->nr += m;
         if (held[S->own[g]] - e0 >= (1 << 18)) { acc_shrink(X, e0, r0); held[S->own[g]] = e0; }
@@ -1809,7 +1813,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     pthread_t tid[64];
     if (!run || !A || !S) { free(run); free(A); free(S); return NULL; }
     run->F = F; run->k = k; run->acc = A; run->L = L;
-    A->L = L; A->F = F;
+    A->L = L; A->F = F; A->rw = k <= 255 ? 1 : 4;
     kbest_t B;
     kbest_init(&B, k, M); /* for the block size only */
     S->F = F; S->L = L; S->ng = ng; S->hk = hk; S->nj = nj; S->M = M; S->k = k; S->si = IR_KIDS + M;
@@ -1839,7 +1843,6 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     if (!LV || !S->own || !S->ge0 || !S->gr0 || !S->ge1 || !S->gr1 || !A->fp || !A->inv) goto fail;
     if ((NE == 0 || acc_reserve(A, NE, NR)) && acc_room(A, F + 1, (F - L) * M + 1)) goto fail;
     if (k == 1) S->LR = LV; else S->LV = LV;
-    A->crp[0] = 0;
     for (int64_t f = 0; f < F; f++) {
         int64_t x = nid[f];
         A->inv[x] = f;
@@ -1847,7 +1850,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         /* the leaves' entries are rows 0..L-1 */
         int64_t ls = leaf_size ? leaf_size[f] : 0;
         A->w[x] = leaf_w[f]; A->size[x] = ls; A->origin[x] = leaf_origin[f]; A->rule[x] = 0;
-        A->crp[x + 1] = 0; A->fp[x] = x;
+        A->fp[x] = x;
         if (k == 1) fr_init(LV + 8 * x, 1, leaf_w[f], ls, leaf_origin[f]);
         else { LV[4 * x] = as_i(leaf_w[f]); LV[4 * x + 1] = ls; LV[4 * x + 2] = leaf_origin[f]; LV[4 * x + 3] = 0; }
     }
@@ -1856,14 +1859,14 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     for (int64_t w = 1; w < threads; w++) {
         accs[w] = calloc(1, sizeof(acc_t));
         if (!accs[w]) goto fail;
+        accs[w]->rw = A->rw;
         if (A->mapped) { /* the second worker writes A's arrays from the top down */
             acc_t *X = accs[w];
-            X->w = A->w; X->size = A->size; X->origin = A->origin; X->crp = A->crp; X->rule = A->rule;
+            X->w = A->w; X->size = A->size; X->origin = A->origin; X->rule = A->rule;
             X->kid = A->kid; X->cr = A->cr; X->cap = A->cap; X->rcap = A->rcap;
             X->top = 1; X->te = X->n = A->cap; X->tr = X->nr = A->rcap;
         } else {
             if (acc_room(accs[w], 1, 1)) goto fail;
-            accs[w]->crp[0] = 0;
         }
         accs[w]->L = L; accs[w]->F = F; accs[w]->inv = A->inv;
         accs[w]->bound = A->bound;
@@ -1899,17 +1902,16 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
             memmove(A->origin + n0, A->origin + X->te, (size_t)n1 * sizeof(int64_t));
             memmove(A->rule + n0, A->rule + X->te, (size_t)n1 * sizeof(int32_t));
         }
-        for (int64_t i = 0; i < n1; i++) A->crp[n0 + i + 1] = A->crp[X->te + i + 1] + dr; /* ascending: reads ahead of writes */
         if (dr) {
             memmove(A->kid + r0, A->kid + X->tr, (size_t)s1 * sizeof(int32_t));
-            memmove(A->cr + r0, A->cr + X->tr, (size_t)s1 * sizeof(int32_t));
+            memmove((char *)A->cr + r0 * A->rw, (char *)A->cr + X->tr * A->rw, (size_t)s1 * (size_t)A->rw);
         }
         for (int64_t g = 0; g < ng; g++)
             if (S->own[g] == 1)
                 for (int64_t x = L + gptr[g]; x < L + gptr[g + 1]; x++) A->fp[x] += de;
         A->n = n0 + n1; A->nr = r0 + s1;
-        big_cut(A->w, A->n, 8); big_cut(A->size, A->n, 8); big_cut(A->origin, A->n, 8); big_cut(A->crp, A->n + 1, 8);
-        big_cut(A->rule, A->n, 4); big_cut(A->kid, A->nr, 4); big_cut(A->cr, A->nr, 4);
+        big_cut(A->w, A->n, 8); big_cut(A->size, A->n, 8); big_cut(A->origin, A->n, 8);
+        big_cut(A->rule, A->n, 4); big_cut(A->kid, A->nr, 4); big_cut(A->cr, A->nr, (size_t)A->rw);
     } else if (threads > 1 && merge(S, A, accs, threads, S->front)) goto fail;
     A->fp[F] = A->n;
     free(A->inv); A->inv = NULL;
@@ -1934,14 +1936,20 @@ EXPORT int64_t selp_static_bound(const run_t *r) { return r->acc->bound; }
 
 /* The result of selp_static in kernel order (see KernelResult and its `row`), as the run's own
  * buffers, which numpy then wraps without a copy (they live until selp_free): p[0] fact_ptr
- * [F+1] by row (kernel id), p[1..7] per entry w, size, origin, NULL (no inst array: an entry
- * is its own instance, rows 0..L-1 are the leaves' -- 8 bytes an entry not written), child_rank_ptr [n+1], rule (0 for a leaf, whose rule is never read), p[7..8] per
- * child slot its rank and input fact id (both int32: F < 2^31, which selp_static checks). */
+ * [F+1] by row (kernel id), p[1..6] per entry w, size, origin, NULL (no inst array: an entry
+ * is its own instance, rows 0..L-1 are the leaves' -- 8 bytes an entry not written), NULL (no
+ * child slot pointers: an entry's number of children is its rule's, so the caller builds them
+ * when a tree is drawn -- 8 bytes an entry not written), rule (0 for a leaf, whose rule is never
+ * read), p[7..8] per child slot its rank (uint8 when k <= 255, else int32: selp_static_rank_bytes)
+ * and input fact id (int32: F < 2^31, which selp_static checks). */
 EXPORT void selp_static_arrays(const run_t *r, void **p) {
     const acc_t *A = r->acc;
-    p[0] = A->fp; p[1] = A->w; p[2] = A->size; p[3] = A->origin; p[4] = NULL; p[5] = A->crp;
+    p[0] = A->fp; p[1] = A->w; p[2] = A->size; p[3] = A->origin; p[4] = NULL; p[5] = NULL;
     p[6] = A->rule; p[7] = A->cr; p[8] = A->kid;
 }
+
+/* the bytes of a child rank in selp_static's result: 1 (uint8) when k <= 255, else 4 (int32) */
+EXPORT int64_t selp_static_rank_bytes(const run_t *r) { return r->acc->rw; }
 
 /* ---- a module, so that setuptools builds it as one and importlib finds its file ---------- */
 

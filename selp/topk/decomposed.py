@@ -98,6 +98,58 @@ def _group_order(key: np.ndarray) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
+class _Slots:
+    """Where each entry's child slots start (int64[E+1]), built on first use and kept: an entry's
+    children are its rule's (``rule_m``: per kernel rule index its number of children), none for
+    the leaves' rows (below ``leaves``). The kernel writes no such array (8 bytes an entry of
+    fresh memory: ~49 MB at top-7 of the anchors graph), and only drawing a tree reads it."""
+
+    def __init__(self, rule: np.ndarray, rule_m: np.ndarray, leaves: int) -> None:
+        self.rule, self.rule_m, self.leaves = rule, rule_m, leaves
+        self.ptr: np.ndarray | None = None
+
+    def __call__(self) -> np.ndarray:
+        if self.ptr is None:
+            m = self.rule_m[self.rule]
+            m[:self.leaves] = 0
+            ptr = np.zeros(len(m) + 1, np.int64)
+            np.cumsum(m, out=ptr[1:])
+            self.ptr = ptr
+        return self.ptr
+
+
+class StaticResult(KernelResult):
+    """The static path's :class:`~selp.topk.kernel.KernelResult`: ``child_rank_ptr`` built on
+    first use (:class:`_Slots`); ``child_rank`` is uint8 when k <= 255 (int32 otherwise)."""
+
+    slots: _Slots
+
+    @property  # type: ignore[override]
+    def child_rank_ptr(self) -> np.ndarray:
+        got = self.__dict__.get("_child_rank_ptr")
+        return self.slots() if got is None else got
+
+    @child_rank_ptr.setter
+    def child_rank_ptr(self, value: np.ndarray | None) -> None:
+        self.__dict__["_child_rank_ptr"] = value
+
+
+class StaticGraph(Hypergraph):
+    """The static path's hypergraph, whose instance ``e`` is entry ``e``: its ``child_ptr`` is
+    the result's ``child_rank_ptr``, built on first use (:class:`_Slots`)."""
+
+    slots: _Slots
+
+    @property  # type: ignore[override]
+    def child_ptr(self) -> np.ndarray:
+        got = self.__dict__.get("_child_ptr")
+        return self.slots() if got is None else got
+
+    @child_ptr.setter
+    def child_ptr(self, value: np.ndarray | None) -> None:
+        self.__dict__["_child_ptr"] = value
+
+
 @dataclass
 class Static:
     """What a static run gives the DTable: the kernel's result (in its own row order, ``row``
@@ -183,7 +235,11 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
                 masks.append(mask)
             else:
                 masks.append(None)
-        M = max([sum(1 for c in p.child_pos if c >= 0) for p, _ in sp.exit_rules + sp.recursive] + [1])
+        # per kernel rule index its number of children (every instance of a rule has its rule's)
+        rule_m = np.zeros(len(rules[0]), np.int64)
+        for p, r in sp.exit_rules + sp.recursive:
+            rule_m[r] = sum(1 for c in p.child_pos if c >= 0)
+        M = max([int(x) for x in rule_m] + [1])
         P = ctypes.c_void_p
         pcols = (P * max(len(gcols), 1))(*[_ptr(c) for c in gcols])
         pjoins = (P * max(len(joins), 1))(*[j.handle for j in joins])
@@ -206,15 +262,20 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
         bound = int(lib.selp_static_bound(run)) if k > 1 else -1
         ptrs = (ctypes.c_void_p * 9)()
         lib.selp_static_arrays(run, ptrs)
-        fp, w, size, origin, crp, rule, cr, kid = adopt(lib, run, [
+        rank_t = np.uint8 if lib.selp_static_rank_bytes(run) == 1 else np.int32
+        fp, w, size, origin, rule, cr, kid = adopt(lib, run, [
             (ptrs[0], F + 1, np.int64), (ptrs[1], ne, np.float64), (ptrs[2], ne, np.int64), (ptrs[3], ne, np.int64),
-            (ptrs[5], ne + 1, np.int64), (ptrs[6], ne, np.int32), (ptrs[7], nr, np.int32), (ptrs[8], nr, np.int32)])
+            (ptrs[6], ne, np.int32), (ptrs[7], nr, rank_t), (ptrs[8], nr, np.int32)])
     finally:
         for j in joins:
             j.close()
-    # no inst array: entry e is its own instance, the leaves' entries are rows 0..L-1
-    res = KernelResult(fp, w, size, origin, None, crp, cr, row=nid, own_leaves=L)
+    # no inst array: entry e is its own instance, the leaves' entries are rows 0..L-1; no child
+    # slot pointers: built from the entries' rules when first read
+    slots = _Slots(rule, rule_m, L)
+    res = StaticResult(fp, w, size, origin, None, None, cr, row=nid, own_leaves=L)
+    res.slots = slots
     # the graph's instance e is entry e (its head: the row's input fact, read by no one here);
     # its child_fact is int32 (4 bytes a child slot less of fresh memory; F < STATIC_MAX_FACTS)
-    graph = Hypergraph(leaf, leaf_w, leaf_origin, rule, np.zeros(0, np.int64), crp, kid, rw, rsize, rhash, rcopy)
+    graph = StaticGraph(leaf, leaf_w, leaf_origin, rule, np.zeros(0, np.int64), None, kid, rw, rsize, rhash, rcopy)
+    graph.slots = slots
     return Static(res, graph, ng, bound)

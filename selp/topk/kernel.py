@@ -217,7 +217,7 @@ class KernelResult:
     # of fresh memory, ~50 MB at top-7 of a million facts); ``inst`` then builds it on demand
     inst_given: np.ndarray | None
     child_rank_ptr: np.ndarray  # int64[E+1]
-    child_rank: np.ndarray  # int32[child_rank_ptr[E]]
+    child_rank: np.ndarray  # int32[child_rank_ptr[E]] (uint8 on the static path when k <= 255)
     # fact f's row of fact_ptr (None: f itself). The component-by-component path writes its
     # entries in the order it finds them (leaves, then component after component) and maps
     # input ids to rows here, instead of copying every entry into input order.
@@ -318,7 +318,7 @@ def kernel_threads() -> int:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
-_ABI = 8  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+_ABI = 9  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _kernel_file() -> str:
@@ -390,6 +390,7 @@ def _compiled() -> Any:
         lib.selp_static.restype = P
         lib.selp_static_arrays.argtypes, lib.selp_static_arrays.restype = [P, P], None
         lib.selp_static_bound.argtypes, lib.selp_static_bound.restype = [P], I64
+        lib.selp_static_rank_bytes.argtypes, lib.selp_static_rank_bytes.restype = [P], I64
         _LIB.append(lib)
     return _LIB[0]
 
