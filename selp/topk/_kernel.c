@@ -1013,8 +1013,8 @@ done:
  * 7: selp_static takes a number of threads; the top-k loop reads leaves from a compact array.
  * 8: selp_static's result has no inst array (p[4] NULL) and int32 child ids; two workers write
  *    it from both ends.
- * 9: selp_static's result has no child slot pointers (p[5] NULL) and its ranks are uint8 when
- *    k <= 255 (selp_static_rank_bytes). */
+ * 9: selp_static's result has no child slot pointers (p[5] NULL); its sizes are int32, its
+ *    rules and ranks uint8 (*err 3: a size or rule did not fit; k > 255 is refused). */
 EXPORT int64_t selp_abi(void) { return 9; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
@@ -1353,11 +1353,13 @@ typedef struct grp {
 typedef struct acc {
     int64_t L, F;
     int64_t *fp;                            /* F + 1: each row's first entry */
-    double *w; int64_t *size, *origin; int32_t *rule;        /* per entry (no child slot pointers: see */
-    int64_t n, cap;                                           /* selp_static_arrays) */
+    /* per entry (no child slot pointers: see selp_static_arrays); size as int32 (a larger one
+     * sets `over`, and the caller takes the global path), rule as uint8 (the caller checks) */
+    double *w; int32_t *size; int64_t *origin; uint8_t *rule;
+    int64_t n, cap;
     int32_t *kid;                           /* per child slot: input fact id (F < 2^31: see selp_static) */
-    void *cr;                               /* per child slot: its rank, uint8 when k <= 255 (rw 1), else int32 */
-    int rw;                                 /* bytes of a rank: 1 or 4 */
+    uint8_t *cr;                            /* per child slot: its rank (k <= 255: see selp_static) */
+    int over;                               /* a tree size above INT32_MAX, or a rule above 255, was met */
     int64_t nr, rcap;
     int64_t *inv;                           /* kernel id -> input id (during the run) */
     int64_t bound;                          /* top-k: the most trees of any fact (capped at k), -1 cyclic */
@@ -1409,12 +1411,12 @@ static void big_free(void *p) {
 /* the result's arrays reserved for at most ne entries and nr child slots (-1: not reserved) */
 static int acc_reserve(acc_t *a, int64_t ne, int64_t nr) {
     if (ne <= 0 || ne > ((int64_t)1 << 40) || nr > ((int64_t)1 << 40)) return -1;
-    a->w = big_alloc(ne, 8); a->size = big_alloc(ne, 8); a->origin = big_alloc(ne, 8);
-    a->rule = big_alloc(ne, 4); a->kid = big_alloc(nr, 4); a->cr = big_alloc(nr, (size_t)a->rw);
+    a->w = big_alloc(ne, 8); a->size = big_alloc(ne, 4); a->origin = big_alloc(ne, 8);
+    a->rule = big_alloc(ne, 1); a->kid = big_alloc(nr, 4); a->cr = big_alloc(nr, 1);
     if (!a->w || !a->size || !a->origin || !a->rule || !a->kid || !a->cr) {
         big_free(a->w); big_free(a->size); big_free(a->origin); big_free(a->rule);
         big_free(a->kid); big_free(a->cr);
-        a->w = NULL; a->size = a->origin = NULL; a->rule = a->kid = NULL; a->cr = NULL;
+        a->w = NULL; a->size = a->kid = NULL; a->origin = NULL; a->rule = a->cr = NULL;
         return -1;
     }
     a->mapped = 1; a->cap = ne; a->rcap = nr;
@@ -1424,7 +1426,7 @@ static int acc_reserve(acc_t *a, int64_t ne, int64_t nr) {
 /* a worker's acc without what it shares with the result (inv; A's arrays when it wrote them) */
 static void acc_unalias(acc_t *a) {
     a->inv = NULL;
-    if (a->top) { a->w = NULL; a->size = a->origin = NULL; a->rule = a->kid = NULL; a->cr = NULL; }
+    if (a->top) { a->w = NULL; a->size = a->kid = NULL; a->origin = NULL; a->rule = a->cr = NULL; }
 }
 
 static void acc_free(acc_t *a) {
@@ -1452,14 +1454,14 @@ static int acc_room(acc_t *a, int64_t more, int64_t slots) {
     if (a->mapped) return a->n + more > a->cap || a->nr + slots > a->rcap ? -1 : 0; /* reserved for the bound */
     if (a->n + more > a->cap) {
         int64_t cap = 2 * a->cap + more + 4096;
-        if (grow((void **)&a->w, cap, 8) || grow((void **)&a->size, cap, 8) || grow((void **)&a->origin, cap, 8)
-            || grow((void **)&a->rule, cap, 4))
+        if (grow((void **)&a->w, cap, 8) || grow((void **)&a->size, cap, 4) || grow((void **)&a->origin, cap, 8)
+            || grow((void **)&a->rule, cap, 1))
             return -1;
         a->cap = cap;
     }
     if (a->nr + slots > a->rcap) {
         int64_t cap = 2 * a->rcap + slots + 4096;
-        if (grow((void **)&a->kid, cap, 4) || grow(&a->cr, cap, (size_t)a->rw)) return -1;
+        if (grow((void **)&a->kid, cap, 4) || grow((void **)&a->cr, cap, 1)) return -1;
         a->rcap = cap;
     }
     return 0;
@@ -1471,12 +1473,11 @@ static int acc_room(acc_t *a, int64_t more, int64_t slots) {
 static inline void acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rule, int64_t m, const int64_t *kids,
                            const int32_t *ranks, int64_t L, int64_t off) {
     int64_t e = a->n++, t = a->nr;
-    a->w[e] = w; a->size[e] = s; a->origin[e] = o; a->rule[e] = rule;
+    if (__builtin_expect((uint64_t)s > INT32_MAX || (uint32_t)rule > 255, 0)) a->over = 1;
+    a->w[e] = w; a->size[e] = (int32_t)s; a->origin[e] = o; a->rule[e] = (uint8_t)rule;
     for (int64_t j = 0; j < m; j++, t++) {
         a->kid[t] = (int32_t)a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
-        int32_t r = ranks ? ranks[j] : 1;
-        if (a->rw == 1) ((uint8_t *)a->cr)[t] = (uint8_t)r;
-        else ((int32_t *)a->cr)[t] = r;
+        a->cr[t] = ranks ? (uint8_t)ranks[j] : 1;
     }
     a->nr = t;
 }
@@ -1746,9 +1747,9 @@ done:
 /* A worker's entries from n on and child slots from nr on (copied already) given back: realloc
  * shrinks a large block in place (unmapping its tail), a failure leaves it as it was. */
 static void acc_shrink(acc_t *X, int64_t n, int64_t nr) {
-    grow((void **)&X->w, n, 8); grow((void **)&X->size, n, 8); grow((void **)&X->origin, n, 8);
-    grow((void **)&X->rule, n, 4);
-    grow((void **)&X->kid, nr, 4); grow(&X->cr, nr, (size_t)X->rw);
+    grow((void **)&X->w, n, 8); grow((void **)&X->size, n, 4); grow((void **)&X->origin, n, 8);
+    grow((void **)&X->rule, n, 1);
+    grow((void **)&X->kid, nr, 4); grow((void **)&X->cr, nr, 1);
     X->n = X->cap = n; X->nr = X->rcap = nr;
 }
 
@@ -1765,11 +1766,11 @@ static int merge(shared_t *S, acc_t *A, acc_t *const *accs, int64_t nw, int64_t 
         int64_t e0 = S->ge0[g], r0 = S->gr0[g];
         int64_t n = S->ge1[g] - e0, m = S->gr1[g] - r0, de = A->n - e0;
         memcpy(A->w + A->n, X->w + e0, (size_t)n * sizeof(double));
-        memcpy(A->size + A->n, X->size + e0, (size_t)n * sizeof(int64_t));
+        memcpy(A->size + A->n, X->size + e0, (size_t)n * sizeof(int32_t));
         memcpy(A->origin + A->n, X->origin + e0, (size_t)n * sizeof(int64_t));
-        memcpy(A->rule + A->n, X->rule + e0, (size_t)n * sizeof(int32_t));
+        memcpy(A->rule + A->n, X->rule + e0, (size_t)n);
         memcpy(A->kid + A->nr, X->kid + r0, (size_t)m * sizeof(int32_t));
-        memcpy((char *)A->cr + A->nr * A->rw, (char *)X->cr + r0 * X->rw, (size_t)m * (size_t)A->rw);
+        memcpy(A->cr + A->nr, X->cr + r0, (size_t)m);
         for (int64_t x = S->L + S->gptr[g]; x < S->L + S->gptr[g + 1]; x++) S->fp[x] += de;
         A->n += n; A->nr += m;
         if (held[S->own[g]] - e0 >= (1 << 18)) { acc_shrink(X, e0, r0); held[S->own[g]] = e0; }
@@ -1784,7 +1785,9 @@ static int merge(shared_t *S, acc_t *A, acc_t *const *accs, int64_t nw, int64_t 
  * ids, in the order the global kernel sorts them). nj recursive rules in program order, each a
  * prepared join (atom 0 the driver) with the driver's filter masks[r] (by kernel id - L; NULL
  * none); M the most children of any instance. Returns NULL when out of memory or stopped (*err
- * 1), or when a join finds a head that is not a fact of its group (*err 2).
+ * 1), when a join finds a head that is not a fact of its group or F >= 2^31 (*err 2), or when
+ * a value does not fit the result's narrow fields -- a tree size above INT32_MAX, a rule index
+ * above 255, k above 255 (*err 3): the caller then takes the global path.
  *
  * Threads: groups are independent (each is formed and ranked with buffers reset for it, and
  * nothing of one group's run reaches another's), so `threads` workers rank them at once. The
@@ -1802,6 +1805,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     stop_flag = 0;
     *err = 1;
     if (F > INT32_MAX) { *err = 2; return NULL; } /* child ids are int32: the caller takes the global path */
+    if (k > 255) { *err = 3; return NULL; }       /* ranks are uint8 */
     if (threads > ng) threads = ng;
     if (threads > 64) threads = 64;
     if (threads < 1) threads = 1;
@@ -1813,7 +1817,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     pthread_t tid[64];
     if (!run || !A || !S) { free(run); free(A); free(S); return NULL; }
     run->F = F; run->k = k; run->acc = A; run->L = L;
-    A->L = L; A->F = F; A->rw = k <= 255 ? 1 : 4;
+    A->L = L; A->F = F;
     kbest_t B;
     kbest_init(&B, k, M); /* for the block size only */
     S->F = F; S->L = L; S->ng = ng; S->hk = hk; S->nj = nj; S->M = M; S->k = k; S->si = IR_KIDS + M;
@@ -1849,7 +1853,8 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         if (x >= L) continue;
         /* the leaves' entries are rows 0..L-1 */
         int64_t ls = leaf_size ? leaf_size[f] : 0;
-        A->w[x] = leaf_w[f]; A->size[x] = ls; A->origin[x] = leaf_origin[f]; A->rule[x] = 0;
+        if ((uint64_t)ls > INT32_MAX) A->over = 1;
+        A->w[x] = leaf_w[f]; A->size[x] = (int32_t)ls; A->origin[x] = leaf_origin[f]; A->rule[x] = 0;
         A->fp[x] = x;
         if (k == 1) fr_init(LV + 8 * x, 1, leaf_w[f], ls, leaf_origin[f]);
         else { LV[4 * x] = as_i(leaf_w[f]); LV[4 * x + 1] = ls; LV[4 * x + 2] = leaf_origin[f]; LV[4 * x + 3] = 0; }
@@ -1859,7 +1864,6 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     for (int64_t w = 1; w < threads; w++) {
         accs[w] = calloc(1, sizeof(acc_t));
         if (!accs[w]) goto fail;
-        accs[w]->rw = A->rw;
         if (A->mapped) { /* the second worker writes A's arrays from the top down */
             acc_t *X = accs[w];
             X->w = A->w; X->size = A->size; X->origin = A->origin; X->rule = A->rule;
@@ -1886,6 +1890,8 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     for (int64_t w = 1; w < threads; w++) if (!ran[w]) work(&W[w]);
     for (int64_t w = 0; w < threads; w++)
         if (W[w].err) { *err = W[w].err == 2 ? 2 : 1; goto fail; }
+    for (int64_t w = 0; w < threads; w++)
+        if (accs[w]->over) { *err = 3; goto fail; } /* a size or rule beyond the result's narrow fields */
     for (int64_t w = 1; w < threads; w++) {
         int64_t b = accs[w]->bound;
         A->bound = A->bound < 0 || b < 0 ? -1 : (b > A->bound ? b : A->bound);
@@ -1898,20 +1904,20 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         int64_t n0 = A->n, r0 = A->nr, n1 = A->cap - X->te, s1 = A->rcap - X->tr, de = n0 - X->te, dr = r0 - X->tr;
         if (de) {
             memmove(A->w + n0, A->w + X->te, (size_t)n1 * sizeof(double));
-            memmove(A->size + n0, A->size + X->te, (size_t)n1 * sizeof(int64_t));
+            memmove(A->size + n0, A->size + X->te, (size_t)n1 * sizeof(int32_t));
             memmove(A->origin + n0, A->origin + X->te, (size_t)n1 * sizeof(int64_t));
-            memmove(A->rule + n0, A->rule + X->te, (size_t)n1 * sizeof(int32_t));
+            memmove(A->rule + n0, A->rule + X->te, (size_t)n1);
         }
         if (dr) {
             memmove(A->kid + r0, A->kid + X->tr, (size_t)s1 * sizeof(int32_t));
-            memmove((char *)A->cr + r0 * A->rw, (char *)A->cr + X->tr * A->rw, (size_t)s1 * (size_t)A->rw);
+            memmove(A->cr + r0, A->cr + X->tr, (size_t)s1);
         }
         for (int64_t g = 0; g < ng; g++)
             if (S->own[g] == 1)
                 for (int64_t x = L + gptr[g]; x < L + gptr[g + 1]; x++) A->fp[x] += de;
         A->n = n0 + n1; A->nr = r0 + s1;
-        big_cut(A->w, A->n, 8); big_cut(A->size, A->n, 8); big_cut(A->origin, A->n, 8);
-        big_cut(A->rule, A->n, 4); big_cut(A->kid, A->nr, 4); big_cut(A->cr, A->nr, (size_t)A->rw);
+        big_cut(A->w, A->n, 8); big_cut(A->size, A->n, 4); big_cut(A->origin, A->n, 8);
+        big_cut(A->rule, A->n, 1); big_cut(A->kid, A->nr, 4); big_cut(A->cr, A->nr, 1);
     } else if (threads > 1 && merge(S, A, accs, threads, S->front)) goto fail;
     A->fp[F] = A->n;
     free(A->inv); A->inv = NULL;
@@ -1940,16 +1946,15 @@ EXPORT int64_t selp_static_bound(const run_t *r) { return r->acc->bound; }
  * is its own instance, rows 0..L-1 are the leaves' -- 8 bytes an entry not written), NULL (no
  * child slot pointers: an entry's number of children is its rule's, so the caller builds them
  * when a tree is drawn -- 8 bytes an entry not written), rule (0 for a leaf, whose rule is never
- * read), p[7..8] per child slot its rank (uint8 when k <= 255, else int32: selp_static_rank_bytes)
- * and input fact id (int32: F < 2^31, which selp_static checks). */
+ * read), p[7..8] per child slot its rank and input fact id. Narrow types, each a few bytes an
+ * entry of fresh memory less: size int32, rule and rank uint8, child id int32 (selp_static
+ * checks that they fit). */
 EXPORT void selp_static_arrays(const run_t *r, void **p) {
     const acc_t *A = r->acc;
     p[0] = A->fp; p[1] = A->w; p[2] = A->size; p[3] = A->origin; p[4] = NULL; p[5] = NULL;
     p[6] = A->rule; p[7] = A->cr; p[8] = A->kid;
 }
 
-/* the bytes of a child rank in selp_static's result: 1 (uint8) when k <= 255, else 4 (int32) */
-EXPORT int64_t selp_static_rank_bytes(const run_t *r) { return r->acc->rw; }
 
 /* ---- a module, so that setuptools builds it as one and importlib finds its file ---------- */
 

@@ -98,6 +98,14 @@ def _group_order(key: np.ndarray) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
+# The result's narrow fields (kernel ABI 9: each a few bytes an entry of fresh memory less, ~40 %
+# of the result at top-7 of the anchors graph): a rule index and a child's rank are uint8, a
+# tree's size int32 (a larger one makes the kernel give up, and the global path runs)
+MAX_RULES = 256
+MAX_K = 255
+NOT_FORMED = "a rule's instances could not be formed component by component"
+
+
 class _Slots:
     """Where each entry's child slots start (int64[E+1]), built on first use and kept: an entry's
     children are its rule's (``rule_m``: per kernel rule index its number of children), none for
@@ -120,7 +128,7 @@ class _Slots:
 
 class StaticResult(KernelResult):
     """The static path's :class:`~selp.topk.kernel.KernelResult`: ``child_rank_ptr`` built on
-    first use (:class:`_Slots`); ``child_rank`` is uint8 when k <= 255 (int32 otherwise)."""
+    first use (:class:`_Slots`); ``size`` is int32 and ``child_rank`` uint8 (see MAX_K)."""
 
     slots: _Slots
 
@@ -166,20 +174,25 @@ class Static:
 def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], tuple[np.ndarray, np.ndarray]],
                offsets: dict[str, tuple[int, int]], leaf: np.ndarray,
                leaf_w: np.ndarray, leaf_origin: np.ndarray, rules: tuple[np.ndarray, ...], combine: int,
-               sign: float, k: int, threads: int | None = None) -> Static | None:
+               sign: float, k: int, threads: int | None = None) -> Static | str:
     """Top-k of every fact by ``sp``; ``offsets``: each relation's first fact id and count;
     ``rules``: (weight, size, hash, copy) per kernel rule index; ``exit_instances(rule)``: an
     exit rule's (heads, children row-major) as input fact ids; ``threads``: how many components
     are ranked at once (None: :func:`~selp.topk.kernel.kernel_threads`; the result is the same
-    for any number). None when a rule's instances cannot be formed here after all (a head
-    constant without a code, an exit rule's head missing): the caller then takes the global
-    path. Raises MemoryError."""
+    for any number). Why not (a reason for the stats) when a rule's instances cannot be formed
+    here after all (a head constant without a code, an exit rule's head missing) or a value does
+    not fit the result's narrow fields (:data:`MAX_RULES`, :data:`MAX_K`, a tree size above
+    2^31 - 1): the caller then takes the global path. Raises MemoryError."""
+    if len(rules[0]) > MAX_RULES:
+        return f"more than {MAX_RULES} rules"
+    if k > MAX_K:
+        return f"k > {MAX_K}"
     lib = _compiled()
     F = len(leaf)
     first, n = offsets[sp.relation]
     L = F - n
     if int(leaf.sum()) != L or leaf[first:first + n].any():
-        return None  # some other fact is not a leaf: not the shape this path handles
+        return NOT_FORMED  # some other fact is not a leaf: not the shape this path handles
     ids, cols = former.coded(sp.relation, "")
     key = cols[sp.position]
     if len(ids) > 1 and not np.all(ids[1:] > ids[:-1]):
@@ -225,7 +238,7 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
         for p, r in sp.recursive:
             j = former.prepare(p, gcols, nid, r)
             if j is None:
-                return None
+                return NOT_FORMED
             joins.append(j)
             where = p.atoms[0][1]
             if where:  # the driver's constants and repeated variables
@@ -255,17 +268,18 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
             _ptr(rw), _ptr(rsize), _ptr(rhash), _ptr(rcopy8), combine, sign, 0, k, nthreads, _ptr(err)), lib)
         if not run:
             if int(err[0]) == 2:
-                return None  # a head the join formed is not a fact of its group
+                return NOT_FORMED  # a head the join formed is not a fact of its group
+            if int(err[0]) == 3:
+                return "a derivation tree's size is 2^31 or more"
             raise MemoryError("the top-k kernel could not allocate its tables")
         # the run's result buffers become the arrays (no copy into input order: ``row`` maps)
         ne, nr = lib.selp_n_entries(run), lib.selp_n_ranks(run)
         bound = int(lib.selp_static_bound(run)) if k > 1 else -1
         ptrs = (ctypes.c_void_p * 9)()
         lib.selp_static_arrays(run, ptrs)
-        rank_t = np.uint8 if lib.selp_static_rank_bytes(run) == 1 else np.int32
         fp, w, size, origin, rule, cr, kid = adopt(lib, run, [
-            (ptrs[0], F + 1, np.int64), (ptrs[1], ne, np.float64), (ptrs[2], ne, np.int64), (ptrs[3], ne, np.int64),
-            (ptrs[6], ne, np.int32), (ptrs[7], nr, rank_t), (ptrs[8], nr, np.int32)])
+            (ptrs[0], F + 1, np.int64), (ptrs[1], ne, np.float64), (ptrs[2], ne, np.int32), (ptrs[3], ne, np.int64),
+            (ptrs[6], ne, np.uint8), (ptrs[7], nr, np.uint8), (ptrs[8], nr, np.int32)])
     finally:
         for j in joins:
             j.close()

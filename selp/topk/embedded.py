@@ -271,8 +271,8 @@ def _run_static(task: Task, store: Store, meta: _Meta, leaves: tuple[np.ndarray,
         got = run_static(sp, former, exit_instances, meta.offsets, *leaves, _rule_arrays(task, meta), combine, sign, k)
     finally:
         former.close()
-    if got is None:
-        return "a rule's instances could not be formed component by component"
+    if isinstance(got, str):
+        return got
     meta.formed.update(kernel=len(sp.exit_rules) + len(sp.recursive), components=got.groups,
                        relation=sp.relation, position=sp.position)
     return got

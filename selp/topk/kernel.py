@@ -210,14 +210,14 @@ class KernelResult:
 
     fact_ptr: np.ndarray  # int64[F+1]
     w: np.ndarray  # float64[E]
-    size: np.ndarray  # int64[E]
+    size: np.ndarray  # int64[E] (int32 on the static path)
     origin: np.ndarray  # int64[E]
     # int64[E], or None: entry e is its own instance and entries below ``own_leaves`` are the
     # leaves' (the component-by-component path, which writes no such array: 8 bytes an entry
     # of fresh memory, ~50 MB at top-7 of a million facts); ``inst`` then builds it on demand
     inst_given: np.ndarray | None
     child_rank_ptr: np.ndarray  # int64[E+1]
-    child_rank: np.ndarray  # int32[child_rank_ptr[E]] (uint8 on the static path when k <= 255)
+    child_rank: np.ndarray  # int32[child_rank_ptr[E]] (uint8 on the static path)
     # fact f's row of fact_ptr (None: f itself). The component-by-component path writes its
     # entries in the order it finds them (leaves, then component after component) and maps
     # input ids to rows here, instead of copying every entry into input order.
@@ -390,7 +390,6 @@ def _compiled() -> Any:
         lib.selp_static.restype = P
         lib.selp_static_arrays.argtypes, lib.selp_static_arrays.restype = [P, P], None
         lib.selp_static_bound.argtypes, lib.selp_static_bound.restype = [P], I64
-        lib.selp_static_rank_bytes.argtypes, lib.selp_static_rank_bytes.restype = [P], I64
         _LIB.append(lib)
     return _LIB[0]
 
