@@ -1013,8 +1013,9 @@ done:
  * 7: selp_static takes a number of threads; the top-k loop reads leaves from a compact array.
  * 8: selp_static's result has no inst array (p[4] NULL) and int32 child ids; two workers write
  *    it from both ends.
- * 9: selp_static's result has no child slot pointers (p[5] NULL); its sizes are int32, its
- *    rules and ranks uint8 (*err 3: a size or rule did not fit; k > 255 is refused). */
+ * 9: selp_static's result has no origins and no child slot pointers (p[3], p[5] NULL:
+ *    selp_entry_origins); its sizes are int32, its rules and ranks uint8 (*err 3: a size or
+ *    rule did not fit; k > 255 is refused). */
 EXPORT int64_t selp_abi(void) { return 9; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
@@ -1353,9 +1354,9 @@ typedef struct grp {
 typedef struct acc {
     int64_t L, F;
     int64_t *fp;                            /* F + 1: each row's first entry */
-    /* per entry (no child slot pointers: see selp_static_arrays); size as int32 (a larger one
-     * sets `over`, and the caller takes the global path), rule as uint8 (the caller checks) */
-    double *w; int32_t *size; int64_t *origin; uint8_t *rule;
+    /* per entry (no child slot pointers, no origins: see selp_static_arrays); size as int32 (a
+     * larger one sets `over`, and the caller takes the global path), rule as uint8 */
+    double *w; int32_t *size; uint8_t *rule;
     int64_t n, cap;
     int32_t *kid;                           /* per child slot: input fact id (F < 2^31: see selp_static) */
     uint8_t *cr;                            /* per child slot: its rank (k <= 255: see selp_static) */
@@ -1411,12 +1412,12 @@ static void big_free(void *p) {
 /* the result's arrays reserved for at most ne entries and nr child slots (-1: not reserved) */
 static int acc_reserve(acc_t *a, int64_t ne, int64_t nr) {
     if (ne <= 0 || ne > ((int64_t)1 << 40) || nr > ((int64_t)1 << 40)) return -1;
-    a->w = big_alloc(ne, 8); a->size = big_alloc(ne, 4); a->origin = big_alloc(ne, 8);
+    a->w = big_alloc(ne, 8); a->size = big_alloc(ne, 4);
     a->rule = big_alloc(ne, 1); a->kid = big_alloc(nr, 4); a->cr = big_alloc(nr, 1);
-    if (!a->w || !a->size || !a->origin || !a->rule || !a->kid || !a->cr) {
-        big_free(a->w); big_free(a->size); big_free(a->origin); big_free(a->rule);
+    if (!a->w || !a->size || !a->rule || !a->kid || !a->cr) {
+        big_free(a->w); big_free(a->size); big_free(a->rule);
         big_free(a->kid); big_free(a->cr);
-        a->w = NULL; a->size = a->kid = NULL; a->origin = NULL; a->rule = a->cr = NULL;
+        a->w = NULL; a->size = a->kid = NULL; a->rule = a->cr = NULL;
         return -1;
     }
     a->mapped = 1; a->cap = ne; a->rcap = nr;
@@ -1426,16 +1427,16 @@ static int acc_reserve(acc_t *a, int64_t ne, int64_t nr) {
 /* a worker's acc without what it shares with the result (inv; A's arrays when it wrote them) */
 static void acc_unalias(acc_t *a) {
     a->inv = NULL;
-    if (a->top) { a->w = NULL; a->size = a->kid = NULL; a->origin = NULL; a->rule = a->cr = NULL; }
+    if (a->top) { a->w = NULL; a->size = a->kid = NULL; a->rule = a->cr = NULL; }
 }
 
 static void acc_free(acc_t *a) {
     if (!a) return;
     if (a->mapped) {
-        big_free(a->w); big_free(a->size); big_free(a->origin); big_free(a->rule);
+        big_free(a->w); big_free(a->size); big_free(a->rule);
         big_free(a->kid); big_free(a->cr);
     } else {
-        free(a->w); free(a->size); free(a->origin); free(a->rule); free(a->kid); free(a->cr);
+        free(a->w); free(a->size); free(a->rule); free(a->kid); free(a->cr);
     }
     free(a->fp); free(a->inv); free(a);
 }
@@ -1454,8 +1455,7 @@ static int acc_room(acc_t *a, int64_t more, int64_t slots) {
     if (a->mapped) return a->n + more > a->cap || a->nr + slots > a->rcap ? -1 : 0; /* reserved for the bound */
     if (a->n + more > a->cap) {
         int64_t cap = 2 * a->cap + more + 4096;
-        if (grow((void **)&a->w, cap, 8) || grow((void **)&a->size, cap, 4) || grow((void **)&a->origin, cap, 8)
-            || grow((void **)&a->rule, cap, 1))
+        if (grow((void **)&a->w, cap, 8) || grow((void **)&a->size, cap, 4) || grow((void **)&a->rule, cap, 1))
             return -1;
         a->cap = cap;
     }
@@ -1470,11 +1470,11 @@ static int acc_room(acc_t *a, int64_t more, int64_t slots) {
 /* append one entry of a non-leaf fact (room made by acc_room): m children (local ids: leaves
  * below L, the group's facts from L on, which are kernel ids off later) with these ranks (NULL:
  * all 1); the entry is its own instance */
-static inline void acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rule, int64_t m, const int64_t *kids,
+static inline void acc_add(acc_t *a, double w, int64_t s, int32_t rule, int64_t m, const int64_t *kids,
                            const int32_t *ranks, int64_t L, int64_t off) {
     int64_t e = a->n++, t = a->nr;
     if (__builtin_expect((uint64_t)s > INT32_MAX || (uint32_t)rule > 255, 0)) a->over = 1;
-    a->w[e] = w; a->size[e] = (int32_t)s; a->origin[e] = o; a->rule[e] = (uint8_t)rule;
+    a->w[e] = w; a->size[e] = (int32_t)s; a->rule[e] = (uint8_t)rule;
     for (int64_t j = 0; j < m; j++, t++) {
         a->kid[t] = (int32_t)a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
         a->cr[t] = ranks ? (uint8_t)ranks[j] : 1;
@@ -1700,7 +1700,7 @@ static void *work(void *arg) {
                 S->fp[L + off + i] = A->n;
                 if (q[3] == -2) continue;
                 const int64_t *d = G.IR + q[3] * si;
-                acc_add(A, as_f(q[0]), q[1], q[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS, NULL, L, off);
+                acc_add(A, as_f(q[0]), q[1], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS, NULL, L, off);
             }
         } else {
             if (A->bound >= 0) {
@@ -1728,7 +1728,7 @@ static void *work(void *arg) {
                 for (int32_t r = 0; r < FB_CNT(b); r++) {
                     int64_t *e = FB_ENTRY(b, k, r);
                     const int64_t *d = G.IR + e[3] * si;
-                    acc_add(A, as_f(e[0]), e[1], e[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS,
+                    acc_add(A, as_f(e[0]), e[1], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS,
                             (const int32_t *)(e + E_RANKS), L, off);
                 }
             }
@@ -1747,7 +1747,7 @@ done:
 /* A worker's entries from n on and child slots from nr on (copied already) given back: realloc
  * shrinks a large block in place (unmapping its tail), a failure leaves it as it was. */
 static void acc_shrink(acc_t *X, int64_t n, int64_t nr) {
-    grow((void **)&X->w, n, 8); grow((void **)&X->size, n, 4); grow((void **)&X->origin, n, 8);
+    grow((void **)&X->w, n, 8); grow((void **)&X->size, n, 4);
     grow((void **)&X->rule, n, 1);
     grow((void **)&X->kid, nr, 4); grow((void **)&X->cr, nr, 1);
     X->n = X->cap = n; X->nr = X->rcap = nr;
@@ -1767,7 +1767,6 @@ static int merge(shared_t *S, acc_t *A, acc_t *const *accs, int64_t nw, int64_t 
         int64_t n = S->ge1[g] - e0, m = S->gr1[g] - r0, de = A->n - e0;
         memcpy(A->w + A->n, X->w + e0, (size_t)n * sizeof(double));
         memcpy(A->size + A->n, X->size + e0, (size_t)n * sizeof(int32_t));
-        memcpy(A->origin + A->n, X->origin + e0, (size_t)n * sizeof(int64_t));
         memcpy(A->rule + A->n, X->rule + e0, (size_t)n);
         memcpy(A->kid + A->nr, X->kid + r0, (size_t)m * sizeof(int32_t));
         memcpy(A->cr + A->nr, X->cr + r0, (size_t)m);
@@ -1854,7 +1853,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         /* the leaves' entries are rows 0..L-1 */
         int64_t ls = leaf_size ? leaf_size[f] : 0;
         if ((uint64_t)ls > INT32_MAX) A->over = 1;
-        A->w[x] = leaf_w[f]; A->size[x] = (int32_t)ls; A->origin[x] = leaf_origin[f]; A->rule[x] = 0;
+        A->w[x] = leaf_w[f]; A->size[x] = (int32_t)ls; A->rule[x] = 0;
         A->fp[x] = x;
         if (k == 1) fr_init(LV + 8 * x, 1, leaf_w[f], ls, leaf_origin[f]);
         else { LV[4 * x] = as_i(leaf_w[f]); LV[4 * x + 1] = ls; LV[4 * x + 2] = leaf_origin[f]; LV[4 * x + 3] = 0; }
@@ -1866,7 +1865,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         if (!accs[w]) goto fail;
         if (A->mapped) { /* the second worker writes A's arrays from the top down */
             acc_t *X = accs[w];
-            X->w = A->w; X->size = A->size; X->origin = A->origin; X->rule = A->rule;
+            X->w = A->w; X->size = A->size; X->rule = A->rule;
             X->kid = A->kid; X->cr = A->cr; X->cap = A->cap; X->rcap = A->rcap;
             X->top = 1; X->te = X->n = A->cap; X->tr = X->nr = A->rcap;
         } else {
@@ -1905,7 +1904,6 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         if (de) {
             memmove(A->w + n0, A->w + X->te, (size_t)n1 * sizeof(double));
             memmove(A->size + n0, A->size + X->te, (size_t)n1 * sizeof(int32_t));
-            memmove(A->origin + n0, A->origin + X->te, (size_t)n1 * sizeof(int64_t));
             memmove(A->rule + n0, A->rule + X->te, (size_t)n1);
         }
         if (dr) {
@@ -1916,7 +1914,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
             if (S->own[g] == 1)
                 for (int64_t x = L + gptr[g]; x < L + gptr[g + 1]; x++) A->fp[x] += de;
         A->n = n0 + n1; A->nr = r0 + s1;
-        big_cut(A->w, A->n, 8); big_cut(A->size, A->n, 4); big_cut(A->origin, A->n, 8);
+        big_cut(A->w, A->n, 8); big_cut(A->size, A->n, 4);
         big_cut(A->rule, A->n, 1); big_cut(A->kid, A->nr, 4); big_cut(A->cr, A->nr, 1);
     } else if (threads > 1 && merge(S, A, accs, threads, S->front)) goto fail;
     A->fp[F] = A->n;
@@ -1942,17 +1940,57 @@ EXPORT int64_t selp_static_bound(const run_t *r) { return r->acc->bound; }
 
 /* The result of selp_static in kernel order (see KernelResult and its `row`), as the run's own
  * buffers, which numpy then wraps without a copy (they live until selp_free): p[0] fact_ptr
- * [F+1] by row (kernel id), p[1..6] per entry w, size, origin, NULL (no inst array: an entry
- * is its own instance, rows 0..L-1 are the leaves' -- 8 bytes an entry not written), NULL (no
- * child slot pointers: an entry's number of children is its rule's, so the caller builds them
- * when a tree is drawn -- 8 bytes an entry not written), rule (0 for a leaf, whose rule is never
- * read), p[7..8] per child slot its rank and input fact id. Narrow types, each a few bytes an
- * entry of fresh memory less: size int32, rule and rank uint8, child id int32 (selp_static
- * checks that they fit). */
+ * [F+1] by row (kernel id), p[1..6] per entry w, size, then three NULLs -- no origins (an
+ * entry's origin is its rule's hash over its children's: selp_entry_origins computes them when
+ * a tree is drawn or saved), no inst array (an entry is its own instance, rows 0..L-1 are the
+ * leaves'), no child slot pointers (an entry's number of children is its rule's) -- 8 bytes an
+ * entry not written each, then rule (0 for a leaf, whose rule is never read), p[7..8] per child
+ * slot its rank and input fact id. Narrow types, each a few bytes an entry of fresh memory
+ * less: size int32, rule and rank uint8, child id int32 (selp_static checks that they fit). */
 EXPORT void selp_static_arrays(const run_t *r, void **p) {
     const acc_t *A = r->acc;
-    p[0] = A->fp; p[1] = A->w; p[2] = A->size; p[3] = A->origin; p[4] = NULL; p[5] = NULL;
+    p[0] = A->fp; p[1] = A->w; p[2] = A->size; p[3] = NULL; p[4] = NULL; p[5] = NULL;
     p[6] = A->rule; p[7] = A->cr; p[8] = A->kid;
+}
+
+/* The origins of selp_static's n entries, as the kernel computed them when ranking (origin_step
+ * over the children's origins in body order, then origin_end, or the first child's for a copy
+ * rule): out[0..L-1] hold the leaves' (set by the caller), crp is the child slot pointers
+ * (n + 1), an entry's child at slot t is entry fp[nid[kid[t]]] + cr[t] - 1. Children first, by
+ * a depth-first walk with its own stack (a chain of entries can be as long as a group). Returns
+ * 0, -1 when out of memory. */
+EXPORT int selp_entry_origins(int64_t n, int64_t L, const int64_t *fp, const int64_t *nid, const uint8_t *rule,
+                              const int64_t *crp, const int32_t *kid, const uint8_t *cr, const int64_t *rule_hash,
+                              const uint8_t *rule_copy, int origin_mode, int64_t *out) {
+    uint8_t *done = calloc((size_t)n + 1, 1);
+    int64_t *stack = malloc(((size_t)n + 1) * sizeof(int64_t));
+    if (!done || !stack) { free(done); free(stack); return -1; }
+    memset(done, 1, (size_t)L);
+    for (int64_t e0 = L; e0 < n; e0++) {
+        if (done[e0]) continue;
+        int64_t sp = 0;
+        stack[sp++] = e0;
+        while (sp > 0) {
+            int64_t e = stack[sp - 1], pending = 0;
+            for (int64_t t = crp[e]; t < crp[e + 1]; t++) {
+                int64_t c = fp[nid[kid[t]]] + cr[t] - 1;
+                if (!done[c]) { stack[sp++] = c; pending = 1; break; }
+            }
+            if (pending) continue;
+            int64_t rl = rule[e], m = crp[e + 1] - crp[e], o0 = 0;
+            uint64_t hh = (uint64_t)rule_hash[rl];
+            for (int64_t t = crp[e]; t < crp[e + 1]; t++) {
+                int64_t o = out[fp[nid[kid[t]]] + cr[t] - 1];
+                if (t == crp[e]) o0 = o;
+                hh = origin_step(origin_mode, hh, o);
+            }
+            out[e] = rule_copy[rl] ? o0 : origin_end(origin_mode, hh, m);
+            done[e] = 1;
+            sp--;
+        }
+    }
+    free(done); free(stack);
+    return 0;
 }
 
 

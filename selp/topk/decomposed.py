@@ -126,11 +126,51 @@ class _Slots:
         return self.ptr
 
 
+class _Origins:
+    """Each entry's origin (int64[E]), computed on first use and kept, by the kernel's own
+    hashing (``selp_entry_origins``: an entry's rule hash over its children's origins, children
+    first). The kernel writes none (8 bytes an entry of fresh memory, ~49 MB at top-7 of the
+    anchors graph); drawing or saving a tree reads them, the summary does not."""
+
+    def __init__(self, lib: Any, fact_ptr: np.ndarray, nid: np.ndarray, leaf: np.ndarray, leaf_origin: np.ndarray,
+                 rule: np.ndarray, slots: _Slots, kid: np.ndarray, rank: np.ndarray, rule_hash: np.ndarray,
+                 rule_copy: np.ndarray) -> None:
+        self.lib, self.fact_ptr, self.nid, self.leaf, self.leaf_origin = lib, fact_ptr, nid, leaf, leaf_origin
+        self.rule, self.slots, self.kid, self.rank = rule, slots, kid, rank
+        self.rule_hash = np.ascontiguousarray(rule_hash, dtype=np.int64)
+        self.rule_copy = np.ascontiguousarray(rule_copy, dtype=np.bool_).view(np.uint8)
+        self.origin: np.ndarray | None = None
+
+    def __call__(self) -> np.ndarray:
+        if self.origin is None:
+            n, L = len(self.rule), self.slots.leaves
+            out = np.empty(n, np.int64)
+            leaves = np.flatnonzero(self.leaf)
+            out[self.nid[leaves]] = self.leaf_origin[leaves]  # rows 0..L-1
+            if self.lib.selp_entry_origins(n, L, _ptr(self.fact_ptr), _ptr(self.nid), _ptr(self.rule),
+                                           _ptr(self.slots()), _ptr(self.kid), _ptr(self.rank), _ptr(self.rule_hash),
+                                           _ptr(self.rule_copy), 0, _ptr(out)):
+                raise MemoryError("the entries' origins could not be computed")
+            self.origin = out
+        return self.origin
+
+
 class StaticResult(KernelResult):
-    """The static path's :class:`~selp.topk.kernel.KernelResult`: ``child_rank_ptr`` built on
-    first use (:class:`_Slots`); ``size`` is int32 and ``child_rank`` uint8 (see MAX_K)."""
+    """The static path's :class:`~selp.topk.kernel.KernelResult`: ``child_rank_ptr`` built
+    (:class:`_Slots`) and ``origin`` computed (:class:`_Origins`) on first use; ``size`` is
+    int32 and ``child_rank`` uint8 (see MAX_K)."""
 
     slots: _Slots
+    origins: _Origins
+
+    @property  # type: ignore[override]
+    def origin(self) -> np.ndarray:
+        got = self.__dict__.get("_origin")
+        return self.origins() if got is None else got
+
+    @origin.setter
+    def origin(self, value: np.ndarray | None) -> None:
+        self.__dict__["_origin"] = value
 
     @property  # type: ignore[override]
     def child_rank_ptr(self) -> np.ndarray:
@@ -277,17 +317,18 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
         bound = int(lib.selp_static_bound(run)) if k > 1 else -1
         ptrs = (ctypes.c_void_p * 9)()
         lib.selp_static_arrays(run, ptrs)
-        fp, w, size, origin, rule, cr, kid = adopt(lib, run, [
-            (ptrs[0], F + 1, np.int64), (ptrs[1], ne, np.float64), (ptrs[2], ne, np.int32), (ptrs[3], ne, np.int64),
+        fp, w, size, rule, cr, kid = adopt(lib, run, [
+            (ptrs[0], F + 1, np.int64), (ptrs[1], ne, np.float64), (ptrs[2], ne, np.int32),
             (ptrs[6], ne, np.uint8), (ptrs[7], nr, np.uint8), (ptrs[8], nr, np.int32)])
     finally:
         for j in joins:
             j.close()
     # no inst array: entry e is its own instance, the leaves' entries are rows 0..L-1; no child
-    # slot pointers: built from the entries' rules when first read
+    # slot pointers and no origins: built from the entries' rules and children when first read
     slots = _Slots(rule, rule_m, L)
-    res = StaticResult(fp, w, size, origin, None, None, cr, row=nid, own_leaves=L)
+    res = StaticResult(fp, w, size, None, None, None, cr, row=nid, own_leaves=L)
     res.slots = slots
+    res.origins = _Origins(lib, fp, nid, leaf, leaf_origin, rule, slots, kid, cr, rhash, rcopy)
     # the graph's instance e is entry e (its head: the row's input fact, read by no one here);
     # its child_fact is int32 (4 bytes a child slot less of fresh memory; F < STATIC_MAX_FACTS)
     graph = StaticGraph(leaf, leaf_w, leaf_origin, rule, np.zeros(0, np.int64), None, kid, rw, rsize, rhash, rcopy)

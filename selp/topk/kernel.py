@@ -211,7 +211,7 @@ class KernelResult:
     fact_ptr: np.ndarray  # int64[F+1]
     w: np.ndarray  # float64[E]
     size: np.ndarray  # int64[E] (int32 on the static path)
-    origin: np.ndarray  # int64[E]
+    origin: np.ndarray  # int64[E] (the static path computes it when first read)
     # int64[E], or None: entry e is its own instance and entries below ``own_leaves`` are the
     # leaves' (the component-by-component path, which writes no such array: 8 bytes an entry
     # of fresh memory, ~50 MB at top-7 of a million facts); ``inst`` then builds it on demand
@@ -390,6 +390,8 @@ def _compiled() -> Any:
         lib.selp_static.restype = P
         lib.selp_static_arrays.argtypes, lib.selp_static_arrays.restype = [P, P], None
         lib.selp_static_bound.argtypes, lib.selp_static_bound.restype = [P], I64
+        lib.selp_entry_origins.argtypes = [I64, I64] + [P] * 8 + [ctypes.c_int, P]
+        lib.selp_entry_origins.restype = ctypes.c_int
         _LIB.append(lib)
     return _LIB[0]
 
