@@ -1953,20 +1953,21 @@ EXPORT void selp_static_arrays(const run_t *r, void **p) {
     p[6] = A->rule; p[7] = A->cr; p[8] = A->kid;
 }
 
-/* The origins of selp_static's n entries, as the kernel computed them when ranking (origin_step
- * over the children's origins in body order, then origin_end, or the first child's for a copy
- * rule): out[0..L-1] hold the leaves' (set by the caller), crp is the child slot pointers
- * (n + 1), an entry's child at slot t is entry fp[nid[kid[t]]] + cr[t] - 1. Children first, by
- * a depth-first walk with its own stack (a chain of entries can be as long as a group). Returns
- * 0, -1 when out of memory. */
-EXPORT int selp_entry_origins(int64_t n, int64_t L, const int64_t *fp, const int64_t *nid, const uint8_t *rule,
-                              const int64_t *crp, const int32_t *kid, const uint8_t *cr, const int64_t *rule_hash,
-                              const uint8_t *rule_copy, int origin_mode, int64_t *out) {
-    uint8_t *done = calloc((size_t)n + 1, 1);
-    int64_t *stack = malloc(((size_t)n + 1) * sizeof(int64_t));
-    if (!done || !stack) { free(done); free(stack); return -1; }
-    memset(done, 1, (size_t)L);
-    for (int64_t e0 = L; e0 < n; e0++) {
+/* The origins of selp_static's entries lo..hi-1 and of every entry below them, as the kernel
+ * computed them when ranking (origin_step over the children's origins in body order, then
+ * origin_end, or the first child's for a copy rule), into out where done[e] is 0 (then set;
+ * the caller's arrays of n entries, kept between calls: a tree drawn computes its own entries
+ * only; the leaves' rows 0..L-1 are done and their origins set by the caller). crp: the child
+ * slot pointers (n + 1); an entry's child at slot t is entry fp[nid[kid[t]]] + cr[t] - 1.
+ * Children first, by a depth-first walk with its own stack (a chain of entries can be as long
+ * as a group). Returns 0, -1 when out of memory. */
+EXPORT int selp_entry_origins(int64_t n, int64_t lo, int64_t hi, const int64_t *fp, const int64_t *nid,
+                              const uint8_t *rule, const int64_t *crp, const int32_t *kid, const uint8_t *cr,
+                              const int64_t *rule_hash, const uint8_t *rule_copy, int origin_mode, int64_t *out,
+                              uint8_t *done) {
+    int64_t *stack = malloc(((size_t)n + 1) * sizeof(int64_t)); /* pages only as deep as a walk goes */
+    if (!stack) return -1;
+    for (int64_t e0 = lo; e0 < hi; e0++) {
         if (done[e0]) continue;
         int64_t sp = 0;
         stack[sp++] = e0;
@@ -1989,7 +1990,7 @@ EXPORT int selp_entry_origins(int64_t n, int64_t L, const int64_t *fp, const int
             sp--;
         }
     }
-    free(done); free(stack);
+    free(stack);
     return 0;
 }
 

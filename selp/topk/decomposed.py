@@ -127,10 +127,11 @@ class _Slots:
 
 
 class _Origins:
-    """Each entry's origin (int64[E]), computed on first use and kept, by the kernel's own
-    hashing (``selp_entry_origins``: an entry's rule hash over its children's origins, children
-    first). The kernel writes none (8 bytes an entry of fresh memory, ~49 MB at top-7 of the
-    anchors graph); drawing or saving a tree reads them, the summary does not."""
+    """Each entry's origin (int64[E]), computed when first asked for and kept, by the kernel's
+    own hashing (``selp_entry_origins``: an entry's rule hash over its children's origins,
+    children first): the entries of one fact and those below them (a tree drawn), or all (the
+    whole array read). The kernel writes none (8 bytes an entry of fresh memory, ~49 MB at top-7
+    of the anchors graph); drawing or saving a tree reads them, the summary does not."""
 
     def __init__(self, lib: Any, fact_ptr: np.ndarray, nid: np.ndarray, leaf: np.ndarray, leaf_origin: np.ndarray,
                  rule: np.ndarray, slots: _Slots, kid: np.ndarray, rank: np.ndarray, rule_hash: np.ndarray,
@@ -139,20 +140,32 @@ class _Origins:
         self.rule, self.slots, self.kid, self.rank = rule, slots, kid, rank
         self.rule_hash = np.ascontiguousarray(rule_hash, dtype=np.int64)
         self.rule_copy = np.ascontiguousarray(rule_copy, dtype=np.bool_).view(np.uint8)
-        self.origin: np.ndarray | None = None
+        self.out: np.ndarray | None = None  # every entry's slot (written where done)
+        self.done: np.ndarray | None = None
+        self.all = False
+
+    def some(self, lo: int, hi: int) -> np.ndarray:
+        """The origins of entries lo..hi-1 (those below them computed too, and kept)."""
+        n = len(self.rule)
+        if self.out is None or self.done is None:
+            L = self.slots.leaves
+            self.out, self.done = np.empty(n, np.int64), np.zeros(n, np.uint8)  # untouched pages cost nothing
+            leaves = np.flatnonzero(self.leaf)
+            self.out[self.nid[leaves]] = self.leaf_origin[leaves]  # rows 0..L-1
+            self.done[:L] = 1
+        if not self.all and hi > lo and not self.done[lo:hi].all():
+            if self.lib.selp_entry_origins(n, lo, hi, _ptr(self.fact_ptr), _ptr(self.nid), _ptr(self.rule),
+                                           _ptr(self.slots()), _ptr(self.kid), _ptr(self.rank), _ptr(self.rule_hash),
+                                           _ptr(self.rule_copy), 0, _ptr(self.out), _ptr(self.done)):
+                raise MemoryError("the entries' origins could not be computed")
+        return self.out[lo:hi]
 
     def __call__(self) -> np.ndarray:
-        if self.origin is None:
-            n, L = len(self.rule), self.slots.leaves
-            out = np.empty(n, np.int64)
-            leaves = np.flatnonzero(self.leaf)
-            out[self.nid[leaves]] = self.leaf_origin[leaves]  # rows 0..L-1
-            if self.lib.selp_entry_origins(n, L, _ptr(self.fact_ptr), _ptr(self.nid), _ptr(self.rule),
-                                           _ptr(self.slots()), _ptr(self.kid), _ptr(self.rank), _ptr(self.rule_hash),
-                                           _ptr(self.rule_copy), 0, _ptr(out)):
-                raise MemoryError("the entries' origins could not be computed")
-            self.origin = out
-        return self.origin
+        if not self.all:
+            self.some(0, len(self.rule))
+            self.all, self.done = True, None
+        assert self.out is not None
+        return self.out
 
 
 class StaticResult(KernelResult):
@@ -161,16 +174,22 @@ class StaticResult(KernelResult):
     int32 and ``child_rank`` uint8 (see MAX_K)."""
 
     slots: _Slots
-    origins: _Origins
+    origins_of: _Origins
 
     @property  # type: ignore[override]
     def origin(self) -> np.ndarray:
         got = self.__dict__.get("_origin")
-        return self.origins() if got is None else got
+        return self.origins_of() if got is None else got
 
     @origin.setter
     def origin(self, value: np.ndarray | None) -> None:
         self.__dict__["_origin"] = value
+
+    def origins(self, lo: int, hi: int) -> np.ndarray:
+        """The origins of entries ``lo..hi-1``, computing only those and the entries below them."""
+        if self.__dict__.get("_origin") is not None:
+            return self.__dict__["_origin"][lo:hi]
+        return self.origins_of.some(lo, hi)
 
     @property  # type: ignore[override]
     def child_rank_ptr(self) -> np.ndarray:
@@ -328,7 +347,7 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
     slots = _Slots(rule, rule_m, L)
     res = StaticResult(fp, w, size, None, None, None, cr, row=nid, own_leaves=L)
     res.slots = slots
-    res.origins = _Origins(lib, fp, nid, leaf, leaf_origin, rule, slots, kid, cr, rhash, rcopy)
+    res.origins_of = _Origins(lib, fp, nid, leaf, leaf_origin, rule, slots, kid, cr, rhash, rcopy)
     # the graph's instance e is entry e (its head: the row's input fact, read by no one here);
     # its child_fact is int32 (4 bytes a child slot less of fresh memory; F < STATIC_MAX_FACTS)
     graph = StaticGraph(leaf, leaf_w, leaf_origin, rule, np.zeros(0, np.int64), None, kid, rw, rsize, rhash, rcopy)

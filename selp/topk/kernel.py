@@ -243,6 +243,10 @@ class KernelResult:
             return -1 if e < self.own_leaves else e
         return int(self.inst_given[e])
 
+    def origins(self, lo: int, hi: int) -> np.ndarray:
+        """The origins of entries ``lo..hi-1`` (a subclass may compute only those)."""
+        return self.origin[lo:hi]
+
     @property
     def n_entries(self) -> int:
         return len(self.w)
@@ -390,7 +394,7 @@ def _compiled() -> Any:
         lib.selp_static.restype = P
         lib.selp_static_arrays.argtypes, lib.selp_static_arrays.restype = [P, P], None
         lib.selp_static_bound.argtypes, lib.selp_static_bound.restype = [P], I64
-        lib.selp_entry_origins.argtypes = [I64, I64] + [P] * 8 + [ctypes.c_int, P]
+        lib.selp_entry_origins.argtypes = [I64, I64, I64] + [P] * 8 + [ctypes.c_int, P, P]
         lib.selp_entry_origins.restype = ctypes.c_int
         _LIB.append(lib)
     return _LIB[0]

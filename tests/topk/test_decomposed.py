@@ -312,3 +312,20 @@ def test_more_rules_than_uint8_take_the_global_path(tmp_path: Path, extra: int, 
     assert ("more than 256 rules" in got.stats_note) is not static
     ref = topk(prog, db, "path(*, *)", 2, engine="reference").answers()
     assert ranking(got.answers(), True) == ranking(ref, True)
+
+
+def test_origins_are_computed_for_the_trees_read(tmp_path: Path, monkeypatch) -> None:
+    """The static result carries no origins (kernel ABI 9): one fact's entries get theirs (and
+    the entries below them) when its trees are read, not every entry's; they are the global
+    path's, and the whole array, read later, agrees with them."""
+    prog, db = _db(tmp_path, RIGHT)
+    static, whole = _both(monkeypatch, prog, db, "path(*, *)", 3)
+    res = static.res
+    fid = static.fact_id("path", (10, 11))
+    want = [e.origin for e in whole.entries_of(whole.fact_id("path", (10, 11)))]
+    assert [e.origin for e in static.entries_of(fid)] == want
+    done = res.origins_of.done
+    assert done is not None and 0 < int(done[res.own_leaves:].sum()) < len(res.w) - res.own_leaves
+    r = res.row_of(fid)
+    assert res.origin[int(res.fact_ptr[r]):int(res.fact_ptr[r + 1])].tolist() == want
+    assert res.origins_of.all and res.origins(0, 3).tolist() == res.origin[:3].tolist()
