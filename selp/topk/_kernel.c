@@ -1959,14 +1959,14 @@ EXPORT void selp_static_arrays(const run_t *r, void **p) {
  * the caller's arrays of n entries, kept between calls: a tree drawn computes its own entries
  * only; the leaves' rows 0..L-1 are done and their origins set by the caller). crp: the child
  * slot pointers (n + 1); an entry's child at slot t is entry fp[nid[kid[t]]] + cr[t] - 1.
- * Children first, by a depth-first walk with its own stack (a chain of entries can be as long
- * as a group). Returns 0, -1 when out of memory. */
+ * Children first, by a depth-first walk on the caller's stack of n slots (a chain of entries
+ * can be as long as a group; its pages are touched only as deep as a walk goes, and it is
+ * allocated once for many calls: one per fact drawn). Returns 0. */
 EXPORT int selp_entry_origins(int64_t n, int64_t lo, int64_t hi, const int64_t *fp, const int64_t *nid,
                               const uint8_t *rule, const int64_t *crp, const int32_t *kid, const uint8_t *cr,
                               const int64_t *rule_hash, const uint8_t *rule_copy, int origin_mode, int64_t *out,
-                              uint8_t *done) {
-    int64_t *stack = malloc(((size_t)n + 1) * sizeof(int64_t)); /* pages only as deep as a walk goes */
-    if (!stack) return -1;
+                              uint8_t *done, int64_t *stack) {
+    (void)n;
     for (int64_t e0 = lo; e0 < hi; e0++) {
         if (done[e0]) continue;
         int64_t sp = 0;
@@ -1990,7 +1990,6 @@ EXPORT int selp_entry_origins(int64_t n, int64_t lo, int64_t hi, const int64_t *
             sp--;
         }
     }
-    free(stack);
     return 0;
 }
 

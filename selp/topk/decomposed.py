@@ -142,6 +142,7 @@ class _Origins:
         self.rule_copy = np.ascontiguousarray(rule_copy, dtype=np.bool_).view(np.uint8)
         self.out: np.ndarray | None = None  # every entry's slot (written where done)
         self.done: np.ndarray | None = None
+        self.stack: np.ndarray | None = None  # the walks' stack, kept between calls
         self.all = False
 
     def some(self, lo: int, hi: int) -> np.ndarray:
@@ -149,21 +150,22 @@ class _Origins:
         n = len(self.rule)
         if self.out is None or self.done is None:
             L = self.slots.leaves
-            self.out, self.done = np.empty(n, np.int64), np.zeros(n, np.uint8)  # untouched pages cost nothing
+            # untouched pages cost nothing: a walk writes only as deep as it goes
+            self.out, self.done, self.stack = np.empty(n, np.int64), np.zeros(n, np.uint8), np.empty(n + 1, np.int64)
             leaves = np.flatnonzero(self.leaf)
             self.out[self.nid[leaves]] = self.leaf_origin[leaves]  # rows 0..L-1
             self.done[:L] = 1
         if not self.all and hi > lo and not self.done[lo:hi].all():
-            if self.lib.selp_entry_origins(n, lo, hi, _ptr(self.fact_ptr), _ptr(self.nid), _ptr(self.rule),
-                                           _ptr(self.slots()), _ptr(self.kid), _ptr(self.rank), _ptr(self.rule_hash),
-                                           _ptr(self.rule_copy), 0, _ptr(self.out), _ptr(self.done)):
-                raise MemoryError("the entries' origins could not be computed")
+            assert self.stack is not None
+            self.lib.selp_entry_origins(n, lo, hi, _ptr(self.fact_ptr), _ptr(self.nid), _ptr(self.rule),
+                                        _ptr(self.slots()), _ptr(self.kid), _ptr(self.rank), _ptr(self.rule_hash),
+                                        _ptr(self.rule_copy), 0, _ptr(self.out), _ptr(self.done), _ptr(self.stack))
         return self.out[lo:hi]
 
     def __call__(self) -> np.ndarray:
         if not self.all:
             self.some(0, len(self.rule))
-            self.all, self.done = True, None
+            self.all, self.done, self.stack = True, None, None
         assert self.out is not None
         return self.out
 

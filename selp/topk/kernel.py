@@ -394,7 +394,7 @@ def _compiled() -> Any:
         lib.selp_static.restype = P
         lib.selp_static_arrays.argtypes, lib.selp_static_arrays.restype = [P, P], None
         lib.selp_static_bound.argtypes, lib.selp_static_bound.restype = [P], I64
-        lib.selp_entry_origins.argtypes = [I64, I64, I64] + [P] * 8 + [ctypes.c_int, P, P]
+        lib.selp_entry_origins.argtypes = [I64, I64, I64] + [P] * 8 + [ctypes.c_int, P, P, P]
         lib.selp_entry_origins.restype = ctypes.c_int
         _LIB.append(lib)
     return _LIB[0]
