@@ -600,6 +600,7 @@ typedef struct {
     int64_t *todo, tcap;
     int64_t *dirty;    /* facts whose queue root changed since the last pop (ccap slots) */
     kheap_t hp;
+    int64_t slots;     /* child slots of the entries added (the static path's second worker counts its places) */
 } kbest_t;
 
 /* p (NULL, or from aligned_alloc, its first keep bytes kept) moved to a 64-byte aligned block of
@@ -813,6 +814,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             int64_t *e = FB_ENTRY(b, k, n);
             e[0] = as_i(P->sign * kw); /* sign is +-1: exact */
             e[1] = s; e[2] = o; e[3] = cr[C_POS];
+            B->slots += IR[cr[C_POS] * si + IR_M];
             memcpy(e + E_RANKS, cr + C_RANKS, (size_t)(sc - C_RANKS) * sizeof(int64_t));
             b[0] += 1;
             rel = FB_WAIT(b, n); /* empty before: everything was tried before popping */
@@ -1709,15 +1711,12 @@ static void *work(void *arg) {
                 int64_t b = grp_count(G.IR, si, n, L, nf, k, U.rem, U.uptr, U.uses, cnt, U.fill, stack);
                 A->bound = b < 0 ? -1 : (b > A->bound ? b : A->bound);
             }
+            B.slots = 0;
             if (comp_topk(G.IR, si, 0, n, ST, &B, P)) goto done;
             int64_t ne = 0;
             for (int64_t i = 0; i < nf; i++) ne += FB_CNT(ST + i * rec);
-            if (A->top) {
-                int64_t ns = 0;
-                for (int64_t i = 0; i < nf; i++) {
-                    int64_t *b = ST + i * rec, se = B.se;
-                    for (int32_t r = 0; r < FB_CNT(b); r++) ns += G.IR[FB_ENTRY(b, k, r)[3] * si + IR_M];
-                }
+            if (A->top) { /* its places below the last group's: counted while ranking */
+                int64_t ns = B.slots;
                 A->n = A->te - ne; A->nr = A->tr - ns; A->te -= ne; A->tr -= ns;
             }
             S->ge0[g] = A->n; S->gr0[g] = A->nr;
