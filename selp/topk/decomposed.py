@@ -98,9 +98,9 @@ def _group_order(key: np.ndarray) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
-# The result's narrow fields (kernel ABI 9: each a few bytes an entry of fresh memory less, ~40 %
-# of the result at top-7 of the anchors graph): a rule index and a child's rank are uint8, a
-# tree's size int32 (a larger one makes the kernel give up, and the global path runs)
+# The result's narrow fields (kernel ABI 9: each a few bytes an entry of fresh memory less): a
+# rule index and a child's rank are uint8, a tree's size int32 (a larger one makes the kernel
+# give up, and the global path runs)
 MAX_RULES = 256
 MAX_K = 255
 NOT_FORMED = "a rule's instances could not be formed component by component"
@@ -147,6 +147,8 @@ class _Origins:
 
     def some(self, lo: int, hi: int) -> np.ndarray:
         """The origins of entries lo..hi-1 (those below them computed too, and kept)."""
+        if self.all and self.out is not None:
+            return self.out[lo:hi]
         n = len(self.rule)
         if self.out is None or self.done is None:
             L = self.slots.leaves
@@ -155,7 +157,7 @@ class _Origins:
             leaves = np.flatnonzero(self.leaf)
             self.out[self.nid[leaves]] = self.leaf_origin[leaves]  # rows 0..L-1
             self.done[:L] = 1
-        if not self.all and hi > lo and not self.done[lo:hi].all():
+        if hi > lo and not self.done[lo:hi].all():
             assert self.stack is not None
             self.lib.selp_entry_origins(n, lo, hi, _ptr(self.fact_ptr), _ptr(self.nid), _ptr(self.rule),
                                         _ptr(self.slots()), _ptr(self.kid), _ptr(self.rank), _ptr(self.rule_hash),

@@ -327,5 +327,12 @@ def test_origins_are_computed_for_the_trees_read(tmp_path: Path, monkeypatch) ->
     done = res.origins_of.done
     assert done is not None and 0 < int(done[res.own_leaves:].sum()) < len(res.w) - res.own_leaves
     r = res.row_of(fid)
-    assert res.origin[int(res.fact_ptr[r]):int(res.fact_ptr[r + 1])].tolist() == want
-    assert res.origins_of.all and res.origins(0, 3).tolist() == res.origin[:3].tolist()
+    lo, hi = int(res.fact_ptr[r]), int(res.fact_ptr[r + 1])
+    assert res.origin[lo:hi].tolist() == want
+    # after the whole array: asking for one fact's (again) gives the same, and the array keeps them
+    assert res.origins_of.all and res.origins(lo, hi).tolist() == want and res.origin[lo:hi].tolist() == want
+    other = static.fact_id("path", (0, 1))
+    r2 = res.row_of(other)
+    got = [e.origin for e in static.entries_of(other)]
+    assert got == [e.origin for e in whole.entries_of(whole.fact_id("path", (0, 1)))]
+    assert res.origin[int(res.fact_ptr[r2]):int(res.fact_ptr[r2 + 1])].tolist() == got
