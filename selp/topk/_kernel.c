@@ -600,6 +600,7 @@ typedef struct {
     int64_t *todo, tcap;
     int64_t *dirty;    /* facts whose queue root changed since the last pop (ccap slots) */
     kheap_t hp;
+    int64_t slots;     /* child slots of the entries added (the static path's second worker counts its places) */
 } kbest_t;
 
 /* p (NULL, or from aligned_alloc, its first keep bytes kept) moved to a 64-byte aligned block of
@@ -813,6 +814,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             int64_t *e = FB_ENTRY(b, k, n);
             e[0] = as_i(P->sign * kw); /* sign is +-1: exact */
             e[1] = s; e[2] = o; e[3] = cr[C_POS];
+            B->slots += IR[cr[C_POS] * si + IR_M];
             memcpy(e + E_RANKS, cr + C_RANKS, (size_t)(sc - C_RANKS) * sizeof(int64_t));
             b[0] += 1;
             rel = FB_WAIT(b, n); /* empty before: everything was tried before popping */
@@ -1012,8 +1014,11 @@ done:
  * 6: selp_static's result in kernel order, its buffers handed over (selp_static_arrays).
  * 7: selp_static takes a number of threads; the top-k loop reads leaves from a compact array.
  * 8: selp_static's result has no inst array (p[4] NULL) and int32 child ids; two workers write
- *    it from both ends. */
-EXPORT int64_t selp_abi(void) { return 8; }
+ *    it from both ends.
+ * 9: selp_static's result has no origins and no child slot pointers (p[3], p[5] NULL:
+ *    selp_entry_origins); its sizes are int32, its rules and ranks uint8 (*err 3: a size or
+ *    rule did not fit; k > 255 is refused). */
+EXPORT int64_t selp_abi(void) { return 9; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
 EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origins, int64_t n, int mode) {
@@ -1351,9 +1356,13 @@ typedef struct grp {
 typedef struct acc {
     int64_t L, F;
     int64_t *fp;                            /* F + 1: each row's first entry */
-    double *w; int64_t *size, *origin, *crp; int32_t *rule;  /* per entry (crp: n + 1) */
+    /* per entry (no child slot pointers, no origins: see selp_static_arrays); size as int32 (a
+     * larger one sets `over`, and the caller takes the global path), rule as uint8 */
+    double *w; int32_t *size; uint8_t *rule;
     int64_t n, cap;
-    int32_t *kid, *cr;                      /* per child slot: input fact id (F < 2^31: see selp_static), rank */
+    int32_t *kid;                           /* per child slot: input fact id (F < 2^31: see selp_static) */
+    uint8_t *cr;                            /* per child slot: its rank (k <= 255: see selp_static) */
+    int over;                               /* a tree size above INT32_MAX, or a rule above 255, was met */
     int64_t nr, rcap;
     int64_t *inv;                           /* kernel id -> input id (during the run) */
     int64_t bound;                          /* top-k: the most trees of any fact (capped at k), -1 cyclic */
@@ -1405,12 +1414,12 @@ static void big_free(void *p) {
 /* the result's arrays reserved for at most ne entries and nr child slots (-1: not reserved) */
 static int acc_reserve(acc_t *a, int64_t ne, int64_t nr) {
     if (ne <= 0 || ne > ((int64_t)1 << 40) || nr > ((int64_t)1 << 40)) return -1;
-    a->w = big_alloc(ne, 8); a->size = big_alloc(ne, 8); a->origin = big_alloc(ne, 8); a->crp = big_alloc(ne + 1, 8);
-    a->rule = big_alloc(ne, 4); a->kid = big_alloc(nr, 4); a->cr = big_alloc(nr, 4);
-    if (!a->w || !a->size || !a->origin || !a->crp || !a->rule || !a->kid || !a->cr) {
-        big_free(a->w); big_free(a->size); big_free(a->origin); big_free(a->crp); big_free(a->rule);
+    a->w = big_alloc(ne, 8); a->size = big_alloc(ne, 4);
+    a->rule = big_alloc(ne, 1); a->kid = big_alloc(nr, 4); a->cr = big_alloc(nr, 1);
+    if (!a->w || !a->size || !a->rule || !a->kid || !a->cr) {
+        big_free(a->w); big_free(a->size); big_free(a->rule);
         big_free(a->kid); big_free(a->cr);
-        a->w = NULL; a->size = a->origin = a->crp = NULL; a->rule = a->kid = a->cr = NULL;
+        a->w = NULL; a->size = a->kid = NULL; a->rule = a->cr = NULL;
         return -1;
     }
     a->mapped = 1; a->cap = ne; a->rcap = nr;
@@ -1420,16 +1429,16 @@ static int acc_reserve(acc_t *a, int64_t ne, int64_t nr) {
 /* a worker's acc without what it shares with the result (inv; A's arrays when it wrote them) */
 static void acc_unalias(acc_t *a) {
     a->inv = NULL;
-    if (a->top) { a->w = NULL; a->size = a->origin = a->crp = NULL; a->rule = a->kid = a->cr = NULL; }
+    if (a->top) { a->w = NULL; a->size = a->kid = NULL; a->rule = a->cr = NULL; }
 }
 
 static void acc_free(acc_t *a) {
     if (!a) return;
     if (a->mapped) {
-        big_free(a->w); big_free(a->size); big_free(a->origin); big_free(a->crp); big_free(a->rule);
+        big_free(a->w); big_free(a->size); big_free(a->rule);
         big_free(a->kid); big_free(a->cr);
     } else {
-        free(a->w); free(a->size); free(a->origin); free(a->crp); free(a->rule); free(a->kid); free(a->cr);
+        free(a->w); free(a->size); free(a->rule); free(a->kid); free(a->cr);
     }
     free(a->fp); free(a->inv); free(a);
 }
@@ -1448,14 +1457,13 @@ static int acc_room(acc_t *a, int64_t more, int64_t slots) {
     if (a->mapped) return a->n + more > a->cap || a->nr + slots > a->rcap ? -1 : 0; /* reserved for the bound */
     if (a->n + more > a->cap) {
         int64_t cap = 2 * a->cap + more + 4096;
-        if (grow((void **)&a->w, cap, 8) || grow((void **)&a->size, cap, 8) || grow((void **)&a->origin, cap, 8)
-            || grow((void **)&a->crp, cap + 1, 8) || grow((void **)&a->rule, cap, 4))
+        if (grow((void **)&a->w, cap, 8) || grow((void **)&a->size, cap, 4) || grow((void **)&a->rule, cap, 1))
             return -1;
         a->cap = cap;
     }
     if (a->nr + slots > a->rcap) {
         int64_t cap = 2 * a->rcap + slots + 4096;
-        if (grow((void **)&a->kid, cap, 4) || grow((void **)&a->cr, cap, 4)) return -1;
+        if (grow((void **)&a->kid, cap, 4) || grow((void **)&a->cr, cap, 1)) return -1;
         a->rcap = cap;
     }
     return 0;
@@ -1464,16 +1472,16 @@ static int acc_room(acc_t *a, int64_t more, int64_t slots) {
 /* append one entry of a non-leaf fact (room made by acc_room): m children (local ids: leaves
  * below L, the group's facts from L on, which are kernel ids off later) with these ranks (NULL:
  * all 1); the entry is its own instance */
-static inline void acc_add(acc_t *a, double w, int64_t s, int64_t o, int32_t rule, int64_t m, const int64_t *kids,
+static inline void acc_add(acc_t *a, double w, int64_t s, int32_t rule, int64_t m, const int64_t *kids,
                            const int32_t *ranks, int64_t L, int64_t off) {
     int64_t e = a->n++, t = a->nr;
-    a->w[e] = w; a->size[e] = s; a->origin[e] = o; a->rule[e] = rule;
+    if (__builtin_expect((uint64_t)s > INT32_MAX || (uint32_t)rule > 255, 0)) a->over = 1;
+    a->w[e] = w; a->size[e] = (int32_t)s; a->rule[e] = (uint8_t)rule;
     for (int64_t j = 0; j < m; j++, t++) {
         a->kid[t] = (int32_t)a->inv[kids[j] >= L ? kids[j] + off : kids[j]];
-        a->cr[t] = ranks ? ranks[j] : 1;
+        a->cr[t] = ranks ? (uint8_t)ranks[j] : 1;
     }
     a->nr = t;
-    a->crp[e + 1] = t;
 }
 
 /* The derivation trees of a group's facts counted (capped at cap) in Kahn's order over its
@@ -1694,7 +1702,7 @@ static void *work(void *arg) {
                 S->fp[L + off + i] = A->n;
                 if (q[3] == -2) continue;
                 const int64_t *d = G.IR + q[3] * si;
-                acc_add(A, as_f(q[0]), q[1], q[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS, NULL, L, off);
+                acc_add(A, as_f(q[0]), q[1], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS, NULL, L, off);
             }
         } else {
             if (A->bound >= 0) {
@@ -1703,15 +1711,12 @@ static void *work(void *arg) {
                 int64_t b = grp_count(G.IR, si, n, L, nf, k, U.rem, U.uptr, U.uses, cnt, U.fill, stack);
                 A->bound = b < 0 ? -1 : (b > A->bound ? b : A->bound);
             }
+            B.slots = 0;
             if (comp_topk(G.IR, si, 0, n, ST, &B, P)) goto done;
             int64_t ne = 0;
             for (int64_t i = 0; i < nf; i++) ne += FB_CNT(ST + i * rec);
-            if (A->top) {
-                int64_t ns = 0;
-                for (int64_t i = 0; i < nf; i++) {
-                    int64_t *b = ST + i * rec, se = B.se;
-                    for (int32_t r = 0; r < FB_CNT(b); r++) ns += G.IR[FB_ENTRY(b, k, r)[3] * si + IR_M];
-                }
+            if (A->top) { /* its places below the last group's: counted while ranking */
+                int64_t ns = B.slots;
                 A->n = A->te - ne; A->nr = A->tr - ns; A->te -= ne; A->tr -= ns;
             }
             S->ge0[g] = A->n; S->gr0[g] = A->nr;
@@ -1722,7 +1727,7 @@ static void *work(void *arg) {
                 for (int32_t r = 0; r < FB_CNT(b); r++) {
                     int64_t *e = FB_ENTRY(b, k, r);
                     const int64_t *d = G.IR + e[3] * si;
-                    acc_add(A, as_f(e[0]), e[1], e[2], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS,
+                    acc_add(A, as_f(e[0]), e[1], (int32_t)d[IR_RULE], d[IR_M], d + IR_KIDS,
                             (const int32_t *)(e + E_RANKS), L, off);
                 }
             }
@@ -1741,9 +1746,9 @@ done:
 /* A worker's entries from n on and child slots from nr on (copied already) given back: realloc
  * shrinks a large block in place (unmapping its tail), a failure leaves it as it was. */
 static void acc_shrink(acc_t *X, int64_t n, int64_t nr) {
-    grow((void **)&X->w, n, 8); grow((void **)&X->size, n, 8); grow((void **)&X->origin, n, 8);
-    grow((void **)&X->crp, n + 1, 8); grow((void **)&X->rule, n, 4);
-    grow((void **)&X->kid, nr, 4); grow((void **)&X->cr, nr, 4);
+    grow((void **)&X->w, n, 8); grow((void **)&X->size, n, 4);
+    grow((void **)&X->rule, n, 1);
+    grow((void **)&X->kid, nr, 4); grow((void **)&X->cr, nr, 1);
     X->n = X->cap = n; X->nr = X->rcap = nr;
 }
 
@@ -1758,14 +1763,12 @@ static int merge(shared_t *S, acc_t *A, acc_t *const *accs, int64_t nw, int64_t 
     for (int64_t g = first; g < S->ng; g++) {
         acc_t *X = accs[S->own[g]];
         int64_t e0 = S->ge0[g], r0 = S->gr0[g];
-        int64_t n = S->ge1[g] - e0, m = S->gr1[g] - r0, de = A->n - e0, dr = A->nr - r0;
+        int64_t n = S->ge1[g] - e0, m = S->gr1[g] - r0, de = A->n - e0;
         memcpy(A->w + A->n, X->w + e0, (size_t)n * sizeof(double));
-        memcpy(A->size + A->n, X->size + e0, (size_t)n * sizeof(int64_t));
-        memcpy(A->origin + A->n, X->origin + e0, (size_t)n * sizeof(int64_t));
-        memcpy(A->rule + A->n, X->rule + e0, (size_t)n * sizeof(int32_t));
-        for (int64_t i = 0; i < n; i++) A->crp[A->n + i + 1] = X->crp[e0 + i + 1] + dr;
+        memcpy(A->size + A->n, X->size + e0, (size_t)n * sizeof(int32_t));
+        memcpy(A->rule + A->n, X->rule + e0, (size_t)n);
         memcpy(A->kid + A->nr, X->kid + r0, (size_t)m * sizeof(int32_t));
-        memcpy(A->cr + A->nr, X->cr + r0, (size_t)m * sizeof(int32_t));
+        memcpy(A->cr + A->nr, X->cr + r0, (size_t)m);
         for (int64_t x = S->L + S->gptr[g]; x < S->L + S->gptr[g + 1]; x++) S->fp[x] += de;
         A->n += n; A->nr += m;
         if (held[S->own[g]] - e0 >= (1 << 18)) { acc_shrink(X, e0, r0); held[S->own[g]] = e0; }
@@ -1780,7 +1783,9 @@ static int merge(shared_t *S, acc_t *A, acc_t *const *accs, int64_t nw, int64_t 
  * ids, in the order the global kernel sorts them). nj recursive rules in program order, each a
  * prepared join (atom 0 the driver) with the driver's filter masks[r] (by kernel id - L; NULL
  * none); M the most children of any instance. Returns NULL when out of memory or stopped (*err
- * 1), or when a join finds a head that is not a fact of its group (*err 2).
+ * 1), when a join finds a head that is not a fact of its group or F >= 2^31 (*err 2), or when
+ * a value does not fit the result's narrow fields -- a tree size above INT32_MAX, a rule index
+ * above 255, k above 255 (*err 3): the caller then takes the global path.
  *
  * Threads: groups are independent (each is formed and ranked with buffers reset for it, and
  * nothing of one group's run reaches another's), so `threads` workers rank them at once. The
@@ -1798,6 +1803,7 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     stop_flag = 0;
     *err = 1;
     if (F > INT32_MAX) { *err = 2; return NULL; } /* child ids are int32: the caller takes the global path */
+    if (k > 255) { *err = 3; return NULL; }       /* ranks are uint8 */
     if (threads > ng) threads = ng;
     if (threads > 64) threads = 64;
     if (threads < 1) threads = 1;
@@ -1839,15 +1845,15 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     if (!LV || !S->own || !S->ge0 || !S->gr0 || !S->ge1 || !S->gr1 || !A->fp || !A->inv) goto fail;
     if ((NE == 0 || acc_reserve(A, NE, NR)) && acc_room(A, F + 1, (F - L) * M + 1)) goto fail;
     if (k == 1) S->LR = LV; else S->LV = LV;
-    A->crp[0] = 0;
     for (int64_t f = 0; f < F; f++) {
         int64_t x = nid[f];
         A->inv[x] = f;
         if (x >= L) continue;
         /* the leaves' entries are rows 0..L-1 */
         int64_t ls = leaf_size ? leaf_size[f] : 0;
-        A->w[x] = leaf_w[f]; A->size[x] = ls; A->origin[x] = leaf_origin[f]; A->rule[x] = 0;
-        A->crp[x + 1] = 0; A->fp[x] = x;
+        if ((uint64_t)ls > INT32_MAX) A->over = 1;
+        A->w[x] = leaf_w[f]; A->size[x] = (int32_t)ls; A->rule[x] = 0;
+        A->fp[x] = x;
         if (k == 1) fr_init(LV + 8 * x, 1, leaf_w[f], ls, leaf_origin[f]);
         else { LV[4 * x] = as_i(leaf_w[f]); LV[4 * x + 1] = ls; LV[4 * x + 2] = leaf_origin[f]; LV[4 * x + 3] = 0; }
     }
@@ -1858,12 +1864,11 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         if (!accs[w]) goto fail;
         if (A->mapped) { /* the second worker writes A's arrays from the top down */
             acc_t *X = accs[w];
-            X->w = A->w; X->size = A->size; X->origin = A->origin; X->crp = A->crp; X->rule = A->rule;
+            X->w = A->w; X->size = A->size; X->rule = A->rule;
             X->kid = A->kid; X->cr = A->cr; X->cap = A->cap; X->rcap = A->rcap;
             X->top = 1; X->te = X->n = A->cap; X->tr = X->nr = A->rcap;
         } else {
             if (acc_room(accs[w], 1, 1)) goto fail;
-            accs[w]->crp[0] = 0;
         }
         accs[w]->L = L; accs[w]->F = F; accs[w]->inv = A->inv;
         accs[w]->bound = A->bound;
@@ -1883,6 +1888,8 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
     for (int64_t w = 1; w < threads; w++) if (!ran[w]) work(&W[w]);
     for (int64_t w = 0; w < threads; w++)
         if (W[w].err) { *err = W[w].err == 2 ? 2 : 1; goto fail; }
+    for (int64_t w = 0; w < threads; w++)
+        if (accs[w]->over) { *err = 3; goto fail; } /* a size or rule beyond the result's narrow fields */
     for (int64_t w = 1; w < threads; w++) {
         int64_t b = accs[w]->bound;
         A->bound = A->bound < 0 || b < 0 ? -1 : (b > A->bound ? b : A->bound);
@@ -1895,21 +1902,19 @@ EXPORT run_t *selp_static(int64_t F, int64_t L, const int64_t *nid, const uint8_
         int64_t n0 = A->n, r0 = A->nr, n1 = A->cap - X->te, s1 = A->rcap - X->tr, de = n0 - X->te, dr = r0 - X->tr;
         if (de) {
             memmove(A->w + n0, A->w + X->te, (size_t)n1 * sizeof(double));
-            memmove(A->size + n0, A->size + X->te, (size_t)n1 * sizeof(int64_t));
-            memmove(A->origin + n0, A->origin + X->te, (size_t)n1 * sizeof(int64_t));
-            memmove(A->rule + n0, A->rule + X->te, (size_t)n1 * sizeof(int32_t));
+            memmove(A->size + n0, A->size + X->te, (size_t)n1 * sizeof(int32_t));
+            memmove(A->rule + n0, A->rule + X->te, (size_t)n1);
         }
-        for (int64_t i = 0; i < n1; i++) A->crp[n0 + i + 1] = A->crp[X->te + i + 1] + dr; /* ascending: reads ahead of writes */
         if (dr) {
             memmove(A->kid + r0, A->kid + X->tr, (size_t)s1 * sizeof(int32_t));
-            memmove(A->cr + r0, A->cr + X->tr, (size_t)s1 * sizeof(int32_t));
+            memmove(A->cr + r0, A->cr + X->tr, (size_t)s1);
         }
         for (int64_t g = 0; g < ng; g++)
             if (S->own[g] == 1)
                 for (int64_t x = L + gptr[g]; x < L + gptr[g + 1]; x++) A->fp[x] += de;
         A->n = n0 + n1; A->nr = r0 + s1;
-        big_cut(A->w, A->n, 8); big_cut(A->size, A->n, 8); big_cut(A->origin, A->n, 8); big_cut(A->crp, A->n + 1, 8);
-        big_cut(A->rule, A->n, 4); big_cut(A->kid, A->nr, 4); big_cut(A->cr, A->nr, 4);
+        big_cut(A->w, A->n, 8); big_cut(A->size, A->n, 4);
+        big_cut(A->rule, A->n, 1); big_cut(A->kid, A->nr, 4); big_cut(A->cr, A->nr, 1);
     } else if (threads > 1 && merge(S, A, accs, threads, S->front)) goto fail;
     A->fp[F] = A->n;
     free(A->inv); A->inv = NULL;
@@ -1934,14 +1939,59 @@ EXPORT int64_t selp_static_bound(const run_t *r) { return r->acc->bound; }
 
 /* The result of selp_static in kernel order (see KernelResult and its `row`), as the run's own
  * buffers, which numpy then wraps without a copy (they live until selp_free): p[0] fact_ptr
- * [F+1] by row (kernel id), p[1..7] per entry w, size, origin, NULL (no inst array: an entry
- * is its own instance, rows 0..L-1 are the leaves' -- 8 bytes an entry not written), child_rank_ptr [n+1], rule (0 for a leaf, whose rule is never read), p[7..8] per
- * child slot its rank and input fact id (both int32: F < 2^31, which selp_static checks). */
+ * [F+1] by row (kernel id), p[1..6] per entry w, size, then three NULLs -- no origins (an
+ * entry's origin is its rule's hash over its children's: selp_entry_origins computes them when
+ * a tree is drawn or saved), no inst array (an entry is its own instance, rows 0..L-1 are the
+ * leaves'), no child slot pointers (an entry's number of children is its rule's) -- 8 bytes an
+ * entry not written each, then rule (0 for a leaf, whose rule is never read), p[7..8] per child
+ * slot its rank and input fact id. Narrow types, each a few bytes an entry of fresh memory
+ * less: size int32, rule and rank uint8, child id int32 (selp_static checks that they fit). */
 EXPORT void selp_static_arrays(const run_t *r, void **p) {
     const acc_t *A = r->acc;
-    p[0] = A->fp; p[1] = A->w; p[2] = A->size; p[3] = A->origin; p[4] = NULL; p[5] = A->crp;
+    p[0] = A->fp; p[1] = A->w; p[2] = A->size; p[3] = NULL; p[4] = NULL; p[5] = NULL;
     p[6] = A->rule; p[7] = A->cr; p[8] = A->kid;
 }
+
+/* The origins of selp_static's entries lo..hi-1 and of every entry below them, as the kernel
+ * computed them when ranking (origin_step over the children's origins in body order, then
+ * origin_end, or the first child's for a copy rule), into out where done[e] is 0 (then set;
+ * the caller's arrays of n entries, kept between calls: a tree drawn computes its own entries
+ * only; the leaves' rows 0..L-1 are done and their origins set by the caller). crp: the child
+ * slot pointers (n + 1); an entry's child at slot t is entry fp[nid[kid[t]]] + cr[t] - 1.
+ * Children first, by a depth-first walk on the caller's stack of n slots (a chain of entries
+ * can be as long as a group; its pages are touched only as deep as a walk goes, and it is
+ * allocated once for many calls: one per fact drawn). Returns 0. */
+EXPORT int selp_entry_origins(int64_t n, int64_t lo, int64_t hi, const int64_t *fp, const int64_t *nid,
+                              const uint8_t *rule, const int64_t *crp, const int32_t *kid, const uint8_t *cr,
+                              const int64_t *rule_hash, const uint8_t *rule_copy, int origin_mode, int64_t *out,
+                              uint8_t *done, int64_t *stack) {
+    (void)n;
+    for (int64_t e0 = lo; e0 < hi; e0++) {
+        if (done[e0]) continue;
+        int64_t sp = 0;
+        stack[sp++] = e0;
+        while (sp > 0) {
+            int64_t e = stack[sp - 1], pending = 0;
+            for (int64_t t = crp[e]; t < crp[e + 1]; t++) {
+                int64_t c = fp[nid[kid[t]]] + cr[t] - 1;
+                if (!done[c]) { stack[sp++] = c; pending = 1; break; }
+            }
+            if (pending) continue;
+            int64_t rl = rule[e], m = crp[e + 1] - crp[e], o0 = 0;
+            uint64_t hh = (uint64_t)rule_hash[rl];
+            for (int64_t t = crp[e]; t < crp[e + 1]; t++) {
+                int64_t o = out[fp[nid[kid[t]]] + cr[t] - 1];
+                if (t == crp[e]) o0 = o;
+                hh = origin_step(origin_mode, hh, o);
+            }
+            out[e] = rule_copy[rl] ? o0 : origin_end(origin_mode, hh, m);
+            done[e] = 1;
+            sp--;
+        }
+    }
+    return 0;
+}
+
 
 /* ---- a module, so that setuptools builds it as one and importlib finds its file ---------- */
 

@@ -182,8 +182,8 @@ def static_dtable(task: Any, con: Any, store: Store, seeds: Mapping[str, Any], i
                          given=(0, heads, np.arange(first_seed, F, dtype=np.int64)))
     finally:
         former.close()
-    if got is None:
-        return "a rule's instances could not be formed component by component"
+    if isinstance(got, str):
+        return got  # why not (instances not formed here, a value too wide for the narrow result)
     args = _fact_args(con, store, [rel], offsets)
     # every fact's key: the members' made here, a lower entry's leaf the key its entry came with
     fact_f = np.zeros(F, np.int64)

@@ -98,6 +98,130 @@ def _group_order(key: np.ndarray) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
+# The result's narrow fields (kernel ABI 9: each a few bytes an entry of fresh memory less): a
+# rule index and a child's rank are uint8, a tree's size int32 (a larger one makes the kernel
+# give up, and the global path runs)
+MAX_RULES = 256
+MAX_K = 255
+NOT_FORMED = "a rule's instances could not be formed component by component"
+
+
+class _Slots:
+    """Where each entry's child slots start (int64[E+1]), built on first use and kept: an entry's
+    children are its rule's (``rule_m``: per kernel rule index its number of children), none for
+    the leaves' rows (below ``leaves``). The kernel writes no such array (8 bytes an entry of
+    fresh memory: ~49 MB at top-7 of the anchors graph), and only drawing a tree reads it."""
+
+    def __init__(self, rule: np.ndarray, rule_m: np.ndarray, leaves: int) -> None:
+        self.rule, self.rule_m, self.leaves = rule, rule_m, leaves
+        self.ptr: np.ndarray | None = None
+
+    def __call__(self) -> np.ndarray:
+        if self.ptr is None:
+            m = self.rule_m[self.rule]
+            m[:self.leaves] = 0
+            ptr = np.zeros(len(m) + 1, np.int64)
+            np.cumsum(m, out=ptr[1:])
+            self.ptr = ptr
+        return self.ptr
+
+
+class _Origins:
+    """Each entry's origin (int64[E]), computed when first asked for and kept, by the kernel's
+    own hashing (``selp_entry_origins``: an entry's rule hash over its children's origins,
+    children first): the entries of one fact and those below them (a tree drawn), or all (the
+    whole array read). The kernel writes none (8 bytes an entry of fresh memory, ~49 MB at top-7
+    of the anchors graph); drawing or saving a tree reads them, the summary does not."""
+
+    def __init__(self, lib: Any, fact_ptr: np.ndarray, nid: np.ndarray, leaf: np.ndarray, leaf_origin: np.ndarray,
+                 rule: np.ndarray, slots: _Slots, kid: np.ndarray, rank: np.ndarray, rule_hash: np.ndarray,
+                 rule_copy: np.ndarray, origin_mode: int = 0) -> None:
+        self.lib, self.fact_ptr, self.nid, self.leaf, self.leaf_origin = lib, fact_ptr, nid, leaf, leaf_origin
+        self.origin_mode = origin_mode  # as the kernel ranked (0: mix64, 1: Spark's xxhash64)
+        self.rule, self.slots, self.kid, self.rank = rule, slots, kid, rank
+        self.rule_hash = np.ascontiguousarray(rule_hash, dtype=np.int64)
+        self.rule_copy = np.ascontiguousarray(rule_copy, dtype=np.bool_).view(np.uint8)
+        self.out: np.ndarray | None = None  # every entry's slot (written where done)
+        self.done: np.ndarray | None = None
+        self.stack: np.ndarray | None = None  # the walks' stack, kept between calls
+        self.all = False
+
+    def some(self, lo: int, hi: int) -> np.ndarray:
+        """The origins of entries lo..hi-1 (those below them computed too, and kept)."""
+        if self.all and self.out is not None:
+            return self.out[lo:hi]
+        n = len(self.rule)
+        if self.out is None or self.done is None:
+            L = self.slots.leaves
+            # untouched pages cost nothing: a walk writes only as deep as it goes
+            self.out, self.done, self.stack = np.empty(n, np.int64), np.zeros(n, np.uint8), np.empty(n + 1, np.int64)
+            leaves = np.flatnonzero(self.leaf)
+            self.out[self.nid[leaves]] = self.leaf_origin[leaves]  # rows 0..L-1
+            self.done[:L] = 1
+        if hi > lo and not self.done[lo:hi].all():
+            assert self.stack is not None
+            self.lib.selp_entry_origins(n, lo, hi, _ptr(self.fact_ptr), _ptr(self.nid), _ptr(self.rule),
+                                        _ptr(self.slots()), _ptr(self.kid), _ptr(self.rank), _ptr(self.rule_hash),
+                                        _ptr(self.rule_copy), self.origin_mode, _ptr(self.out), _ptr(self.done), _ptr(self.stack))
+        return self.out[lo:hi]
+
+    def __call__(self) -> np.ndarray:
+        if not self.all:
+            self.some(0, len(self.rule))
+            self.all, self.done, self.stack = True, None, None
+        assert self.out is not None
+        return self.out
+
+
+class StaticResult(KernelResult):
+    """The static path's :class:`~selp.topk.kernel.KernelResult`: ``child_rank_ptr`` built
+    (:class:`_Slots`) and ``origin`` computed (:class:`_Origins`) on first use; ``size`` is
+    int32 and ``child_rank`` uint8 (see MAX_K)."""
+
+    slots: _Slots
+    origins_of: _Origins
+
+    @property  # type: ignore[override]
+    def origin(self) -> np.ndarray:
+        got = self.__dict__.get("_origin")
+        return self.origins_of() if got is None else got
+
+    @origin.setter
+    def origin(self, value: np.ndarray | None) -> None:
+        self.__dict__["_origin"] = value
+
+    def origins(self, lo: int, hi: int) -> np.ndarray:
+        """The origins of entries ``lo..hi-1``, computing only those and the entries below them."""
+        if self.__dict__.get("_origin") is not None:
+            return self.__dict__["_origin"][lo:hi]
+        return self.origins_of.some(lo, hi)
+
+    @property  # type: ignore[override]
+    def child_rank_ptr(self) -> np.ndarray:
+        got = self.__dict__.get("_child_rank_ptr")
+        return self.slots() if got is None else got
+
+    @child_rank_ptr.setter
+    def child_rank_ptr(self, value: np.ndarray | None) -> None:
+        self.__dict__["_child_rank_ptr"] = value
+
+
+class StaticGraph(Hypergraph):
+    """The static path's hypergraph, whose instance ``e`` is entry ``e``: its ``child_ptr`` is
+    the result's ``child_rank_ptr``, built on first use (:class:`_Slots`)."""
+
+    slots: _Slots
+
+    @property  # type: ignore[override]
+    def child_ptr(self) -> np.ndarray:
+        got = self.__dict__.get("_child_ptr")
+        return self.slots() if got is None else got
+
+    @child_ptr.setter
+    def child_ptr(self, value: np.ndarray | None) -> None:
+        self.__dict__["_child_ptr"] = value
+
+
 @dataclass
 class Static:
     """What a static run gives the DTable: the kernel's result (in its own row order, ``row``
@@ -115,7 +239,7 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
                offsets: dict[str, tuple[int, int]], leaf: np.ndarray,
                leaf_w: np.ndarray, leaf_origin: np.ndarray, rules: tuple[np.ndarray, ...], combine: int,
                sign: float, k: int, threads: int | None = None, leaf_size: np.ndarray | None = None,
-               origin_mode: int = 0, given: tuple[int, np.ndarray, np.ndarray] | None = None) -> Static | None:
+               origin_mode: int = 0, given: tuple[int, np.ndarray, np.ndarray] | None = None) -> Static | str:
     """Top-k of every fact by ``sp``; ``offsets``: each relation's first fact id and count;
     ``rules``: (weight, size, hash, copy) per kernel rule index; ``exit_instances(rule)``: an
     exit rule's (heads, children row-major) as input fact ids; ``threads``: how many components
@@ -123,15 +247,21 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
     for any number). ``leaf_size`` (None: 0) and ``origin_mode`` as :class:`Hypergraph` has
     them; ``given``: (kernel rule index, heads, children) of one-child instances made by the
     caller, ranked before the exit rules' (a Spark partition's seed entries, each a leaf copied
-    to its fact: :mod:`selp.topk.component`). None when a rule's instances cannot be formed
-    here after all (a head constant without a code, an exit rule's head missing): the caller
-    then takes the global path. Raises MemoryError."""
+    to its fact: :mod:`selp.topk.component`). Why not (a reason for the stats) when a rule's
+    instances cannot be formed here after all (a head constant without a code, an exit rule's
+    head missing) or a value does not fit the result's narrow fields (:data:`MAX_RULES`,
+    :data:`MAX_K`, a tree size above 2^31 - 1): the caller then takes the global path. Raises
+    MemoryError."""
+    if len(rules[0]) > MAX_RULES:
+        return f"more than {MAX_RULES} rules"
+    if k > MAX_K:
+        return f"k > {MAX_K}"
     lib = _compiled()
     F = len(leaf)
     first, n = offsets[sp.relation]
     L = F - n
     if int(leaf.sum()) != L or leaf[first:first + n].any():
-        return None  # some other fact is not a leaf: not the shape this path handles
+        return NOT_FORMED  # some other fact is not a leaf: not the shape this path handles
     ids, cols = former.coded(sp.relation, "")
     key = cols[sp.position]
     if len(ids) > 1 and not np.all(ids[1:] > ids[:-1]):
@@ -183,7 +313,7 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
         for p, r in sp.recursive:
             j = former.prepare(p, gcols, nid, r)
             if j is None:
-                return None
+                return NOT_FORMED
             joins.append(j)
             where = p.atoms[0][1]
             if where:  # the driver's constants and repeated variables
@@ -193,7 +323,13 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
                 masks.append(mask)
             else:
                 masks.append(None)
-        M = max([sum(1 for c in p.child_pos if c >= 0) for p, _ in sp.exit_rules + sp.recursive] + [1])
+        # per kernel rule index its number of children (every instance of a rule has its rule's)
+        rule_m = np.zeros(len(rules[0]), np.int64)
+        for p, r in sp.exit_rules + sp.recursive:
+            rule_m[r] = sum(1 for c in p.child_pos if c >= 0)
+        if given is not None:
+            rule_m[given[0]] = 1  # the caller's one-child instances (their rule is no exit rule of sp)
+        M = max([int(x) for x in rule_m] + [1])
         P = ctypes.c_void_p
         pcols = (P * max(len(gcols), 1))(*[_ptr(c) for c in gcols])
         pjoins = (P * max(len(joins), 1))(*[j.handle for j in joins])
@@ -210,23 +346,30 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
             _ptr(rw), _ptr(rsize), _ptr(rhash), _ptr(rcopy8), combine, sign, origin_mode, k, nthreads, _ptr(err)), lib)
         if not run:
             if int(err[0]) == 2:
-                return None  # a head the join formed is not a fact of its group
+                return NOT_FORMED  # a head the join formed is not a fact of its group
+            if int(err[0]) == 3:
+                return "a derivation tree's size is 2^31 or more"
             raise MemoryError("the top-k kernel could not allocate its tables")
         # the run's result buffers become the arrays (no copy into input order: ``row`` maps)
         ne, nr = lib.selp_n_entries(run), lib.selp_n_ranks(run)
         bound = int(lib.selp_static_bound(run)) if k > 1 else -1
         ptrs = (ctypes.c_void_p * 9)()
         lib.selp_static_arrays(run, ptrs)
-        fp, w, size, origin, crp, rule, cr, kid = adopt(lib, run, [
-            (ptrs[0], F + 1, np.int64), (ptrs[1], ne, np.float64), (ptrs[2], ne, np.int64), (ptrs[3], ne, np.int64),
-            (ptrs[5], ne + 1, np.int64), (ptrs[6], ne, np.int32), (ptrs[7], nr, np.int32), (ptrs[8], nr, np.int32)])
+        fp, w, size, rule, cr, kid = adopt(lib, run, [
+            (ptrs[0], F + 1, np.int64), (ptrs[1], ne, np.float64), (ptrs[2], ne, np.int32),
+            (ptrs[6], ne, np.uint8), (ptrs[7], nr, np.uint8), (ptrs[8], nr, np.int32)])
     finally:
         for j in joins:
             j.close()
-    # no inst array: entry e is its own instance, the leaves' entries are rows 0..L-1
-    res = KernelResult(fp, w, size, origin, None, crp, cr, row=nid, own_leaves=L)
+    # no inst array: entry e is its own instance, the leaves' entries are rows 0..L-1; no child
+    # slot pointers and no origins: built from the entries' rules and children when first read
+    slots = _Slots(rule, rule_m, L)
+    res = StaticResult(fp, w, size, None, None, None, cr, row=nid, own_leaves=L)
+    res.slots = slots
+    res.origins_of = _Origins(lib, fp, nid, leaf, leaf_origin, rule, slots, kid, cr, rhash, rcopy, origin_mode)
     # the graph's instance e is entry e (its head: the row's input fact, read by no one here);
     # its child_fact is int32 (4 bytes a child slot less of fresh memory; F < STATIC_MAX_FACTS)
-    graph = Hypergraph(leaf, leaf_w, leaf_origin, rule, np.zeros(0, np.int64), crp, kid, rw, rsize, rhash, rcopy,
-                       leaf_size=leaf_size, origin_mode=origin_mode)
+    graph = StaticGraph(leaf, leaf_w, leaf_origin, rule, np.zeros(0, np.int64), None, kid, rw, rsize, rhash, rcopy,
+                        leaf_size=leaf_size, origin_mode=origin_mode)
+    graph.slots = slots
     return Static(res, graph, ng, bound)

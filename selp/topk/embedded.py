@@ -271,8 +271,8 @@ def _run_static(task: Task, store: Store, meta: _Meta, leaves: tuple[np.ndarray,
         got = run_static(sp, former, exit_instances, meta.offsets, *leaves, _rule_arrays(task, meta), combine, sign, k)
     finally:
         former.close()
-    if got is None:
-        return "a rule's instances could not be formed component by component"
+    if isinstance(got, str):
+        return got
     meta.formed.update(kernel=len(sp.exit_rules) + len(sp.recursive), components=got.groups,
                        relation=sp.relation, position=sp.position)
     return got
@@ -480,17 +480,19 @@ class ArrayDTable(DTable):
         res, g = self.res, self.graph
         out = []
         r = res.row_of(fid)
-        for e in range(int(res.fact_ptr[r]), int(res.fact_ptr[r + 1])):
+        lo, hi = int(res.fact_ptr[r]), int(res.fact_ptr[r + 1])
+        origins = res.origins(lo, hi)  # the static path computes these (and those below) only
+        for e in range(lo, hi):
             w = res.w[e]
             weight = int(w) if self._int_weights else float(w)
             i = res.inst_of(e)
             if i < 0:
-                out.append(Entry(weight, int(res.size[e]), int(res.origin[e]), None))
+                out.append(Entry(weight, int(res.size[e]), int(origins[e - lo]), None))
                 continue
             kids = g.child_fact[g.child_ptr[i]:g.child_ptr[i + 1]].tolist()
             ranks = res.child_rank[res.child_rank_ptr[e]:res.child_rank_ptr[e + 1]].tolist()
             pointers = tuple((*self.fact_of(c), r) for c, r in zip(kids, ranks))
-            out.append(Entry(weight, int(res.size[e]), int(res.origin[e]), self.meta.rules[int(g.inst_rule[i])], pointers))
+            out.append(Entry(weight, int(res.size[e]), int(origins[e - lo]), self.meta.rules[int(g.inst_rule[i])], pointers))
         self._cache[fid] = out
         return out
 

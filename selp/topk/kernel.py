@@ -210,14 +210,14 @@ class KernelResult:
 
     fact_ptr: np.ndarray  # int64[F+1]
     w: np.ndarray  # float64[E]
-    size: np.ndarray  # int64[E]
-    origin: np.ndarray  # int64[E]
+    size: np.ndarray  # int64[E] (int32 on the static path)
+    origin: np.ndarray  # int64[E] (the static path computes it when first read)
     # int64[E], or None: entry e is its own instance and entries below ``own_leaves`` are the
     # leaves' (the component-by-component path, which writes no such array: 8 bytes an entry
     # of fresh memory, ~50 MB at top-7 of a million facts); ``inst`` then builds it on demand
     inst_given: np.ndarray | None
     child_rank_ptr: np.ndarray  # int64[E+1]
-    child_rank: np.ndarray  # int32[child_rank_ptr[E]]
+    child_rank: np.ndarray  # int32[child_rank_ptr[E]] (uint8 on the static path)
     # fact f's row of fact_ptr (None: f itself). The component-by-component path writes its
     # entries in the order it finds them (leaves, then component after component) and maps
     # input ids to rows here, instead of copying every entry into input order.
@@ -242,6 +242,10 @@ class KernelResult:
         if self.inst_given is None:
             return -1 if e < self.own_leaves else e
         return int(self.inst_given[e])
+
+    def origins(self, lo: int, hi: int) -> np.ndarray:
+        """The origins of entries ``lo..hi-1`` (a subclass may compute only those)."""
+        return self.origin[lo:hi]
 
     @property
     def n_entries(self) -> int:
@@ -318,7 +322,7 @@ def kernel_threads() -> int:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
-_ABI = 8  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+_ABI = 9  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _kernel_file() -> str:
@@ -390,6 +394,8 @@ def _compiled() -> Any:
         lib.selp_static.restype = P
         lib.selp_static_arrays.argtypes, lib.selp_static_arrays.restype = [P, P], None
         lib.selp_static_bound.argtypes, lib.selp_static_bound.restype = [P], I64
+        lib.selp_entry_origins.argtypes = [I64, I64, I64] + [P] * 8 + [ctypes.c_int, P, P, P]
+        lib.selp_entry_origins.restype = ctypes.c_int
         _LIB.append(lib)
     return _LIB[0]
 

@@ -249,3 +249,90 @@ def test_more_facts_than_int32_child_ids_take_the_global_path(tmp_path: Path, mo
     assert not got.meta.formed.get("components")
     assert f"more than {facts - 1} facts" in got.stats_note
     assert got.answers() == want.answers()
+
+
+@pytest.mark.parametrize(("over", "static"), [(0, True), (1, False)], ids=["at-int32-max", "beyond"])
+def test_a_tree_size_beyond_int32_takes_the_global_path(tmp_path: Path, monkeypatch, over: int, static: bool) -> None:
+    """The static path writes sizes as int32 (kernel ABI 9). Every tree of the closure has one
+    exit step (r1), so r1's size raised by X adds X to every size and keeps the ranking: raised
+    until the largest size is exactly 2^31 - 1, the path stays component by component; one
+    more, and it takes the global path, says why, and gives the same entries as the global path."""
+    prog, db = _db(tmp_path, RIGHT)
+    unit = topk(prog, db, "path(*, *)", 3, engine="embedded")
+    assert unit.meta.formed.get("components")
+    largest = max(e.size for es in unit.answers().values() for e in es)
+    real = embedded._rule_arrays
+
+    def raised(task, meta):
+        w, size, h, copy = real(task, meta)
+        size = size.copy()
+        size[meta.rule_index["r1"]] += 2**31 - 1 - largest + over
+        return w, size, h, copy
+
+    monkeypatch.setattr(embedded, "_rule_arrays", raised)
+    got = topk(prog, db, "path(*, *)", 3, engine="embedded")
+    assert max(e.size for es in got.answers().values() for e in es) == 2**31 - 1 + over
+    assert bool(got.meta.formed.get("components")) is static
+    assert ("size is 2^31 or more" in got.stats_note) is not static
+    monkeypatch.setattr(embedded, "FORM_INSTANCES", "global")
+    assert got.answers() == topk(prog, db, "path(*, *)", 3, engine="embedded").answers()
+
+
+def test_child_slots_are_built_from_the_rules_when_read(tmp_path: Path) -> None:
+    """The static result carries no child slot pointers (kernel ABI 9): they are built from the
+    entries' rules on first read, the same array for the result's ranks and the graph's
+    children, with each entry's number of children its rule's (none for a leaf), and ranks as
+    uint8 in 1..k."""
+    prog, db = _db(tmp_path, SHAPES)
+    dt = topk(prog, db, "path(*, *)", 6, engine="embedded")
+    assert dt.meta.formed.get("components")
+    res, g = dt.res, dt.graph
+    ptr = res.child_rank_ptr
+    assert ptr is g.child_ptr and ptr is res.child_rank_ptr  # built once
+    n = len(res.w)
+    assert len(ptr) == n + 1 and ptr[0] == 0 and ptr[-1] == len(res.child_rank) == len(g.child_fact)
+    m = np.diff(ptr)
+    assert (m[:res.own_leaves] == 0).all() and (m[res.own_leaves:] >= 1).all()
+    names = dt.meta.rules
+    arity = {"r1": 1, "r2": 2, "r3": 1, "r4": 2, "r5": 2, "r6": 3, "r7": 2}
+    assert {arity[names[int(g.inst_rule[e])]] for e in range(res.own_leaves, n)} == set(m[res.own_leaves:].tolist())
+    assert all(arity[names[int(g.inst_rule[e])]] == m[e] for e in range(res.own_leaves, n))
+    assert res.child_rank.dtype == np.uint8 and 1 <= res.child_rank.min() and res.child_rank.max() <= 6
+
+
+@pytest.mark.parametrize(("extra", "static"), [(254, True), (255, False)], ids=["256-rules", "257-rules"])
+def test_more_rules_than_uint8_take_the_global_path(tmp_path: Path, extra: int, static: bool) -> None:
+    """The static path writes an entry's rule as uint8 (kernel ABI 9): a program of 256 rules
+    stays component by component, one of 257 takes the global path and says why; both rank as
+    the reference engine does."""
+    rules = "".join(f"x{i} (0.{i % 9 + 1}): path(x, y) :- edge(x, y), mark(y).\n" for i in range(extra))
+    prog, db = _db(tmp_path, RIGHT + rules)
+    got = topk(prog, db, "path(*, *)", 2, engine="embedded")
+    assert bool(got.meta.formed.get("components")) is static
+    assert ("more than 256 rules" in got.stats_note) is not static
+    ref = topk(prog, db, "path(*, *)", 2, engine="reference").answers()
+    assert ranking(got.answers(), True) == ranking(ref, True)
+
+
+def test_origins_are_computed_for_the_trees_read(tmp_path: Path, monkeypatch) -> None:
+    """The static result carries no origins (kernel ABI 9): one fact's entries get theirs (and
+    the entries below them) when its trees are read, not every entry's; they are the global
+    path's, and the whole array, read later, agrees with them."""
+    prog, db = _db(tmp_path, RIGHT)
+    static, whole = _both(monkeypatch, prog, db, "path(*, *)", 3)
+    res = static.res
+    fid = static.fact_id("path", (10, 11))
+    want = [e.origin for e in whole.entries_of(whole.fact_id("path", (10, 11)))]
+    assert [e.origin for e in static.entries_of(fid)] == want
+    done = res.origins_of.done
+    assert done is not None and 0 < int(done[res.own_leaves:].sum()) < len(res.w) - res.own_leaves
+    r = res.row_of(fid)
+    lo, hi = int(res.fact_ptr[r]), int(res.fact_ptr[r + 1])
+    assert res.origin[lo:hi].tolist() == want
+    # after the whole array: asking for one fact's (again) gives the same, and the array keeps them
+    assert res.origins_of.all and res.origins(lo, hi).tolist() == want and res.origin[lo:hi].tolist() == want
+    other = static.fact_id("path", (0, 1))
+    r2 = res.row_of(other)
+    got = [e.origin for e in static.entries_of(other)]
+    assert got == [e.origin for e in whole.entries_of(whole.fact_id("path", (0, 1)))]
+    assert res.origin[int(res.fact_ptr[r2]):int(res.fact_ptr[r2 + 1])].tolist() == got

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# k17i: every fact's entries hashed (entries_hash.py: weight bits, size, origin, rule, children,
+# ranks; facts matched by value), BASE's tree against this one, k = 1, 3, 7, on 1 and 2 threads
+# (and 3 for this tree: the merge path). Run from the repository root:
+#   BASE=78d1f59 bash datasets/results/anchors/n1000-k17i/hashes.sh
+set -euo pipefail
+ROOT=$(git rev-parse --show-toplevel)
+BASE=${BASE:-78d1f59}
+W=$(mktemp -d /tmp/selp-k17i-h-XXXX)
+trap 'rm -rf "$W"' EXIT
+INC=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])")
+SUF=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+mkdir -p "$W/base" "$W/branch"
+git -C "$ROOT" archive "$BASE" | tar -x -C "$W/base"
+git -C "$ROOT" ls-files -z selp | (cd "$ROOT" && xargs -0 tar -c) | tar -x -C "$W/branch"
+for t in base branch; do
+  gcc -O3 -fno-strict-aliasing -fwrapv -DNDEBUG -fPIC -shared -pthread -I"$INC" "$W/$t/selp/topk/_kernel.c" -o "$W/$t/selp/topk/_kernel$SUF"
+done
+PYTHONPATH="$W/branch" python3 -c "from selp.bench.anchors import generate_graph; from pathlib import Path; generate_graph(1000, Path('$W/g'), 1)"
+cd "$W/g"
+for k in 1 3 7; do
+  for th in 1 2 3; do
+    for t in base branch; do
+      [ "$th" = 3 ] && [ "$t" = base ] && continue
+      echo "k=$k threads=$th $t $(SELP_THREADS=$th PYTHONPATH="$W/$t" python3 "$ROOT/datasets/results/anchors/n1000-k17i/entries_hash.py" \
+        topk tc.dl --db db -k $k --pattern 'path(*, *)' -q --format summary 2>&1 >/dev/null | tail -1)"
+    done
+  done
+done
