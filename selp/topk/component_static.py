@@ -252,7 +252,7 @@ def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, s
                       "args": args})
     ent = lo + idx
     entries = pa.table({
-        "_i": pa.array(owner[idx].astype(np.int32)), "_w": pa.array(res.w[ent]), "_s": pa.array(res.size[ent]),
+        "_i": pa.array(owner[idx].astype(np.int32)), "_w": pa.array(res.w[ent]), "_s": pa.array(res.size[ent].astype(np.int64)),  # int32 in the narrow result
         "_o": pa.array(res.origin[ent]),
         "_rule": pa.DictionaryArray.from_arrays(pa.array(rule_code[idx], mask=rule_null[idx]), dictionary),
         "_ch": pa.concat_arrays([p[1] for p in ch_parts]), "rank": pa.array(rank[idx]),
