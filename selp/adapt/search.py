@@ -36,8 +36,10 @@ from selp.adapt.zprogram import Stats
 
 C_S, C_V, C_Q = 8, 4, 128
 MAX_DIVE = 8  # greedy fold steps into the view's own old relations (each cancels a CQ: plans are short)
-BUDGET_FRACTION = 0.03  # of the recomputation's estimated time (0.1 searched longer and chose no better plans: datasets/results/adapt/a24g)
-MIN_BUDGET, MAX_BUDGET = 0.001, 5.0  # seconds: a floor for tiny views, a cap for the estimate's errors
+# of the recomputation's estimated time: 0.1 searched longer and chose no better plans
+# (datasets/results/adapt/a24g); after the dive, 0.03 chose no better plans than 0.01 (a24h)
+BUDGET_FRACTION = 0.01
+MIN_BUDGET, MAX_BUDGET = 0.0003, 5.0  # seconds: a floor for tiny views, a cap for the estimate's errors
 
 
 @dataclass(frozen=True)
