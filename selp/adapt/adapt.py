@@ -127,12 +127,16 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
     available: dict[str, Query] = {v: d for v, d in old_defs.items() if engine.has(v)}
     # arity of each old relation: two empty definitions have one key whatever their arity
     old_arity: dict[str, int] = {v.relation: v.arity for v in old_views}
+    # per old relation, the old relations of its own (its instance, its rules' provenance
+    # tables): where a plan keeping the old instance finds its remainder (the search's dive)
+    own: dict[str, tuple[str, ...]] = {v.relation: (v.relation,) + tuple(r.name + PROV for r in v.rules) for v in old_views}
     if provenance:
         for r in old.rules:
             p = provenance_rule(r)
             if engine.has(p.head.relation):
                 available[p.head.relation] = unfold(query_of_rules([p]), old_defs)
                 old_arity[p.head.relation] = p.head.arity
+                own[p.head.relation] = (p.head.relation,)
     view_rels = {name: view_relations(d) for name, d in available.items()}  # kept, not recomputed per search
     idb = {v.relation for v in new_views}
     edb_defs: dict[str, Query] = {}
@@ -168,7 +172,7 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
             copy: Query = {make_cq(xs, [(previous, xs)]): 1}
             plan = Plan(copy, query_cost(copy, stats, shared), query_cost(original, stats, shared), 0, 0.0)
         else:
-            plan = search(original, base, available, stats, budget, first=(previous,), view_rels=view_rels, shared_copies=shared)
+            plan = search(original, base, available, stats, budget, first=own.get(previous, (previous,)), view_rels=view_rels, shared_copies=shared)
         lowered = [lower(cq.rule(name, k), arities, k) for cq, k in plan.query.items()]
         run = time.perf_counter()
         engine.define(name, arity, lowered)

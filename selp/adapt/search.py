@@ -9,6 +9,16 @@ estimated running time, is spent — also inside an expansion, which tries the v
 instance first and then the views sharing most relations with the plan; the cheapest executable
 plan seen wins. The first plan expanded is the base unfolding, always (with one view at least), so that a
 tight budget still tries folding into the old view.
+
+Before the best-first search, a greedy *dive* folds the base unfolding into few views: the
+view's own old relations (its old instance and its old rules' provenance tables, ``first``) and
+the one-rule views (provenance tables) whose relations all occur in the plan; at each step the
+cheapest fold, improving or not, up to :data:`MAX_DIVE` steps, every plan on the way a
+candidate. A plan that keeps the old instance and adds a remainder computed from provenance
+tables is several folds deep (fold the old instance, then fold the remainder's CQs into the
+provenance tables): breadth-first expansions over every view cost a few milliseconds each and
+the budget (a few per cent of a recomputation of some tens of milliseconds) allows one, so
+without the dive such plans were found only by longer searches (datasets/results/adapt/a24h).
 """
 
 from __future__ import annotations
@@ -25,8 +35,11 @@ from selp.adapt.rules import Query, query_key
 from selp.adapt.zprogram import Stats
 
 C_S, C_V, C_Q = 8, 4, 128
-BUDGET_FRACTION = 0.03  # of the recomputation's estimated time (0.1 searched longer and chose no better plans: datasets/results/adapt/a24g)
-MIN_BUDGET, MAX_BUDGET = 0.001, 5.0  # seconds: a floor for tiny views, a cap for the estimate's errors
+MAX_DIVE = 8  # greedy fold steps into the view's own old relations (each cancels a CQ: plans are short)
+# of the recomputation's estimated time: 0.1 searched longer and chose no better plans
+# (datasets/results/adapt/a24g); after the dive, 0.03 chose no better plans than 0.01 (a24h)
+BUDGET_FRACTION = 0.01
+MIN_BUDGET, MAX_BUDGET = 0.0003, 5.0  # seconds: a floor for tiny views, a cap for the estimate's errors
 
 
 @dataclass(frozen=True)
@@ -78,7 +91,9 @@ def search(original: Query, base: Query, views: Mapping[str, Query], stats: Call
     push(base, rank=0)
     push(original, recompute)
     start = time.perf_counter()  # the budget is for the search: statistics were fetched above
-    while pending and (not done or time.perf_counter() - start < budget):  # expand one plan at least
+    dived = _dive(base, [name for name in first if name in views], views, view_rels, stats, shared_copies, push)
+    # expand one plan at least, unless the dive explored (its plans are candidates already)
+    while pending and ((not done and not dived) or time.perf_counter() - start < budget):
         _, cost, _, p = heapq.heappop(pending)
         done.append((cost, p))
         found: list[tuple[float, int, Query]] = []
@@ -101,4 +116,33 @@ def search(original: Query, base: Query, views: Mapping[str, Query], stats: Call
     best_cost, best = min(runnable, key=lambda x: x[0]) if runnable else (recompute, original)
     if best_cost >= recompute:  # a rewriting no cheaper is no gain: the input plan reads what is materialised
         best_cost, best = recompute, original
-    return Plan(best, best_cost, recompute, len(done), time.perf_counter() - start)
+    return Plan(best, best_cost, recompute, dived + len(done), time.perf_counter() - start)
+
+
+def _dive(base: Query, own: list[str], views: Mapping[str, Query], view_rels: Mapping[str, frozenset[str]],
+          stats: Callable[[str], Stats], shared_copies: bool, push: Callable[..., None]) -> int:
+    """The greedy dive (module docstring): from ``base``, fold into the views ``own`` and the
+    one-rule views whose relations the plan holds, one step at a time, the cheapest fold each
+    step (improving or not: folding the old instance in costs as much as it saves until the
+    remainder folds into provenance tables), and ``push`` every plan reached. Stops after
+    :data:`MAX_DIVE` steps or when nothing folds; returns the steps taken."""
+    current, visited = base, {query_key(base)}
+    mine = set(own)
+    single = [name for name in views if len(views[name]) == 1 and name not in mine]
+    for step in range(MAX_DIVE):
+        plan_rels = {r for cq in current for r, _ in cq.body}
+        best: tuple[float, Query] | None = None
+        for name in own + [n for n in single if view_rels[n] <= plan_rels]:
+            for c in folds(current, name, views[name]):
+                key = query_key(c)
+                if key in visited:
+                    continue
+                cost = query_cost(c, stats, shared_copies)
+                if best is None or cost < best[0]:
+                    best = (cost, c)
+        if best is None:
+            return step
+        current = best[1]
+        visited.add(query_key(current))
+        push(current, best[0])
+    return MAX_DIVE

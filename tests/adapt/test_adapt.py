@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from helpers.zprog import EDB, brute_force, program_changes, z_databases, z_programs
 from selp.adapt.adapt import DELTA, adapt, commit, materialise
 from selp.adapt.zduck import DuckZ
-from selp.adapt.zprogram import check, from_text, to_text
+from selp.adapt.zprogram import check, from_text, lower, to_text
 from selp.language.parser import parse_program
 
 
@@ -110,3 +110,25 @@ def test_a_rewriting_no_cheaper_than_the_input_plan_is_not_chosen() -> None:
     assert {rel for cq in w.query for rel, _ in cq.body} == {"s2@new"}
     assert w.cost == w.recompute_cost
     assert from_text(eng.get("w@new")) == {(i, "d"): 1 for i in range(500)}
+
+
+def test_an_edited_rule_keeps_the_old_instance_and_reads_its_remainder_from_provenance() -> None:
+    """[GI12]'s fold with remainder, three folds deep: rule r2 of v gains a join (an added
+    correspondence), so v′ = v − r2 + r3. The plan keeps the old instance of v, subtracts r2
+    and adds r3 both read from r2's provenance table (no join of s and t again) — found even
+    with a search budget too small for one breadth-first expansion (the greedy dive)."""
+    old = parse_program("r1: v(K, A) :- s(K, A), w(K, C).\nr2: v(K, B) :- s(K, A), t(K, B).")
+    new = parse_program("r1: v(K, A) :- s(K, A), w(K, C).\nr3: v(K, C) :- s(K, A), t(K, B), u(B, C).")
+    eng = DuckZ()
+    eng.put("s", 2, to_text({(i, i % 3): 1 for i in range(400)}))
+    eng.put("t", 2, to_text({(i, i % 50): 1 for i in range(0, 400, 10)}))
+    eng.put("u", 2, to_text({(b, f"c{b}"): 1 for b in range(0, 50, 5)}))
+    eng.put("w", 2, to_text({(i, i % 7): 1 for i in range(400)}))
+    materialise(eng, old, True)
+    (plan,) = [vp for vp in adapt(eng, old, new, True, budget=1e-9) if vp.relation == "v@new"]
+    reads = {rel for cq in plan.plan.query for rel, _ in cq.body}
+    assert reads == {"v", "r2@prov", "u"}
+    assert plan.plan.cost < plan.plan.recompute_cost
+    eng.put("v@expected", 2, {})
+    eng.define("v@expected", 2, [lower(r, check(new)[0]) for r in new.rules])
+    assert eng.same("v@new", "v@expected")
