@@ -48,6 +48,7 @@ from selp.engines.embedded.store import close, connect, table
 from selp.language.ast import Atom
 from selp.topk.kernel import Hypergraph, run_kernel
 from selp.topk.packed import PTR_ARROW, Packed, fact_keys
+from selp.topk.partition_facts import entry_fact_ids, fact_args, id_tables
 
 __all__ = ["DTableTask", "Packed", "fact_keys", "partition_dtable"]
 
@@ -71,61 +72,6 @@ class DTableTask:
     # rank component by component (selp.topk.component_static), as the driver's plan decided;
     # False: the partition's whole hypergraph through the global kernel
     by_component: bool = False
-
-
-def _id_tables(con: Any, rels: list[str]) -> tuple[dict[str, tuple[int, int]], int]:
-    """``"i:rel"``: each relation's facts numbered; (first id, count) per relation, and the total."""
-    offsets: dict[str, tuple[int, int]] = {}
-    offset = 0
-    for rel in rels:
-        con.execute(
-            f"CREATE OR REPLACE TABLE {ident(f'i:{rel}')} AS SELECT (row_number() OVER () - 1 + {offset})::BIGINT AS id, *"
-            f" FROM {table(rel)}"
-        )
-        n = con.execute(f"SELECT count(*) FROM {ident(f'i:{rel}')}").fetchall()[0][0]
-        offsets[rel] = (offset, n)
-        offset += n
-    return offsets, offset
-
-
-def _entry_fact_ids(con: Any, store: Any, rel: str, tbl: Any, view: str) -> np.ndarray:
-    """The fact id of every row of ``tbl`` (entries of ``rel``, columns c0..), in row order."""
-    import pyarrow as pa
-
-    con.register(view, tbl.append_column("_row", pa.array(np.arange(tbl.num_rows, dtype=np.int64))))
-    ks = store.kinds[rel]
-    on = " AND ".join(
-        f"i.c{i} = " + (f"CAST(e.c{i} AS BIGINT)" if k.native_int else f"e.c{i}") for i, k in enumerate(ks)
-    ) or "TRUE"
-    got = con.execute(f"SELECT i.id FROM {view} e JOIN {ident(f'i:{rel}')} i ON {on} ORDER BY e._row").fetchnumpy()
-    ids = np.asarray(got["id"], dtype=np.int64)
-    if len(ids) != tbl.num_rows:  # every entry's fact was loaded: a mismatch is a bug, not bad input
-        raise RuntimeError(f"partition DTable: {tbl.num_rows - len(ids)} entries of {rel} match no fact")
-    return ids
-
-
-def _fact_args(con: Any, store: Any, rels: list[str], offsets: Mapping[str, tuple[int, int]]) -> Any:
-    """Every fact's arguments (encoded text) as one list<string> array in id order."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    parts = []
-    for rel in rels:
-        n = len(store.kinds[rel]) if store.analysis.arities[rel] else 0
-        m = offsets[rel][1]
-        if n == 0:
-            parts.append(pa.ListArray.from_arrays(pa.array(np.zeros(m + 1, np.int32)), pa.array([], pa.string())))
-            continue
-        cols = ", ".join(f"CAST(c{i} AS VARCHAR) AS c{i}" for i in range(n))
-        t = con.sql(f"SELECT {cols} FROM {ident(f'i:{rel}')} ORDER BY id").to_arrow_table()
-        flat = pa.concat_arrays([t.column(i).combine_chunks().cast(pa.string()) for i in range(n)])
-        # row-major: value j of fact r is column j's row r
-        order = (np.arange(n)[None, :] * m + np.arange(m)[:, None]).reshape(-1)
-        values = pc.take(flat, pa.array(order))
-        parts.append(pa.ListArray.from_arrays(pa.array(np.arange(0, m * n + 1, n, dtype=np.int32)), values))
-    if not parts:
-        return pa.array([], pa.list_(pa.string()))
-    return pa.concat_arrays(parts)
 
 
 def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping[str, Any], partition: int = 0) -> Packed | None:
@@ -155,14 +101,14 @@ def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping
         read = {a.relation for r in comp.recursive_rules for a in r.body if isinstance(a, Atom)}
         others = sorted((set(inputs) | read) - set(comp.members))
         rels = members + others  # members first: their ids are 0..M-1
-        offsets, n_facts = _id_tables(con, rels)
+        offsets, n_facts = id_tables(con, rels)
         n_members = sum(offsets[r][1] for r in members)
         # leaves standing for given entries: inputs' entries, then seeds' (their rows in order)
         leaf_tables = [(r, t) for r in others if (t := inputs.get(r)) is not None and t.num_rows]
         seed_tables = [(r, seeds[r]) for r in members if r in seeds and seeds[r] is not None and seeds[r].num_rows]
         heads = []
         for n, (rel, tbl) in enumerate(leaf_tables + seed_tables):
-            heads.append(_entry_fact_ids(con, store, rel, tbl, f"_e{n}"))
+            heads.append(entry_fact_ids(con, store, rel, tbl, f"_e{n}"))
         all_tables = [t for _, t in leaf_tables + seed_tables]
         n_leaves = sum(t.num_rows for t in all_tables)
         first_seed = n_facts + sum(t.num_rows for _, t in leaf_tables)
@@ -215,7 +161,7 @@ def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping
             leaf_size=leaf_size, origin_mode=1,
         )
         res = run_kernel(graph, task.combine, task.sign, task.k)
-        args = _fact_args(con, store, members, offsets)  # members' ids are 0..M-1
+        args = fact_args(con, store, members, offsets)  # members' ids are 0..M-1
     finally:
         close(con)
     # every fact's key: the members' made here, an input fact's from its entries (the leaves)

@@ -48,6 +48,7 @@ from selp.engines.embedded.sql import ident
 from selp.engines.embedded.store import Store, table
 from selp.language.ast import Atom
 from selp.topk.decomposed import StaticPlan, run_static
+from selp.topk.partition_facts import entry_fact_ids, fact_args, id_tables
 from selp.topk.embedded import STATIC_MAX_K  # a block of k entries per fact of a group, as there
 from selp.topk.joins import Former, plan
 from selp.topk.kernel import compiled_available
@@ -125,8 +126,6 @@ def static_dtable(task: Any, con: Any, store: Store, seeds: Mapping[str, Any], i
     fixpoint already in ``con``/``store``; :func:`selp.topk.component.partition_dtable`'s
     arguments and result, or why the static path refused (the caller then ranks the whole
     partition)."""
-    from selp.topk.component import _entry_fact_ids, _fact_args, _id_tables
-
     comp: ComponentTask = task.component
     rel = comp.members[0] if len(comp.members) == 1 else ""
     read = {a.relation for r in comp.recursive_rules for a in r.body if isinstance(a, Atom)}
@@ -139,7 +138,7 @@ def static_dtable(task: Any, con: Any, store: Store, seeds: Mapping[str, Any], i
         t = inputs.get(o)
         if t is not None and t.num_rows != store.count(o):
             return f"a fact of {o} has several entries"  # see static_reason
-    offsets, n = _id_tables(con, [rel])  # the member facts: ids 0..n-1, as the other path numbers them
+    offsets, n = id_tables(con, [rel])  # the member facts: ids 0..n-1, as the other path numbers them
     first = n
     leaf_tables = []
     for i, o in enumerate(others):
@@ -152,7 +151,7 @@ def static_dtable(task: Any, con: Any, store: Store, seeds: Mapping[str, Any], i
     seed = seeds.get(rel)
     seed_tables = [seed] if seed is not None and seed.num_rows else []
     first_seed = first
-    heads = _entry_fact_ids(con, store, rel, seed, "_e0") if seed_tables else np.zeros(0, np.int64)
+    heads = entry_fact_ids(con, store, rel, seed, "_e0") if seed_tables else np.zeros(0, np.int64)
     tables = leaf_tables + seed_tables
 
     def column(name: str, dtype: Any) -> np.ndarray:
@@ -184,7 +183,7 @@ def static_dtable(task: Any, con: Any, store: Store, seeds: Mapping[str, Any], i
         former.close()
     if isinstance(got, str):
         return got  # why not (instances not formed here, a value too wide for the narrow result)
-    args = _fact_args(con, store, [rel], offsets)
+    args = fact_args(con, store, [rel], offsets)
     # every fact's key: the members' made here, a lower entry's leaf the key its entry came with
     fact_f = np.zeros(F, np.int64)
     fact_f[:n] = fact_keys(task.salt, partition, n)
