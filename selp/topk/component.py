@@ -48,7 +48,7 @@ from selp.engines.embedded.store import close, connect, table
 from selp.language.ast import Atom
 from selp.topk.kernel import Hypergraph, run_kernel
 from selp.topk.packed import PTR_ARROW, Packed, fact_keys
-from selp.topk.partition_facts import entry_fact_ids, fact_args, id_tables
+from selp.topk.partition_facts import entry_fact_ids, fact_args, id_tables, leaf_arrays
 
 __all__ = ["DTableTask", "Packed", "fact_keys", "partition_dtable"]
 
@@ -113,20 +113,8 @@ def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping
         n_leaves = sum(t.num_rows for t in all_tables)
         first_seed = n_facts + sum(t.num_rows for _, t in leaf_tables)
 
-        def column(name: str, dtype: Any) -> np.ndarray:
-            if not all_tables:
-                return np.zeros(0, dtype)
-            return np.concatenate([t.column(name).to_numpy(zero_copy_only=False).astype(dtype) for t in all_tables])
-
-        F = n_facts + n_leaves
-        leaf = np.zeros(F, np.bool_)
-        leaf[n_facts:] = True
-        leaf_w = np.zeros(F, np.float64)
-        leaf_w[n_facts:] = column("_w", np.float64)
-        leaf_size = np.zeros(F, np.int64)
-        leaf_size[n_facts:] = column("_s", np.int64)
-        leaf_origin = np.zeros(F, np.int64)
-        leaf_origin[n_facts:] = column("_o", np.int64)
+        leaf, leaf_w, leaf_size, leaf_origin = leaf_arrays(n_facts, all_tables)
+        F = len(leaf)
         # rule 0: the copy step from a leaf to the fact whose entry it stands for
         names = [r.name for r in comp.recursive_rules]
         inst_heads = [np.concatenate(heads) if heads else np.zeros(0, np.int64)]

@@ -48,7 +48,7 @@ from selp.engines.embedded.sql import ident
 from selp.engines.embedded.store import Store, table
 from selp.language.ast import Atom
 from selp.topk.decomposed import StaticPlan, run_static
-from selp.topk.partition_facts import entry_fact_ids, fact_args, id_tables
+from selp.topk.partition_facts import entry_fact_ids, fact_args, id_tables, leaf_arrays
 from selp.topk.embedded import STATIC_MAX_K  # a block of k entries per fact of a group, as there
 from selp.topk.joins import Former, plan
 from selp.topk.kernel import compiled_available
@@ -154,20 +154,9 @@ def static_dtable(task: Any, con: Any, store: Store, seeds: Mapping[str, Any], i
     heads = entry_fact_ids(con, store, rel, seed, "_e0") if seed_tables else np.zeros(0, np.int64)
     tables = leaf_tables + seed_tables
 
-    def column(name: str, dtype: Any) -> np.ndarray:
-        if not tables:
-            return np.zeros(0, dtype)
-        return np.concatenate([t.column(name).to_numpy(zero_copy_only=False).astype(dtype) for t in tables])
-
-    F = first_seed + len(heads)
-    leaf = np.ones(F, np.bool_)
-    leaf[:n] = False
-    leaf_w = np.zeros(F, np.float64)
-    leaf_w[n:] = column("_w", np.float64)
-    leaf_size = np.zeros(F, np.int64)
-    leaf_size[n:] = column("_s", np.int64)
-    leaf_origin = np.zeros(F, np.int64)
-    leaf_origin[n:] = column("_o", np.int64)
+    # the member facts are 0..n-1; the lower entries' and the seeds' leaves follow, in row order
+    leaf, leaf_w, leaf_size, leaf_origin = leaf_arrays(n, tables)
+    F = len(leaf)
     names = [r.name for r in comp.recursive_rules]
     rules = (np.array([task.one] + [task.rule_weight[r] for r in names], np.float64),
              np.array([0] + [task.rule_size[r] for r in names], np.int64),

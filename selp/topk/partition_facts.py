@@ -66,3 +66,24 @@ def fact_args(con: Any, store: Any, rels: list[str], offsets: Mapping[str, tuple
     if not parts:
         return pa.array([], pa.list_(pa.string()))
     return pa.concat_arrays(parts)
+
+
+def leaf_arrays(first: int, tables: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel's leaf arrays over ``first`` facts of the partition followed by one leaf per row
+    of ``tables`` (entries shipped in, columns ``_w``, ``_s``, ``_o``): (is a leaf, weight, tree
+    size, origin), each of ``first`` + rows entries, zero for the partition's own facts."""
+    def column(name: str, dtype: Any) -> np.ndarray:
+        if not tables:
+            return np.zeros(0, dtype)
+        return np.concatenate([t.column(name).to_numpy(zero_copy_only=False).astype(dtype) for t in tables])
+
+    F = first + sum(t.num_rows for t in tables)
+    leaf = np.zeros(F, np.bool_)
+    leaf[first:] = True
+    leaf_w = np.zeros(F, np.float64)
+    leaf_w[first:] = column("_w", np.float64)
+    leaf_size = np.zeros(F, np.int64)
+    leaf_size[first:] = column("_s", np.int64)
+    leaf_origin = np.zeros(F, np.int64)
+    leaf_origin[first:] = column("_o", np.int64)
+    return leaf, leaf_w, leaf_size, leaf_origin

@@ -1,4 +1,5 @@
-"""Canonical hash of a static run's entries (k17g), facts matched by value (DuckDB's fact ids
+"""Canonical hash of a static run's entries (k17g; k17i: sizes and rules
+read as int64, whatever their dtype: k17i stores them as int32 and uint8), facts matched by value (DuckDB's fact ids
 differ from run to run): per fact in value order its entry count, each entry's weight bits,
 size, origin, rule, children (as canonical ids) and ranks -- for comparing two trees, or thread
 counts, bit for bit. Usage, in the graph's directory:
@@ -37,11 +38,11 @@ cnt = hi - lo
 ent = np.repeat(lo - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt) + np.arange(cnt.sum())  # entries in input order
 h = hashlib.sha256()
 h.update(cnt.astype(np.int64).tobytes())
-h.update(res.w[ent].view(np.int64).tobytes()); h.update(res.size[ent].tobytes()); h.update(res.origin[ent].tobytes())
+h.update(res.w[ent].view(np.int64).tobytes()); h.update(res.size[ent].astype(np.int64).tobytes()); h.update(res.origin[ent].tobytes())
 inst = res.inst[ent]
 h.update(inst.__ge__(0).tobytes())
 ii = np.where(inst >= 0, inst, 0)
-h.update(np.where(inst >= 0, g.inst_rule[ii], -1).astype(np.int64).tobytes())
+h.update(np.where(inst >= 0, g.inst_rule[ii].astype(np.int64), -1).tobytes())
 cp = g.child_ptr; m = cp[ii + 1] - cp[ii]
 m = np.where(inst >= 0, m, 0)
 sl = np.repeat(cp[ii] - np.concatenate(([0], np.cumsum(m)[:-1])), m) + np.arange(m.sum())

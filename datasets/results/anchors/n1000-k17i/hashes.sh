@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# k17i: every fact's entries hashed (entries_hash.py: weight bits, size, origin, rule, children,
+# k17i: every fact's entries hashed (n1000-k17g/entries_hash.py, which reads narrow fields as int64: weight bits, size, origin, rule, children,
 # ranks; facts matched by value), BASE's tree against this one, k = 1, 3, 7, on 1 and 2 threads
 # (and 3 for this tree: the merge path). Run from the repository root:
 #   BASE=78d1f59 bash datasets/results/anchors/n1000-k17i/hashes.sh
@@ -22,7 +22,7 @@ for k in 1 3 7; do
   for th in 1 2 3; do
     for t in base branch; do
       [ "$th" = 3 ] && [ "$t" = base ] && continue
-      echo "k=$k threads=$th $t $(SELP_THREADS=$th PYTHONPATH="$W/$t" python3 "$ROOT/datasets/results/anchors/n1000-k17i/entries_hash.py" \
+      echo "k=$k threads=$th $t $(SELP_THREADS=$th PYTHONPATH="$W/$t" python3 "$ROOT/datasets/results/anchors/n1000-k17g/entries_hash.py" \
         topk tc.dl --db db -k $k --pattern 'path(*, *)' -q --format summary 2>&1 >/dev/null | tail -1)"
     done
   done

@@ -1,5 +1,7 @@
 """Print the mixed-stream table of run.sh's OUT directory: per density and code (base / this
-tree), per strategy, the delete-only and mixed-stream costs per change, ms wall (CPU)."""
+tree), per strategy, the delete-only and mixed-stream costs per change, ms wall (CPU).
+Usage: table.py OUT [LABEL=m23h] [PREFIX=tree-extra] [DENSITIES="8 2"] (mixed-held/run.sh's
+directories: m23g extra "2 8")."""
 
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ def ms(row: dict, wall: str, cpu: str) -> str:
     return f"{float(row[wall]) * 1000:,.1f} ({float(row[cpu]) * 1000:,.1f})"
 
 
-def main(out: Path) -> None:
+def main(out: Path, label: str = "m23h", prefix: str = "tree-extra", densities: str = "8 2") -> None:
     print("| links | code | strategy | delete-only: per deletion | mixed: per change | mixed: deletion | mixed: insertion | held / expanded later / repaired | fold-held at the end | load |")
     print("|---|---|---|--:|--:|--:|--:|--:|--:|--:|")
-    for x in ("8", "2"):
-        for code, sub in (("base", f"base-extra{x}"), ("m23h", f"tree-extra{x}")):
+    for x in densities.split():
+        for code, sub in (("base", f"base-extra{x}"), (label, f"{prefix}{x}")):
             path = out / sub / "results.csv"
             if not path.exists():
                 continue
@@ -40,4 +42,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), *sys.argv[2:5])

@@ -20,4 +20,4 @@ for x in ${EXTRAS:-2 8}; do
     cd "$2" && PYTHONPATH="$2" python3 -m selp bench maintain --workloads reachable --stub-extra $4 --strategies absorption-bdd,absorption-bdd-expand,dred --deletions 10 --mixed 10 --no-orders --out "$1/extra$4"
     uptime >> "$1/uptime-extra$4.txt"' sh "$out" "$tree" "$base" "$x"
 done
-python3 "$tree/datasets/results/maintain/mixed-held/table.py" "$out"
+python3 "$tree/datasets/results/maintain/long-repair/table.py" "$out" m23g extra "2 8"
