@@ -8,15 +8,7 @@ ROOT=$(git rev-parse --show-toplevel)
 BASE=${BASE:-78d1f59}
 W=$(mktemp -d /tmp/selp-k17i-h-XXXX)
 trap 'rm -rf "$W"' EXIT
-INC=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])")
-SUF=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
-mkdir -p "$W/base" "$W/branch"
-git -C "$ROOT" archive "$BASE" | tar -x -C "$W/base"
-git -C "$ROOT" ls-files -z selp | (cd "$ROOT" && xargs -0 tar -c) | tar -x -C "$W/branch"
-for t in base branch; do
-  gcc -O3 -fno-strict-aliasing -fwrapv -DNDEBUG -fPIC -shared -pthread -I"$INC" "$W/$t/selp/topk/_kernel.c" -o "$W/$t/selp/topk/_kernel$SUF"
-done
-PYTHONPATH="$W/branch" python3 -c "from selp.bench.anchors import generate_graph; from pathlib import Path; generate_graph(1000, Path('$W/g'), 1)"
+source "$(dirname "$0")/trees.sh"
 cd "$W/g"
 for k in 1 3 7; do
   for th in 1 2 3; do
