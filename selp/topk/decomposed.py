@@ -173,6 +173,28 @@ class _Origins:
         return self.out
 
 
+class _Lazy:
+    """An attribute computed on first read by calling the instance's ``source`` attribute
+    (:class:`_Slots`, :class:`_Origins`, which keep what they computed), unless a value was set:
+    the kernel result's and hypergraph's constructors set None where the static path writes no
+    array."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = f"_{name}"
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        got = obj.__dict__.get(self.key)
+        return getattr(obj, self.source)() if got is None else got
+
+    def __set__(self, obj: Any, value: np.ndarray | None) -> None:
+        obj.__dict__[self.key] = value
+
+
 class StaticResult(KernelResult):
     """The static path's :class:`~selp.topk.kernel.KernelResult`: ``child_rank_ptr`` built
     (:class:`_Slots`) and ``origin`` computed (:class:`_Origins`) on first use; ``size`` is
@@ -180,15 +202,8 @@ class StaticResult(KernelResult):
 
     slots: _Slots
     origins_of: _Origins
-
-    @property  # type: ignore[override]
-    def origin(self) -> np.ndarray:
-        got = self.__dict__.get("_origin")
-        return self.origins_of() if got is None else got
-
-    @origin.setter
-    def origin(self, value: np.ndarray | None) -> None:
-        self.__dict__["_origin"] = value
+    origin = _Lazy("origins_of")  # type: ignore[assignment]
+    child_rank_ptr = _Lazy("slots")  # type: ignore[assignment]
 
     def origins(self, lo: int, hi: int) -> np.ndarray:
         """The origins of entries ``lo..hi-1``, computing only those and the entries below them."""
@@ -196,30 +211,13 @@ class StaticResult(KernelResult):
             return self.__dict__["_origin"][lo:hi]
         return self.origins_of.some(lo, hi)
 
-    @property  # type: ignore[override]
-    def child_rank_ptr(self) -> np.ndarray:
-        got = self.__dict__.get("_child_rank_ptr")
-        return self.slots() if got is None else got
-
-    @child_rank_ptr.setter
-    def child_rank_ptr(self, value: np.ndarray | None) -> None:
-        self.__dict__["_child_rank_ptr"] = value
-
 
 class StaticGraph(Hypergraph):
     """The static path's hypergraph, whose instance ``e`` is entry ``e``: its ``child_ptr`` is
     the result's ``child_rank_ptr``, built on first use (:class:`_Slots`)."""
 
     slots: _Slots
-
-    @property  # type: ignore[override]
-    def child_ptr(self) -> np.ndarray:
-        got = self.__dict__.get("_child_ptr")
-        return self.slots() if got is None else got
-
-    @child_ptr.setter
-    def child_ptr(self, value: np.ndarray | None) -> None:
-        self.__dict__["_child_ptr"] = value
+    child_ptr = _Lazy("slots")  # type: ignore[assignment]
 
 
 @dataclass
