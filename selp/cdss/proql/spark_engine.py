@@ -78,8 +78,17 @@ MAX_ROUNDS = 100_000
 NATIVE = ("DERIVABILITY", "TRUST", "WEIGHT", "CONFIDENTIALITY", "LINEAGE")
 
 
+def _key(var: str) -> str:
+    """``var`` as a column-name part no other variable shares, even without case: Spark resolves
+    column names case-insensitively by default, so ``$x`` and ``$X`` would be one column (the
+    mask marks the upper-case letters)."""
+    mask = sum(1 << i for i, ch in enumerate(var) if ch.isupper())
+    return f"{var.lower()}_{mask:x}"
+
+
 def _v(var: str) -> str:
-    return f"v_{var}"
+    """The column of variable ``var``'s bindings."""
+    return f"v_{_key(var)}"
 
 
 # -- reachability ------------------------------------------------------------------------------
@@ -239,7 +248,7 @@ class SparkMatcher:
         """(v, encoded value, type) of ``$x.a`` (NULL when $x's relation has no ``a``)."""
         cols = self.g.attribute_columns(a.attribute)
         n = cols[0][2:] if cols else f"none_{a.attribute.lower()}"  # numbered: Name and name differ
-        enc, typ = f"_a_{a.var}_{n}", f"_k_{a.var}_{n}"
+        enc, typ = f"_a_{_key(a.var)}_{n}", f"_k_{_key(a.var)}_{n}"
         if enc not in v.columns:
             if cols is not None:
                 t = self.g.tuples.select(F.col("id").alias(_v(a.var)), F.col(cols[0]).alias(enc), F.col(cols[1]).alias(typ))
@@ -430,7 +439,7 @@ class SparkResult:
     """The Spark engine's answer, as DataFrames (the Python API; :meth:`collect` turns it into
     the local engine's :class:`~.evaluate.QueryResult` shape for printing).
 
-    ``bindings``: one column per RETURN variable (node texts). ``values``: ``(node, value)`` for
+    ``bindings``: one column ``_v(var)`` per RETURN variable (node texts). ``values``: ``(node, value)`` for
     every returned node, ``value`` in the semiring's column representation (native semirings)
     or its text (COUNT, POLYNOMIAL, PROBABILITY, computed on the driver). ``gout(m, t)`` and
     ``ginputs(m, u)``: the edges of G′; ``gnodes(node)``: its nodes."""
@@ -451,15 +460,17 @@ class SparkResult:
 
     @property
     def table(self) -> DataFrame:
-        """The bindings with each returned node's value: columns ``x``, ``value_x``, ..."""
+        """The bindings with each returned node's value: columns ``x``, ``value_x``, ... (for
+        ``$x`` and ``$X`` both returned, read the rows by name: Spark's default resolution of a
+        column name ignores case)."""
         out = self.bindings
-        for c in self.columns:
+        for c in map(_v, self.columns):
             out = out.join(self.values.select(F.col("node").alias(c), F.col("value").alias(f"value_{c}")), c, "left")
-        return out
+        return out.select(*[F.col(_v(c)).alias(c) for c in self.columns], *[F.col(f"value_{_v(c)}").alias(f"value_{c}") for c in self.columns])
 
     def collect(self, graph: bool = True) -> "CollectedResult":
         """Bring the result to the driver (G′ only when ``graph``: the table format only counts it)."""
-        rows = sorted((tuple(r[c] for c in self.columns) for r in self.bindings.collect()))
+        rows = sorted((tuple(r[_v(c)] for c in self.columns) for r in self.bindings.collect()))
         kinds: dict[str, bool] = {}
         sub = Subgraph()
         if graph:
@@ -549,8 +560,8 @@ def run_spark_query(
     gout = cut(reduce(DataFrame.unionByName, gouts, spark.createDataFrame([], "m string, t string")).distinct(), eager=True)
     ginputs = gout.select("m").distinct().join(g.inputs, "m")
     gatoms = gout.select("m").distinct().join(g.input_atoms, "m").select("m", "u")  # with multiplicity
-    bindings = v.select(*[F.col(_v(r.var)).alias(r.var) for r in p.returns]).distinct()
-    roots = reduce(DataFrame.unionByName, [bindings.select(F.col(r.var).alias("node")) for r in p.returns]).distinct()
+    bindings = v.select(*[F.col(_v(r.var)) for r in p.returns]).distinct()  # columns _v(var)
+    roots = reduce(DataFrame.unionByName, [bindings.select(F.col(_v(r.var)).alias("node")) for r in p.returns]).distinct()
     gnodes = reduce(
         DataFrame.unionByName,
         [gout.select(F.col("m").alias("node")), gout.select(F.col("t").alias("node")), ginputs.select(F.col("u").alias("node")), roots]

@@ -249,3 +249,18 @@ def test_attribute_names_differing_only_in_case(tmp_path, engine, request):
     assert rows('FOR [S $x] WHERE $x.Name = "z" RETURN $x') == {'S(9,"z")'}
     assert rows("FOR [R $x] WHERE $x.Name < 2 RETURN $x") == {"R(1)"}
     assert rows("FOR [$x] WHERE $x.Name = 5 RETURN $x") == {"R(5)"}  # S.Name is a string: never 5
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_variables_differing_only_in_case(bio, engine, request):
+    # $x and $X are two variables (ProQL is case-sensitive); Spark resolves column names without
+    # case, so its engine must still keep their bindings and their attributes apart
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    every = {(r["x"], r["X"]) for r in proql_json(bio, "FOR [B $x] <-+ [G $X] RETURN $x, $X", engine)["rows"]}
+    # B(1,3) = m1(G(1,2,3)); B(3,2) = m1(G(3,5,2)); B(3,3) = m4(B(3,2), U(3,2) = m2(G(1,2,3)))
+    assert every == {("B(1,3)", "G(1,2,3)"), ("B(3,2)", "G(3,5,2)"), ("B(3,3)", "G(3,5,2)"), ("B(3,3)", "G(1,2,3)")}
+    # $x.id is B's id, $X.id is G's: of the pairs with G's nam 3, the one whose B has id 3
+    out = proql_json(bio, "FOR [B $x] <-+ [G $X] WHERE $X.nam = 3 AND $x.id = 3 INCLUDE PATH [$x] <-+ [$X] RETURN $x, $X", engine)
+    assert out["columns"] == ["x", "X"]
+    assert {(r["x"], r["X"]) for r in out["rows"]} == {("B(3,3)", "G(1,2,3)")}
