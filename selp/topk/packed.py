@@ -74,9 +74,13 @@ class Packed:
 
     def rows(self, salt: int, partition: int, rules: Mapping[str, tuple[int, bool]]) -> pa.Table:
         """Every entry as the Spark DTable's row (:func:`unpack`)."""
-        return pa.concat_tables(list(unpack(self, salt, partition, rules)))
+        return pa.Table.from_batches(list(unpack(self, salt, partition, rules)), schema=_ROWS)
 
 
+# the rows a packed partition stands for (the Spark DTable's, ``_w`` as float64)
+_ROWS = pa.schema([("_f", pa.int64()), ("_g", pa.int32()), ("relation", pa.string()), ("args", pa.list_(pa.string())),
+                   ("_w", pa.float64()), ("_s", pa.int64()), ("_o", pa.int64()), ("_rule", pa.string()), ("_ch", PTR_ARROW),
+                   ("rank", pa.int32())])
 LEAF_SCHEMA = pa.schema([("_f", pa.int64()), ("_o", pa.int64()), ("_seed", pa.bool_()), ("_ch", PTR_ARROW)])
 
 
