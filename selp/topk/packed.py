@@ -257,7 +257,7 @@ def _origins(p: Packed, start: np.ndarray, rules: RuleHashes) -> np.ndarray:
     table = [rules.get(n, (0, True)) for n in names] + [(0, True)]
     rule_hash = np.array([h for h, _ in table], np.int64)
     rule_copy = np.array([cp for _, cp in table], np.uint8)
-    code = rule.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    code = rule.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     code[rule.is_null().to_numpy(zero_copy_only=False)] = len(names)
     rows = np.zeros(L + E, np.uint8)
     rows[L:] = code
@@ -310,46 +310,51 @@ def unpack(p: Packed, salt: int, partition: int, rules: RuleHashes, wanted: Any 
     leaf_seed = _column(p.leaves, "_seed", np.bool_)
     leaf_ch = p.leaves.column("_ch").combine_chunks() if p.leaves.num_rows else pa.array([], PTR_ARROW)
     kids = e.column("_c").combine_chunks()
-    off = kids.offsets.to_numpy().astype(np.int64)
-    off -= off[0]
+    offsets = kids.offsets.to_numpy().astype(np.int64)
+    offsets -= offsets[0]
     slots = kids.flatten()
-    c = slots.field("c").to_numpy().astype(np.int64)
-    r = slots.field("r").to_numpy().astype(np.int64)
-    member, leaf = r > 0, r == 0
-    # a slot's pointer: a member fact's entry of rank r, or a leaf's entry
-    f, o = np.zeros(len(c), np.int64), np.zeros(len(c), np.int64)
-    f[leaf], o[leaf] = leaf_f[c[leaf]], leaf_o[c[leaf]]
-    f[member] = mix_keys(salt, partition, c[member])
-    o[member] = origin[start[c[member]] + r[member] - 1]
-    # an entry copying a seed (its one slot is a seed leaf) points where the seed points
-    has = off[1:] > off[:-1]
-    head = np.where(has, off[:-1], 0)
-    copied = np.zeros(len(i), np.bool_)
-    if len(c) and leaf_seed.any():
-        copied = has & leaf[head]
-        copied &= leaf_seed[np.where(copied, c[head], 0)]
+    c_all = slots.field("c").to_numpy().astype(np.int64)
+    r_all = slots.field("r").to_numpy().astype(np.int64)
     rule = e.column("_rule").combine_chunks()
     rule = rule.dictionary_decode().cast(pa.string()) if isinstance(rule, pa.DictionaryArray) else rule.cast(pa.string())
-    keep = np.ones(len(i), np.bool_) if only is None else np.isin(i, only)
-    for is_copy in (False, True):
-        sel = np.flatnonzero(keep & (copied if is_copy else ~copied))
-        if not len(sel):
-            continue
-        if is_copy:
-            ch = leaf_ch.take(pa.array(c[head[sel]])).cast(PTR_ARROW)
-        else:
-            m = off[sel + 1] - off[sel]
-            o2 = np.zeros(len(sel) + 1, np.int64)
-            np.cumsum(m, out=o2[1:])
-            at = np.repeat(off[sel] - o2[:-1], m) + np.arange(int(o2[-1]))
-            ch = pa.ListArray.from_arrays(pa.array(o2.astype(np.int32)), pa.StructArray.from_arrays(
-                [pa.array(f[at]), pa.array(o[at])], names=["f", "o"])).cast(PTR_ARROW)
-        ii = pa.array(i[sel])
-        out = pa.table({
-            "_f": pa.array(mix_keys(salt, partition, i[sel])), "_g": pa.array(np.full(len(sel), partition, np.int32)),
-            "relation": rel.take(ii), "args": args.take(ii),
-            "_w": pa.array(_column(e, "_w", np.float64)[sel]), "_s": pa.array(_column(e, "_s", np.int64)[sel]),
-            "_o": pa.array(origin[sel]), "_rule": rule.take(pa.array(sel)), "_ch": ch,
-            "rank": pa.array(rank[sel].astype(np.int32)),
-        })
-        yield from out.to_batches(max_chunksize=CHUNK)
+    w, size = _column(e, "_w", np.float64), _column(e, "_s", np.int64)
+    # a chunk of entries at a time: its arrays stay in cache, and each becomes a batch
+    for lo in range(0, len(i), CHUNK):
+        hi = min(lo + CHUNK, len(i))
+        off = offsets[lo:hi + 1]
+        c, r = c_all[off[0]:off[-1]], r_all[off[0]:off[-1]]
+        off = off - off[0]
+        member, leaf = r > 0, r == 0
+        # a slot's pointer: a member fact's entry of rank r, or a leaf's entry
+        f, o = np.zeros(len(c), np.int64), np.zeros(len(c), np.int64)
+        f[leaf], o[leaf] = leaf_f[c[leaf]], leaf_o[c[leaf]]
+        f[member] = mix_keys(salt, partition, c[member])
+        o[member] = origin[start[c[member]] + r[member] - 1]
+        # an entry copying a seed (its one slot is a seed leaf) points where the seed points
+        has = off[1:] > off[:-1]
+        head = np.where(has, off[:-1], 0)
+        copied = np.zeros(hi - lo, np.bool_)
+        if len(c) and leaf_seed.any():
+            copied = has & leaf[head]
+            copied &= leaf_seed[np.where(copied, c[head], 0)]
+        keep = np.ones(hi - lo, np.bool_) if only is None else np.isin(i[lo:hi], only)
+        for is_copy in (False, True):
+            sel = np.flatnonzero(keep & (copied if is_copy else ~copied))
+            if not len(sel):
+                continue
+            if is_copy:
+                ch = leaf_ch.take(pa.array(c[head[sel]])).cast(PTR_ARROW)
+            else:
+                m = off[sel + 1] - off[sel]
+                o2 = np.zeros(len(sel) + 1, np.int64)
+                np.cumsum(m, out=o2[1:])
+                at = np.repeat(off[sel] - o2[:-1], m) + np.arange(int(o2[-1]))
+                ch = pa.ListArray.from_arrays(pa.array(o2.astype(np.int32)), pa.StructArray.from_arrays(
+                    [pa.array(f[at]), pa.array(o[at])], names=["f", "o"])).cast(PTR_ARROW)
+            g = lo + sel  # the entries' numbers in the partition
+            ii = pa.array(i[g])
+            yield pa.record_batch([
+                pa.array(mix_keys(salt, partition, i[g])), pa.array(np.full(len(g), partition, np.int32)),
+                rel.take(ii), args.take(ii), pa.array(w[g]), pa.array(size[g]), pa.array(origin[g]),
+                rule.take(pa.array(g)), ch, pa.array(rank[g].astype(np.int32)),
+            ], schema=_ROWS)
