@@ -198,12 +198,12 @@ def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, s
     lo, hi = int(fp[L]), int(fp[L + n])
     if hi == lo:
         return None
-    inv = np.empty(L + n, np.int64)
-    inv[row] = np.arange(L + n, dtype=np.int64)
+    inv = np.empty(L + n, np.int32)
+    inv[row] = np.arange(L + n, dtype=np.int32)
     per_row = np.diff(fp[L:L + n + 1])
-    owner_row = np.repeat(np.arange(L, L + n, dtype=np.int64), per_row)
-    owner = inv[owner_row]  # member fact ids 0..n-1
-    rank = np.arange(lo, hi, dtype=np.int64) - fp[owner_row] + 1
+    owner = np.repeat(inv[L:], per_row)  # member fact ids 0..n-1, per entry
+    # the kernel lists a fact's entries best first: the rank is the position in the list
+    rank = np.arange(hi - lo, dtype=np.int64) - np.repeat(fp[L:L + n] - lo, per_row) + 1
     rule = g.inst_rule[lo:hi]
     names = [r.name for r in task.component.recursive_rules]
     seed_rule = seed.column("_rule").combine_chunks().cast(pa.string()) if seed is not None else pa.array([], pa.string())
@@ -213,12 +213,14 @@ def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, s
     rule_null = np.zeros(hi - lo, np.bool_)
     ptr = g.child_ptr
     s0, s1 = int(ptr[lo]), int(ptr[hi])
-    child = g.child_fact[s0:s1].astype(np.int64)
-    slot_r = np.where(child < n, res.child_rank[s0:s1], 0).astype(np.uint8)
-    slot_c = np.where(child < n, child, child - n)  # a leaf's row of the leaf table
+    child = g.child_fact[s0:s1]  # int32 input ids
+    is_leaf = child >= n
+    slot_c = np.where(is_leaf, child - n, child)  # a leaf's row of the leaf table
+    slot_r = res.child_rank[s0:s1].copy()
+    slot_r[is_leaf] = 0
     e = np.flatnonzero(rule == 0)  # a seed entry copied to its fact: the seed's rule
     if len(e):
-        rows = pa.array(child[ptr[lo + e] - s0] - first_seed)
+        rows = pa.array(child[ptr[lo + e] - s0].astype(np.int64) - first_seed)
         codes = pc.index_in(seed_rule.take(rows), value_set=dictionary)
         rule_null[e] = codes.is_null().to_numpy(zero_copy_only=False)
         rule_code[e] = codes.fill_null(0).to_numpy(zero_copy_only=False)
