@@ -14,7 +14,9 @@ from selp.language import parse_program
 from selp.engines.embedded.component import ComponentTask
 from selp.topk.component import DTableTask, partition_dtable
 from selp.topk.kernel import PRODUCT
-from selp.topk.packed import Unpack, blobs
+import selp.topk.packed as _P
+from selp.topk.packed import Unpack
+blobs = lambda *a: _P.blobs(*a)
 
 rows = list(csv.reader(open(sys.argv[1])))[1:]
 E = np.array([[int(a), int(b)] for a, b, _ in rows]); W = np.array([float(w) for _, _, w in rows])
