@@ -19,11 +19,12 @@ the partition's facts are computed here, whole:
    so the order -- ties broken on the origin -- and the same-origin dedup are the global
    rounds' own;
 4. out come the member facts' entries, **ranked and keyed here**, packed
-   (:class:`~selp.topk.packed.Packed`): the facts once, the entries as integer and float
-   columns (fact number, weight, size, origin, rule code, child pointers, rank). A seed entry
-   that made its fact's k best is given back as it came (its rule and child pointers), another
-   one with its children as (fact key, origin) pointers. Nothing is left for Spark to hash,
-   group or rank, and unpacking gives the Spark DTable's own rows.
+   (:class:`~selp.topk.packed.Packed`): the facts once, the entries as narrow integer and
+   float columns (fact number, weight, size, origin, rule code, rank, child slots), the
+   entries from outside the partition they point at in a leaf table. A seed entry that made
+   its fact's k best points at its seed's leaf, and unpacks as the seed came (its rule and
+   child pointers); another one's children unpack as (fact key, origin) pointers. Nothing is
+   left for Spark to hash, group or rank, and unpacking gives the Spark DTable's own rows.
 
 Fact keys. A member fact's ``_f`` is not Spark's ``xxhash64(relation, args)`` but a key made
 here: the partition's number and the fact's number in it, mixed by a bijection of 64-bit words

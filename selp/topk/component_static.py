@@ -25,8 +25,9 @@ partition:
 * origin mode 1 (Spark's ``xxhash64``): order (weight, size, origin) and same-origin dedup as in
   Spark's global rounds.
 
-What comes out is packed exactly as the whole-partition path packs it (:class:`Packed`, same
-fact numbering and keys, same entry columns), so neither the blobs nor the saved DTable change.
+What comes out is packed as the whole-partition path packs it (:class:`Packed`, same fact
+numbering and keys, same entry columns) but for the origins, which this path does not ship:
+unpacking recomputes them (:mod:`selp.topk.packed`); the rows and the saved DTable are the same.
 Where the static path cannot serve (more than one relation in the component, a derived lower
 relation, a rule the kernel's join cannot form, k above the embedded engine's
 ``STATIC_MAX_K``, no compiled kernel), :func:`static_reason` says why on the driver -- the plan line shows it -- and the
