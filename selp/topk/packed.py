@@ -265,14 +265,13 @@ def _origins(p: Packed, start: np.ndarray, rules: RuleHashes) -> np.ndarray:
     crp = np.zeros(L + E + 1, np.int64)
     crp[L + 1:] = kids.offsets.to_numpy()[1:] - kids.offsets.to_numpy()[0]
     slots = kids.flatten()
-    c = slots.field("c").to_numpy().astype(np.int64)
-    r = slots.field("r").to_numpy().astype(np.int64)
-    member = r > 0
+    c = slots.field("c").to_numpy()  # int32, as stored
+    r = slots.field("r").to_numpy()
     # the walk's fact rows: the leaves' 0..L-1 (one entry each, at their own row), then the
-    # member facts' L.. (their first entry)
+    # member facts' L.. (their first entry); a leaf's slot (r = 0) is its one entry, rank 1
     fp = np.concatenate([np.arange(L, dtype=np.int64), L + start, [L + E]])
-    kid = np.where(member, L + c, c).astype(np.int32)
-    cr = np.where(member, r, 1).astype(np.uint8)
+    kid = np.where(r > 0, c + np.int32(L), c).astype(np.int32, copy=False)
+    cr = np.maximum(r, 1).astype(np.uint8, copy=False)
     nid = np.arange(len(fp), dtype=np.int64)
     out = np.empty(L + E, np.int64)
     out[:L] = _column(p.leaves, "_o", np.int64)
@@ -313,8 +312,8 @@ def unpack(p: Packed, salt: int, partition: int, rules: RuleHashes, wanted: Any 
     offsets = kids.offsets.to_numpy().astype(np.int64)
     offsets -= offsets[0]
     slots = kids.flatten()
-    c_all = slots.field("c").to_numpy().astype(np.int64)
-    r_all = slots.field("r").to_numpy().astype(np.int64)
+    c_all = slots.field("c").to_numpy()  # as stored (int32; uint8 ranks): widened a chunk at a time
+    r_all = slots.field("r").to_numpy()
     rule = e.column("_rule").combine_chunks()
     rule = rule.dictionary_decode().cast(pa.string()) if isinstance(rule, pa.DictionaryArray) else rule.cast(pa.string())
     w, size = _column(e, "_w", np.float64), _column(e, "_s", np.int64)
@@ -322,7 +321,7 @@ def unpack(p: Packed, salt: int, partition: int, rules: RuleHashes, wanted: Any 
     for lo in range(0, len(i), CHUNK):
         hi = min(lo + CHUNK, len(i))
         off = offsets[lo:hi + 1]
-        c, r = c_all[off[0]:off[-1]], r_all[off[0]:off[-1]]
+        c, r = c_all[off[0]:off[-1]].astype(np.int64), r_all[off[0]:off[-1]].astype(np.int64)
         off = off - off[0]
         member, leaf = r > 0, r == 0
         # a slot's pointer: a member fact's entry of rank r, or a leaf's entry
