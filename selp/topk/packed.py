@@ -287,8 +287,6 @@ def unpack(p: Packed, salt: int, partition: int, rules: RuleHashes, wanted: Any 
     """The entries of a packed partition as the Spark DTable's rows, in batches of at most
     :data:`CHUNK` (``wanted(partition, relation, args)``: the numbers of the facts to give, or
     None for all)."""
-    import pyarrow.compute as pc
-
     e = p.entries
     if not e.num_rows:
         return
