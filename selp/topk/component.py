@@ -19,11 +19,12 @@ the partition's facts are computed here, whole:
    so the order -- ties broken on the origin -- and the same-origin dedup are the global
    rounds' own;
 4. out come the member facts' entries, **ranked and keyed here**, packed
-   (:class:`~selp.topk.packed.Packed`): the facts once, the entries as integer and float
-   columns (fact number, weight, size, origin, rule code, child pointers, rank). A seed entry
-   that made its fact's k best is given back as it came (its rule and child pointers), another
-   one with its children as (fact key, origin) pointers. Nothing is left for Spark to hash,
-   group or rank, and unpacking gives the Spark DTable's own rows.
+   (:class:`~selp.topk.packed.Packed`): the facts once, the entries as narrow integer and
+   float columns (fact number, weight, size, origin, rule code, rank, child slots), the
+   entries from outside the partition they point at in a leaf table. A seed entry that made
+   its fact's k best points at its seed's leaf, and unpacks as the seed came (its rule and
+   child pointers); another one's children unpack as (fact key, origin) pointers. Nothing is
+   left for Spark to hash, group or rank, and unpacking gives the Spark DTable's own rows.
 
 Fact keys. A member fact's ``_f`` is not Spark's ``xxhash64(relation, args)`` but a key made
 here: the partition's number and the fact's number in it, mixed by a bijection of 64-bit words
@@ -47,7 +48,7 @@ from selp.engines.embedded.sql import columns, compile_body, ident
 from selp.engines.embedded.store import close, connect, table
 from selp.language.ast import Atom
 from selp.topk.kernel import Hypergraph, run_kernel
-from selp.topk.packed import PTR_ARROW, Packed, fact_keys
+from selp.topk.packed import Packed, fact_keys, leaf_table, pack
 from selp.topk.partition_facts import entry_fact_ids, fact_args, id_tables, leaf_arrays
 
 __all__ = ["DTableTask", "Packed", "fact_keys", "partition_dtable"]
@@ -165,8 +166,10 @@ def partition_dtable(task: DTableTask, seeds: Mapping[str, Any], inputs: Mapping
 def _packed(task: DTableTask, res: Any, g: Hypergraph, members: list[str], offsets: Mapping[str, tuple[int, int]],
             args: Any, n_members: int, n_copies: int, first_seed: int, seed_tables: list[Any],
             fact_f: np.ndarray) -> Packed | None:
-    """The member facts and their entries, packed (:class:`selp.topk.packed.Packed`), as
-    :func:`partition_dtable` returns them: integer and float columns, no Python per entry."""
+    """The member facts and their entries, packed (:func:`selp.topk.packed.pack`), as
+    :func:`partition_dtable` returns them: narrow columns, no Python per entry. The leaf table
+    holds the lower facts' entries (the kernel's, after the members') and then the seeds; the
+    origins travel (this path's kernel computed them anyway)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -174,6 +177,7 @@ def _packed(task: DTableTask, res: Any, g: Hypergraph, members: list[str], offse
     n = int(fp[n_members])
     if not n:
         return None
+    n_facts = len(g.leaf) - n_copies  # the facts: members, then lower facts; the copy steps' leaves after them
     fact_rel = np.zeros(n_members, np.int32)
     for i, rel in enumerate(members):
         first, m = offsets[rel]
@@ -182,46 +186,37 @@ def _packed(task: DTableTask, res: Any, g: Hypergraph, members: list[str], offse
                       "args": args})
     owner = np.repeat(np.arange(n_members, dtype=np.int32), np.diff(fp[:n_members + 1]))
     # the kernel lists a fact's entries best first: the rank is the position in the list
-    rank = (np.arange(n, dtype=np.int64) - fp[owner] + 1).astype(np.int32)
+    rank = np.arange(n, dtype=np.int64) - fp[owner] + 1
     inst = res.inst[:n]
-    copied = inst < n_copies  # a seed entry (members have no other copy step)
     # one dictionary of rule names: the recursive rules' and the seeds' (exit rules)
     names = [r.name for r in task.component.recursive_rules]
-    seeds = pa.concat_tables([t.select(["_rule", "_ch"]) for t in seed_tables]) if seed_tables else None
+    seeds = pa.concat_tables([t.select(["_rule", "_o", "_ch"]) for t in seed_tables]) if seed_tables else None
     seed_rule = seeds.column("_rule").combine_chunks().cast(pa.string()) if seeds is not None else pa.array([], pa.string())
     dictionary = pa.array(sorted(set(names) | {x for x in pc.unique(seed_rule).to_pylist() if x is not None}), pa.string())
-    rule_code = np.zeros(n, np.int32)
+    code_of = pc.index_in(pa.array([""] + names, pa.string()), value_set=dictionary).fill_null(0).to_numpy(zero_copy_only=False)
+    rule_code = code_of[g.inst_rule[inst]]
     rule_null = np.zeros(n, np.bool_)
-    ch_parts: list[tuple[np.ndarray, Any]] = []  # (entry numbers, their pointer lists)
-    # seed entries, given back as they came
+    # every entry's child slots, in body order
+    m = np.diff(g.child_ptr)[inst]
+    off = np.zeros(n + 1, np.int64)
+    np.cumsum(m, out=off[1:])
+    within = np.arange(int(off[-1])) - np.repeat(off[:-1], m)
+    child = g.child_fact[np.repeat(g.child_ptr[inst], m) + within].astype(np.int64)
+    crank = res.child_rank[np.repeat(res.child_rank_ptr[:n], m) + within].astype(np.int64)
+    lower0 = int(fp[n_members])  # the lower facts' entries are the leaf table's first rows
+    n_lower = int(fp[n_facts]) - lower0
+    member = child < n_members
+    slot_c = np.where(member, child, np.where(child < n_facts, fp[np.minimum(child, n_facts)] + crank - 1 - lower0,
+                                              n_lower + child - first_seed))
+    slot_r = np.where(member, crank, 0)
+    copied = inst < n_copies  # a seed entry (members have no other copy step)
     e = np.flatnonzero(copied)
     if len(e):
-        rows = pa.array(g.child_fact[g.child_ptr[inst[e]]] - first_seed)
+        rows = pa.array(child[off[e]] - first_seed)
         codes = pc.index_in(seed_rule.take(rows), value_set=dictionary)
         rule_null[e] = codes.is_null().to_numpy(zero_copy_only=False)
         rule_code[e] = codes.fill_null(0).to_numpy(zero_copy_only=False)
-        ch_parts.append((e, seeds.column("_ch").combine_chunks().take(rows).cast(PTR_ARROW)))  # type: ignore[union-attr]
-    # entries of the recursive rules: children as (fact key, origin) of the child's entry
-    e = np.flatnonzero(~copied)
-    if len(e):
-        i = inst[e]
-        m = np.diff(g.child_ptr)[i]
-        off = np.zeros(len(e) + 1, np.int64)
-        np.cumsum(m, out=off[1:])
-        within = np.arange(int(off[-1])) - np.repeat(off[:-1], m)
-        child = g.child_fact[np.repeat(g.child_ptr[i], m) + within]
-        crank = res.child_rank[np.repeat(res.child_rank_ptr[e], m) + within]
-        kids = pa.StructArray.from_arrays(
-            [pa.array(fact_f[child]), pa.array(res.origin[fp[child] + crank - 1], pa.int64())], names=["f", "o"])
-        code_of = pc.index_in(pa.array([""] + names, pa.string()), value_set=dictionary).fill_null(0).to_numpy(zero_copy_only=False)
-        rule_code[e] = code_of[g.inst_rule[i]]
-        ch_parts.append((e, pa.ListArray.from_arrays(pa.array(off.astype(np.int32)), kids).cast(PTR_ARROW)))
-    # seed entries first, then the recursive rules' (the order within a fact is its rank's)
-    idx = np.concatenate([p[0] for p in ch_parts])
-    entries = pa.table({
-        "_i": pa.array(owner[idx]), "_w": pa.array(res.w[idx]), "_s": pa.array(res.size[idx]),
-        "_o": pa.array(res.origin[idx]),
-        "_rule": pa.DictionaryArray.from_arrays(pa.array(rule_code[idx], mask=rule_null[idx]), dictionary),
-        "_ch": pa.concat_arrays([p[1] for p in ch_parts]), "rank": pa.array(rank[idx]),
-    })
-    return Packed(facts, entries)
+    lower_owner = np.repeat(np.arange(n_members, n_facts, dtype=np.int64), np.diff(fp[n_members:n_facts + 1]))
+    leaves = leaf_table(fact_f[lower_owner], res.origin[lower0:lower0 + n_lower], seeds.select(["_o", "_ch"]) if seeds is not None else None)
+    return pack(facts, leaves, owner, res.w[:n], res.size[:n], rank, rule_code, rule_null, dictionary, off, slot_c,
+                slot_r, origin=res.origin[:n])

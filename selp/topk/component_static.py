@@ -25,8 +25,9 @@ partition:
 * origin mode 1 (Spark's ``xxhash64``): order (weight, size, origin) and same-origin dedup as in
   Spark's global rounds.
 
-What comes out is packed exactly as the whole-partition path packs it (:class:`Packed`, same
-fact numbering and keys, same entry columns), so neither the blobs nor the saved DTable change.
+What comes out is packed as the whole-partition path packs it (:class:`Packed`, same fact
+numbering and keys, same entry columns) but for the origins, which this path does not ship:
+unpacking recomputes them (:mod:`selp.topk.packed`); the rows and the saved DTable are the same.
 Where the static path cannot serve (more than one relation in the component, a derived lower
 relation, a rule the kernel's join cannot form, k above the embedded engine's
 ``STATIC_MAX_K``, no compiled kernel), :func:`static_reason` says why on the driver -- the plan line shows it -- and the
@@ -52,7 +53,7 @@ from selp.topk.partition_facts import entry_fact_ids, fact_args, id_tables, leaf
 from selp.topk.embedded import STATIC_MAX_K  # a block of k entries per fact of a group, as there
 from selp.topk.joins import Former, plan
 from selp.topk.kernel import compiled_available
-from selp.topk.packed import PTR_ARROW, Packed, fact_keys
+from selp.topk.packed import Packed, fact_keys, leaf_table, pack
 
 __all__ = ["static_reason", "static_dtable"]
 
@@ -178,13 +179,17 @@ def static_dtable(task: Any, con: Any, store: Store, seeds: Mapping[str, Any], i
     fact_f[:n] = fact_keys(task.salt, partition, n)
     if leaf_tables:
         fact_f[n:first_seed] = np.concatenate([t.column("_f").to_numpy(zero_copy_only=False).astype(np.int64) for t in leaf_tables])
-    return _packed(task, got, rel, n, args, first_seed, seed, fact_f)
+    return _packed(task, got, rel, n, args, first_seed, seed, fact_f, leaf_origin)
 
 
-def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, seed: Any, fact_f: np.ndarray) -> Packed | None:
-    """The member facts and their entries, packed as :func:`selp.topk.component._packed` packs
-    the whole-partition path's (the same columns and dictionary), from the static run's result:
-    entry ``e`` is its own instance (its rule and children in ``got.graph``)."""
+def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, seed: Any, fact_f: np.ndarray,
+            leaf_origin: np.ndarray) -> Packed | None:
+    """The member facts and their entries, packed (:func:`selp.topk.packed.pack`) straight from
+    the static run's result arrays: entry ``e`` is its own instance (its rule and children in
+    ``got.graph``), the entries of a fact are together and best first, and the children's input
+    ids are the slots as they are -- the members' 0..n-1, the lower entries' and the seeds'
+    leaves after them, in the order of the leaf table. No origin is read (the kernel computes
+    none until asked): unpacking recomputes them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -194,55 +199,34 @@ def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, s
     lo, hi = int(fp[L]), int(fp[L + n])
     if hi == lo:
         return None
-    inv = np.empty(L + n, np.int64)
-    inv[row] = np.arange(L + n, dtype=np.int64)
+    inv = np.empty(L + n, np.int32)
+    inv[row] = np.arange(L + n, dtype=np.int32)
     per_row = np.diff(fp[L:L + n + 1])
-    owner_row = np.repeat(np.arange(L, L + n, dtype=np.int64), per_row)
-    owner = inv[owner_row]  # member fact ids 0..n-1
-    entry = np.arange(lo, hi, dtype=np.int64)
-    rank = (entry - fp[owner_row] + 1).astype(np.int32)
+    owner = np.repeat(inv[L:], per_row)  # member fact ids 0..n-1, per entry
+    # the kernel lists a fact's entries best first: the rank is the position in the list
+    rank = np.arange(hi - lo, dtype=np.int64) - np.repeat(fp[L:L + n] - lo, per_row) + 1
     rule = g.inst_rule[lo:hi]
-    copied = rule == 0  # a seed entry copied to its fact
     names = [r.name for r in task.component.recursive_rules]
     seed_rule = seed.column("_rule").combine_chunks().cast(pa.string()) if seed is not None else pa.array([], pa.string())
     dictionary = pa.array(sorted(set(names) | {x for x in pc.unique(seed_rule).to_pylist() if x is not None}), pa.string())
-    m = np.diff(g.child_ptr[lo:hi + 1])
-    rule_code = np.zeros(hi - lo, np.int32)
+    code_of = pc.index_in(pa.array([""] + names, pa.string()), value_set=dictionary).fill_null(0).to_numpy(zero_copy_only=False)
+    rule_code = code_of[rule]
     rule_null = np.zeros(hi - lo, np.bool_)
-    ch_parts: list[tuple[np.ndarray, Any]] = []
-    e = np.flatnonzero(copied)
+    ptr = g.child_ptr
+    s0, s1 = int(ptr[lo]), int(ptr[hi])
+    child = g.child_fact[s0:s1]  # int32 input ids
+    is_leaf = child >= n
+    slot_c = np.where(is_leaf, child - n, child)  # a leaf's row of the leaf table
+    slot_r = res.child_rank[s0:s1].copy()
+    slot_r[is_leaf] = 0
+    e = np.flatnonzero(rule == 0)  # a seed entry copied to its fact: the seed's rule
     if len(e):
-        rows = pa.array(g.child_fact[g.child_ptr[lo + e]].astype(np.int64) - first_seed)
+        rows = pa.array(child[ptr[lo + e] - s0].astype(np.int64) - first_seed)
         codes = pc.index_in(seed_rule.take(rows), value_set=dictionary)
         rule_null[e] = codes.is_null().to_numpy(zero_copy_only=False)
         rule_code[e] = codes.fill_null(0).to_numpy(zero_copy_only=False)
-        ch_parts.append((e, seed.column("_ch").combine_chunks().take(rows).cast(PTR_ARROW)))
-    e = np.flatnonzero(~copied)
-    if len(e):
-        me = m[e]
-        off = np.zeros(len(e) + 1, np.int64)
-        np.cumsum(me, out=off[1:])
-        # the entries' child slots run on from entry to entry (entry e's from child_ptr[e], the
-        # ranks' the same): the recursive entries' are all of them but the copied ones'
-        s0, s1 = int(g.child_ptr[lo]), int(g.child_ptr[hi])
-        child, crank = g.child_fact[s0:s1], res.child_rank[s0:s1]
-        if len(e) < hi - lo:
-            keep = np.repeat(~copied, m)
-            child, crank = child[keep], crank[keep]
-        first = fp[row]  # each input fact's first entry
-        kids = pa.StructArray.from_arrays(
-            [pa.array(fact_f[child]), pa.array(res.origin[first[child] + crank - 1], pa.int64())], names=["f", "o"])
-        code_of = pc.index_in(pa.array([""] + names, pa.string()), value_set=dictionary).fill_null(0).to_numpy(zero_copy_only=False)
-        rule_code[e] = code_of[rule[e]]
-        ch_parts.append((e, pa.ListArray.from_arrays(pa.array(off.astype(np.int32)), kids).cast(PTR_ARROW)))
-    idx = np.concatenate([p[0] for p in ch_parts])
     facts = pa.table({"relation": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([rel], pa.string())),
                       "args": args})
-    ent = lo + idx
-    entries = pa.table({
-        "_i": pa.array(owner[idx].astype(np.int32)), "_w": pa.array(res.w[ent]), "_s": pa.array(res.size[ent].astype(np.int64)),  # int32 in the narrow result
-        "_o": pa.array(res.origin[ent]),
-        "_rule": pa.DictionaryArray.from_arrays(pa.array(rule_code[idx], mask=rule_null[idx]), dictionary),
-        "_ch": pa.concat_arrays([p[1] for p in ch_parts]), "rank": pa.array(rank[idx]),
-    })
-    return Packed(facts, entries)
+    leaves = leaf_table(fact_f[n:first_seed], leaf_origin[n:first_seed], seed.select(["_o", "_ch"]) if seed is not None else None)
+    return pack(facts, leaves, owner, res.w[lo:hi], res.size[lo:hi], rank, rule_code, rule_null, dictionary,
+                ptr[lo:hi + 1] - s0, slot_c, slot_r)

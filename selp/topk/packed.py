@@ -1,35 +1,46 @@
 """The packed form of one partition's DTable: what a partition-local Spark task gives back, and
 how it is unpacked into the Spark DTable's rows when (and only when) someone reads them.
 
-A partition's DTable (:func:`selp.topk.component.partition_dtable`) is two Arrow tables:
+A partition's DTable (:func:`selp.topk.component.partition_dtable`) is three Arrow tables:
 
 * **facts**, once each: ``relation`` and ``args`` (the uniform string encoding) of member fact
   ``i`` at row ``i``. A fact's key ``_f`` is not stored: it is :func:`fact_keys` of the
   partition's number and ``i``, so it costs nothing to carry;
-* **entries**, integer and float columns only: ``_i`` (the fact's number), ``_w``, ``_s``,
-  ``_o``, ``_rule`` (a dictionary code), ``_ch`` (children as (fact key, origin) pointers) and
-  ``rank``.
+* **leaves**, once each: the entries computed elsewhere that the partition's entries point at
+  -- lower relations' entries (``_f``, ``_o``) and the seed entries (``_o`` and their own child
+  pointers ``_ch``, ``_seed`` true), which a member fact's entry copies;
+* **entries**, narrow integer and float columns only, each fact's entries together and best
+  first: ``_i`` (the fact's number), ``_w``, ``_s``, ``_rule`` (a dictionary code), ``rank``,
+  and ``_c``, the children as *slots* ``(c, r)``: ``r >= 1`` is the entry of rank ``r`` of member
+  fact ``c`` of the same partition, ``r == 0`` leaf ``c``. ``_o`` (the entry's origin) is
+  optional: without it, unpacking recomputes every origin with the kernel's own hashing
+  (``selp_entry_origins``: the rule's hash over the children's origins, children first) -- the
+  same function over the same inputs as when the kernel ranked, so the same values.
 
-Both cross into Spark as a few rows of **blobs** (:func:`blobs`): one Arrow IPC stream per chunk
-of facts or entries, in a binary column. Spark copies a blob as bytes; it never builds a row per
-entry, with strings, at the end of the job -- which, with the per-entry Python work it needed,
-was the larger part of a partition-local top-k after the kernel. Unpacking (:class:`Unpack`, run
-by ``mapInArrow`` over the blobs) rebuilds exactly the rows the partition gave back before:
-``_f``, ``_g``, ``relation``, ``args``, ``_w``, ``_s``, ``_o``, ``_rule``, ``_ch``, ``rank``, a
-batch per chunk of entries, vectorised (takes and a key mix, no Python per entry).
+Against the rows they stand for (children as (fact key, origin) pairs of 16 bytes, 64-bit
+sizes, ranks and rule codes, an origin each), that is ~32 instead of ~72 bytes an entry of
+transitive closure, and the task never computes an origin. Everything that grows with the
+entries crosses the Python/JVM boundary, is copied by Spark and kept by the cut at that width.
+
+They cross into Spark as a few rows of **blobs** (:func:`blobs`): one Arrow IPC stream per
+chunk of facts, leaves or entries, in a binary column. Spark copies a blob as bytes; it never
+builds a row per entry. Unpacking (:class:`Unpack`, run by ``mapInArrow`` over the blobs)
+rebuilds exactly the rows the partition stands for: ``_f``, ``_g``, ``relation``, ``args``,
+``_w``, ``_s``, ``_o``, ``_rule``, ``_ch``, ``rank``, vectorised (takes, a key mix and one
+kernel call per partition, no Python per entry).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 # rows of one blob: an entries chunk of 64k rows is a few MB
 CHUNK = 65_536
-FACTS, ENTRIES = 0, 1  # a blob's ``_kind``
+FACTS, ENTRIES, LEAVES = 0, 1, 2  # a blob's ``_kind``
 PTR_ARROW = pa.list_(pa.struct([("f", pa.int64()), ("o", pa.int64())]))
 
 _GAMMA, _M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -58,7 +69,55 @@ class Packed:
     """One partition's DTable, packed (see the module docstring)."""
 
     facts: pa.Table  # relation, args: member fact i at row i
-    entries: pa.Table  # _i, _w, _s, _o, _rule (dictionary), _ch, rank
+    entries: pa.Table  # _i, _w, _s, _rule (dictionary), rank, _c (slots), optionally _o
+    leaves: pa.Table  # _f, _o, _seed, _ch
+
+    def rows(self, salt: int, partition: int, rules: Mapping[str, tuple[int, bool]]) -> pa.Table:
+        """Every entry as the Spark DTable's row (:func:`unpack`)."""
+        return pa.Table.from_batches(list(unpack(self, salt, partition, rules)), schema=_ROWS)
+
+
+# the rows a packed partition stands for (the Spark DTable's, ``_w`` as float64)
+_ROWS = pa.schema([("_f", pa.int64()), ("_g", pa.int32()), ("relation", pa.string()), ("args", pa.list_(pa.string())),
+                   ("_w", pa.float64()), ("_s", pa.int64()), ("_o", pa.int64()), ("_rule", pa.string()), ("_ch", PTR_ARROW),
+                   ("rank", pa.int32())])
+LEAF_SCHEMA = pa.schema([("_f", pa.int64()), ("_o", pa.int64()), ("_seed", pa.bool_()), ("_ch", PTR_ARROW)])
+
+
+def leaf_table(f: np.ndarray, o: np.ndarray, seeds: Any | None) -> pa.Table:
+    """The leaves: lower entries (fact keys ``f``, origins ``o``) first, then the rows of
+    ``seeds`` (an Arrow table with ``_o`` and ``_ch``, or None)."""
+    lower = pa.table({"_f": pa.array(np.asarray(f, np.int64)), "_o": pa.array(np.asarray(o, np.int64)),
+                      "_seed": pa.array(np.zeros(len(f), np.bool_)), "_ch": pa.nulls(len(f), PTR_ARROW)}, schema=LEAF_SCHEMA)
+    if seeds is None or not seeds.num_rows:
+        return lower
+    n = seeds.num_rows
+    seed = pa.table({"_f": pa.array(np.zeros(n, np.int64)), "_o": seeds.column("_o").cast(pa.int64()),
+                     "_seed": pa.array(np.ones(n, np.bool_)), "_ch": seeds.column("_ch").cast(PTR_ARROW)}, schema=LEAF_SCHEMA)
+    return pa.concat_tables([lower, seed]).combine_chunks()
+
+
+def pack(facts: pa.Table, leaves: pa.Table, owner: np.ndarray, w: np.ndarray, size: np.ndarray, rank: np.ndarray,
+         rule_code: np.ndarray, rule_null: np.ndarray, dictionary: Any, slot_ptr: np.ndarray, slot_c: np.ndarray,
+         slot_r: np.ndarray, origin: np.ndarray | None = None) -> Packed:
+    """The entries' columns, narrowed (see the module docstring). Each fact's entries must be
+    together and best first (rank 1, 2, ..): unpacking finds a child's entry by its fact's
+    first entry and its rank. ``slot_ptr`` (E + 1): each entry's slots in ``slot_c``/``slot_r``;
+    ``origin`` (None: recomputed when unpacked)."""
+    k = int(rank.max()) if len(rank) else 1
+    rk = pa.uint8() if k <= 255 else pa.int32()
+    sz = pa.int32() if not len(size) or int(size.max()) < 2**31 else pa.int64()
+    codes = pa.int8() if len(dictionary) < 128 else pa.int32()
+    slots = pa.StructArray.from_arrays([pa.array(np.asarray(slot_c, np.int32)), pa.array(slot_r, rk)], names=["c", "r"])
+    cols = {
+        "_i": pa.array(np.asarray(owner, np.int32)), "_w": pa.array(np.asarray(w, np.float64)), "_s": pa.array(size, sz),
+        "_rule": pa.DictionaryArray.from_arrays(pa.array(rule_code, codes, mask=rule_null), dictionary),
+        "rank": pa.array(rank, rk),
+        "_c": pa.ListArray.from_arrays(pa.array(np.asarray(slot_ptr, np.int32)), slots),
+    }
+    if origin is not None:
+        cols["_o"] = pa.array(np.asarray(origin, np.int64))
+    return Packed(facts, pa.table(cols), leaves)
 
 
 def blob_schema(n_members: int) -> Any:
@@ -73,13 +132,6 @@ def blob_schema(n_members: int) -> Any:
     ] + [StructField(f"n{i}", LongType()) for i in range(n_members)])
 
 
-def _ipc(tbl: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, tbl.schema) as w:
-        w.write_table(tbl)
-    return sink.getvalue().to_pybytes()
-
-
 def blobs(packed: Packed, partition: int, members: Sequence[str]) -> Iterator[pa.RecordBatch]:
     """The blob rows (:func:`blob_schema`) of a partition's packed DTable."""
     import pyarrow.compute as pc
@@ -91,38 +143,54 @@ def blobs(packed: Packed, partition: int, members: Sequence[str]) -> Iterator[pa
     member_codes = pa.array(list(members), pa.string())
     schema = pa.schema([("_g", pa.int32()), ("_kind", pa.int8()), ("_first", pa.int64()), ("_data", pa.binary())]
                        + [(f"n{i}", pa.int64()) for i in range(m)])
-    rows: list[tuple[int, int, bytes, list[int]]] = []
-    for first in range(0, packed.facts.num_rows, CHUNK):
-        rows.append((FACTS, first, _ipc(packed.facts.slice(first, CHUNK)), [0] * m))
     code = pc.index_in(rel_names, value_set=member_codes).to_numpy(zero_copy_only=False)
+    pieces: list[tuple[int, int, pa.Table, list[int]]] = []
+    for kind, tbl in ((FACTS, packed.facts), (LEAVES, packed.leaves)):
+        for first in range(0, max(tbl.num_rows, 1 if kind == LEAVES else 0), CHUNK):
+            pieces.append((kind, first, tbl.slice(first, CHUNK), [0] * m))
     for first in range(0, packed.entries.num_rows, CHUNK):
         part = packed.entries.slice(first, CHUNK)
         per = np.bincount(code[part.column("_i").to_numpy()], minlength=m)
-        rows.append((ENTRIES, first, _ipc(part), [int(x) for x in per]))
-    # a few rows per partition (a chunk is 64k entries): building them in Python is no hot path
-    for i in range(0, len(rows), 16):
-        got = rows[i:i + 16]
+        pieces.append((ENTRIES, first, part, [int(x) for x in per]))
+    # a few rows per partition (a chunk is 64k entries): building them in Python is no hot path.
+    # A batch's streams are written one after the other into one buffer, which becomes the
+    # binary column's data as it is (no copy into Python bytes and back)
+    for i in range(0, len(pieces), 16):
+        got = pieces[i:i + 16]
+        sink = pa.BufferOutputStream()
+        ends = [0]
+        for _, _, tbl, _ in got:
+            with pa.ipc.new_stream(sink, tbl.schema) as wr:
+                wr.write_table(tbl)
+            ends.append(sink.tell())
+        data = pa.Array.from_buffers(pa.binary(), len(got), [None, pa.py_buffer(np.array(ends, np.int32)), sink.getvalue()])
         yield pa.record_batch([
             pa.array([partition] * len(got), pa.int32()), pa.array([r[0] for r in got], pa.int8()),
-            pa.array([r[1] for r in got], pa.int64()), pa.array([r[2] for r in got], pa.binary()),
+            pa.array([r[1] for r in got], pa.int64()), data,
         ] + [pa.array([r[3][j] for r in got], pa.int64()) for j in range(m)], schema=schema)
 
 
-def _read(data: bytes) -> pa.Table:
-    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+def _read(data: Any) -> pa.Table:
+    return pa.ipc.open_stream(data).read_all()
+
+
+RuleHashes = Mapping[str, tuple[int, bool]]  # a recursive rule's name -> (origin prefix, copies its first child's origin)
 
 
 class Unpack:
     """The function ``mapInArrow`` runs over blob rows: the Spark DTable's rows of each
-    partition's entries (see the module docstring); ``salt`` is the component's fact-key salt.
+    partition's entries (see the module docstring); ``salt`` is the component's fact-key salt,
+    ``rules`` its recursive rules' origin prefixes (Spark's) and copy flags (any other rule
+    name an entry carries is a seed's, copied from its leaf).
 
     ``keys`` (fact keys ``_f``) or ``facts`` (``(relation, args)`` pairs, args encoded) restrict
     it to the entries of those facts (``facts``: at least those, see ``_SEP``): a reader of a
     few facts (a tree, an explanation) then builds their rows only, not every entry's."""
 
-    def __init__(self, salt: int, keys: Sequence[int] | None = None,
+    def __init__(self, salt: int, rules: RuleHashes, keys: Sequence[int] | None = None,
                  facts: Sequence[tuple[str, Sequence[str]]] | None = None) -> None:
         self.salt = salt
+        self.rules = dict(rules)
         self.keys = None if keys is None else np.unique(np.asarray(keys, np.int64))
         # a fact as one string: relation and arguments joined by a separator no encoding holds
         self.facts = None if facts is None else sorted({_fact_text(r, a) for r, a in facts})
@@ -139,30 +207,21 @@ class Unpack:
         return None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        facts: dict[int, list[tuple[int, bytes]]] = {}
-        entries: dict[int, list[bytes]] = {}
+        chunks: dict[int, dict[int, list[tuple[int, Any]]]] = {}
         for b in batches:
-            for g, kind, first, data in zip(*(b.column(c).to_pylist() for c in ("_g", "_kind", "_first", "_data"))):
-                if kind == FACTS:
-                    facts.setdefault(g, []).append((first, data))
-                else:
-                    entries.setdefault(g, []).append(data)
-        for g, chunks in entries.items():
-            f = pa.concat_tables([_read(d) for _, d in sorted(facts.get(g, []))])
-            rel = f.column("relation").combine_chunks()
-            if isinstance(rel, pa.DictionaryArray):
-                rel = rel.dictionary_decode()
-            args = f.column("args").combine_chunks()
-            wanted = self._wanted(g, rel, args)
-            if wanted is not None and not len(wanted):
+            cols = [b.column(c).to_pylist() for c in ("_g", "_kind", "_first")]
+            data = b.column("_data")
+            for j, (g, kind, first) in enumerate(zip(*cols)):
+                chunks.setdefault(g, {}).setdefault(kind, []).append((first, data[j].as_buffer()))
+        for g, parts in chunks.items():
+            if not parts.get(ENTRIES):
                 continue
-            for data in chunks:
-                e = _read(data)
-                if wanted is not None:
-                    e = e.filter(pa.array(np.isin(e.column("_i").to_numpy(), wanted)))
-                    if not e.num_rows:
-                        continue
-                yield from unpack_entries(e, rel, args, self.salt, g).to_batches(max_chunksize=CHUNK)
+
+            def table(kind: int) -> pa.Table:
+                return pa.concat_tables([_read(d) for _, d in sorted(parts.get(kind, []), key=lambda x: x[0])])
+
+            p = Packed(table(FACTS), table(ENTRIES), table(LEAVES))
+            yield from unpack(p, self.salt, g, self.rules, self._wanted)
 
 
 # a string value may hold this separator, so two facts can share a text: ``facts`` then keeps a
@@ -174,17 +233,125 @@ def _fact_text(relation: str, args: Sequence[str]) -> str:
     return _SEP.join([relation, *args])
 
 
-def unpack_entries(e: pa.Table, relation: Any, args: Any, salt: int, partition: int) -> pa.Table:
-    """Entries of a packed chunk as the Spark DTable's rows (``relation``/``args``: the
-    partition's facts, by number)."""
-    i = e.column("_i").combine_chunks()
+def _column(t: pa.Table, name: str, dtype: Any) -> np.ndarray:
+    return t.column(name).to_numpy().astype(dtype, copy=False) if t.num_rows else np.zeros(0, dtype)
+
+
+def _origins(p: Packed, start: np.ndarray, rules: RuleHashes) -> np.ndarray:
+    """Every entry's origin: the ``_o`` it came with, or the kernel's hashing over the leaves'
+    origins and the slots (the entries' order needs no sorting: the walk goes children first)."""
+    e = p.entries
+    if "_o" in e.column_names:
+        return _column(e, "_o", np.int64)
+    from selp.topk.kernel import _compiled, _ptr
+
+    lib = _compiled()
+    if lib is None:
+        raise ImportError("the compiled kernel is needed to unpack this DTable's origins")
+    L, E = p.leaves.num_rows, e.num_rows
     rule = e.column("_rule").combine_chunks()
-    if isinstance(rule, pa.DictionaryArray):
-        rule = rule.dictionary_decode()
-    return pa.table({
-        "_f": pa.array(mix_keys(salt, partition, i.to_numpy())),
-        "_g": pa.array(np.full(len(i), partition, np.int32)),
-        "relation": relation.take(i), "args": args.take(i),
-        "_w": e.column("_w"), "_s": e.column("_s"), "_o": e.column("_o"),
-        "_rule": rule.cast(pa.string()), "_ch": e.column("_ch"), "rank": e.column("rank"),
-    })
+    names = rule.dictionary.to_pylist()
+    if len(names) > 255:
+        raise ValueError("more than 255 rule names in a packed DTable without origins")
+    # rule table by dictionary code, then one row for a null rule: a seed's (copied)
+    table = [rules.get(n, (0, True)) for n in names] + [(0, True)]
+    rule_hash = np.array([h for h, _ in table], np.int64)
+    rule_copy = np.array([cp for _, cp in table], np.uint8)
+    code = rule.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    code[rule.is_null().to_numpy(zero_copy_only=False)] = len(names)
+    rows = np.zeros(L + E, np.uint8)
+    rows[L:] = code
+    kids = e.column("_c").combine_chunks()
+    crp = np.zeros(L + E + 1, np.int64)
+    crp[L + 1:] = kids.offsets.to_numpy()[1:] - kids.offsets.to_numpy()[0]
+    slots = kids.flatten()
+    c = slots.field("c").to_numpy()  # int32, as stored
+    r = slots.field("r").to_numpy()
+    # the walk's fact rows: the leaves' 0..L-1 (one entry each, at their own row), then the
+    # member facts' L.. (their first entry); a leaf's slot (r = 0) is its one entry, rank 1
+    fp = np.concatenate([np.arange(L, dtype=np.int64), L + start, [L + E]])
+    kid = np.where(r > 0, c + np.int32(L), c).astype(np.int32, copy=False)
+    cr = np.maximum(r, 1).astype(np.uint8, copy=False)
+    nid = np.arange(len(fp), dtype=np.int64)
+    out = np.empty(L + E, np.int64)
+    out[:L] = _column(p.leaves, "_o", np.int64)
+    done = np.zeros(L + E, np.uint8)
+    done[:L] = 1
+    stack = np.empty(L + E + 1, np.int64)
+    lib.selp_entry_origins(L + E, L, L + E, _ptr(fp), _ptr(nid), _ptr(rows), _ptr(crp), _ptr(kid), _ptr(cr),
+                           _ptr(rule_hash), _ptr(rule_copy), 1, _ptr(out), _ptr(done), _ptr(stack))
+    return out[L:]
+
+
+def unpack(p: Packed, salt: int, partition: int, rules: RuleHashes, wanted: Any = None) -> Iterator[pa.RecordBatch]:
+    """The entries of a packed partition as the Spark DTable's rows, in batches of at most
+    :data:`CHUNK` (``wanted(partition, relation, args)``: the numbers of the facts to give, or
+    None for all)."""
+    e = p.entries
+    if not e.num_rows:
+        return
+    rel = p.facts.column("relation").combine_chunks()
+    if isinstance(rel, pa.DictionaryArray):
+        rel = rel.dictionary_decode()
+    args = p.facts.column("args").combine_chunks()
+    only = None if wanted is None else wanted(partition, rel, args)
+    if only is not None and not len(only):
+        return
+    i = _column(e, "_i", np.int64)
+    rank = _column(e, "rank", np.int64)
+    start = np.zeros(len(rel), np.int64)
+    first = np.flatnonzero(rank == 1)
+    start[i[first]] = first
+    origin = _origins(p, start, rules)
+    leaf_f, leaf_o = _column(p.leaves, "_f", np.int64), _column(p.leaves, "_o", np.int64)
+    leaf_seed = _column(p.leaves, "_seed", np.bool_)
+    leaf_ch = p.leaves.column("_ch").combine_chunks() if p.leaves.num_rows else pa.array([], PTR_ARROW)
+    kids = e.column("_c").combine_chunks()
+    offsets = kids.offsets.to_numpy().astype(np.int64)
+    offsets -= offsets[0]
+    slots = kids.flatten()
+    c_all = slots.field("c").to_numpy()  # as stored (int32; uint8 ranks): widened a chunk at a time
+    r_all = slots.field("r").to_numpy()
+    rule = e.column("_rule").combine_chunks()
+    rule = rule.dictionary_decode().cast(pa.string()) if isinstance(rule, pa.DictionaryArray) else rule.cast(pa.string())
+    w, size = _column(e, "_w", np.float64), _column(e, "_s", np.int64)
+    # a chunk of entries at a time: its arrays stay in cache, and each becomes a batch
+    for lo in range(0, len(i), CHUNK):
+        hi = min(lo + CHUNK, len(i))
+        off = offsets[lo:hi + 1]
+        c, r = c_all[off[0]:off[-1]].astype(np.int64), r_all[off[0]:off[-1]].astype(np.int64)
+        off = off - off[0]
+        member, leaf = r > 0, r == 0
+        # a slot's pointer: a member fact's entry of rank r, or a leaf's entry
+        f, o = np.zeros(len(c), np.int64), np.zeros(len(c), np.int64)
+        f[leaf], o[leaf] = leaf_f[c[leaf]], leaf_o[c[leaf]]
+        f[member] = mix_keys(salt, partition, c[member])
+        o[member] = origin[start[c[member]] + r[member] - 1]
+        # an entry copying a seed (its one slot is a seed leaf) points where the seed points
+        has = off[1:] > off[:-1]
+        head = np.where(has, off[:-1], 0)
+        copied = np.zeros(hi - lo, np.bool_)
+        if len(c) and leaf_seed.any():
+            copied = has & leaf[head]
+            copied &= leaf_seed[np.where(copied, c[head], 0)]
+        keep = np.ones(hi - lo, np.bool_) if only is None else np.isin(i[lo:hi], only)
+        for is_copy in (False, True):
+            sel = np.flatnonzero(keep & (copied if is_copy else ~copied))
+            if not len(sel):
+                continue
+            if is_copy:
+                ch = leaf_ch.take(pa.array(c[head[sel]])).cast(PTR_ARROW)
+            else:
+                m = off[sel + 1] - off[sel]
+                o2 = np.zeros(len(sel) + 1, np.int64)
+                np.cumsum(m, out=o2[1:])
+                at = np.repeat(off[sel] - o2[:-1], m) + np.arange(int(o2[-1]))
+                ch = pa.ListArray.from_arrays(pa.array(o2.astype(np.int32)), pa.StructArray.from_arrays(
+                    [pa.array(f[at]), pa.array(o[at])], names=["f", "o"])).cast(PTR_ARROW)
+            g = lo + sel  # the entries' numbers in the partition
+            ii = pa.array(i[g])
+            yield pa.record_batch([
+                pa.array(mix_keys(salt, partition, i[g])), pa.array(np.full(len(g), partition, np.int32)),
+                rel.take(ii), args.take(ii), pa.array(w[g]), pa.array(size[g]), pa.array(origin[g]),
+                rule.take(pa.array(g)), ch, pa.array(rank[g].astype(np.int32)),
+            ], schema=_ROWS)

@@ -224,13 +224,15 @@ def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Se
         bc.unpersist()
     admitted = {rel: int(counts[f"n{i}"] or 0) for i, rel in enumerate(members) if counts[f"n{i}"]}
     n = sum(admitted.values())
+    # what unpacking needs to recompute the origins the static path does not ship
+    rules = {r: (dtask.rule_hash[r], dtask.rule_size[r] == 0) for r in dtask.rule_hash}
     # the rows of the entries, unpacked when first read (the ranks, pointers, trees, a later
     # component) and kept from then on: a DTable nobody reads is never unpacked
     def read(**only: Any) -> DataFrame:
         # the rows of every entry, or (``only``: keys= or facts=) of a few facts' entries
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            rows_out = packed.mapInArrow(Unpack(dtask.salt, **only), _OUT)
+            rows_out = packed.mapInArrow(Unpack(dtask.salt, rules, **only), _OUT)
         return rows_out.select(
             "_f", "_g", "relation", "args", F.col("_w").cast(engine.wt.type).alias("_w"), "_s", "_o", "_rule", "_ch", "rank")
 

@@ -1,6 +1,7 @@
 """The packed form of a partition-local DTable (selp.topk.packed): what crosses into Spark as
 blobs must unpack into exactly the rows of the entries -- fact keys, relation and arguments of
-each entry's fact, weights, ranks, rules and child pointers -- whatever the chunking, and the
+each entry's fact, weights, sizes, origins, ranks, rules and child pointers as (fact key,
+origin) -- whatever the chunking and whether the origins travel or are recomputed, and the
 per-relation counts the driver reads off the blobs must be the entries' counts."""
 
 from __future__ import annotations
@@ -10,51 +11,117 @@ import pyarrow as pa
 import pytest
 
 from selp.topk import packed
-from selp.topk.packed import FACTS, PTR_ARROW, Packed, Unpack, blobs, fact_keys
+from selp.topk.kernel import compiled_available, spark_origin_of
+from selp.topk.packed import FACTS, LEAVES, Packed, Unpack, blobs, fact_keys, leaf_table, pack
+
+SALT, PARTITION = 0x5EED << 24, 3
+RULES = {"r2": (0x1234567, False), "r3": (-77, False), "r4": (0x55, True)}  # r4 copies its first child's origin
+ARGS = [["1", "x"], ["2"], ["3", "y"], ["4"]]
+REL = ["a", "b", "a", "b"]
+LEAVES_FO = [(11, 12), (13, 14)]  # lower entries (fact key, origin)
+SEED = (99, [{"f": -1, "o": -2}, {"f": -3, "o": -4}])  # a seed entry: origin, its child pointers
+# per fact, best first: (rule, weight, size, slots (c, r): r >= 1 member fact c's rank r, r = 0 leaf c)
+ENTRIES = {
+    0: [("r2", 0.9, 3, [(0, 0), (1, 1)]), ("r1", 0.5, 2, [(2, 0)])],
+    1: [("r2", 1.0, 1, [(1, 0)])],
+    2: [("r2", 0.8, 4, [(1, 1)]), ("r4", 0.7, 5, [(0, 2), (1, 0)]), ("r3", 0.1, 6, [(0, 1), (0, 0)])],
+    3: [(None, 0.3, 2, [(2, 0)])],
+}
 
 
-def _packed() -> Packed:
+def _expected() -> list[dict]:
+    """The rows, by the definitions: a leaf slot points at the leaf's entry, a member slot at
+    that fact's entry of that rank, a seed's copy at what the seed points at (and has its
+    origin); an origin is the rule's hash over the children's origins (Spark's xxhash64)."""
+    keys = fact_keys(SALT, PARTITION, 4)
+    leaf = [(f, o, None) for f, o in LEAVES_FO] + [(0, SEED[0], SEED[1])]
+    origin: dict[tuple[int, int], int] = {}
+
+    def o_of(i: int, rank: int) -> int:
+        if (i, rank) not in origin:
+            rule, _, _, slots = ENTRIES[i][rank - 1]
+            kids = [leaf[c][1] if r == 0 else o_of(c, r) for c, r in slots]
+            copy = rule not in RULES or RULES[rule][1]
+            origin[i, rank] = kids[0] if copy else spark_origin_of(RULES[rule][0], kids)
+        return origin[i, rank]
+
+    rows = []
+    for i, es in ENTRIES.items():
+        for rank, (rule, w, s, slots) in enumerate(es, 1):
+            if rule not in RULES:
+                ch = leaf[slots[0][0]][2]
+            else:
+                ch = [{"f": leaf[c][0], "o": leaf[c][1]} if r == 0 else {"f": int(keys[c]), "o": o_of(c, r)} for c, r in slots]
+            rows.append({"_f": int(keys[i]), "_g": PARTITION, "relation": REL[i], "args": ARGS[i], "_w": w, "_s": s,
+                         "_o": o_of(i, rank), "_rule": rule, "_ch": ch, "rank": rank})
+    return sorted(rows, key=lambda r: (r["_f"], r["rank"]))
+
+
+def _packed(with_origins: bool) -> Packed:
     members = ["a", "b"]
     facts = pa.table({
         "relation": pa.DictionaryArray.from_arrays(pa.array([0, 1, 0, 1], pa.int32()), pa.array(members)),
-        "args": pa.array([["1", "x"], ["2"], ["3", "y"], ["4"]], pa.list_(pa.string())),
+        "args": pa.array(ARGS, pa.list_(pa.string())),
     })
-    kids = [[{"f": 11, "o": 12}], [], [{"f": 13, "o": 14}, {"f": 15, "o": 16}], [], [], [{"f": -1, "o": -2}], []]
-    entries = pa.table({
-        "_i": pa.array([0, 0, 1, 2, 2, 2, 3], pa.int32()),
-        "_w": pa.array([0.9, 0.5, 1.0, 0.8, 0.7, 0.1, 0.3]),
-        "_s": pa.array([1, 2, 0, 3, 3, 4, 1], pa.int64()),
-        "_o": pa.array([101, 102, 103, 104, 105, 106, 107], pa.int64()),
-        "_rule": pa.DictionaryArray.from_arrays(pa.array([0, 1, None, 1, 1, 0, 0], pa.int32()), pa.array(["r1", "r2"])),
-        "_ch": pa.array(kids, PTR_ARROW),
-        "rank": pa.array([1, 2, 1, 1, 2, 3, 1], pa.int32()),
-    })
-    return Packed(facts, entries)
+    seeds = pa.table({"_o": pa.array([SEED[0]], pa.int64()), "_ch": pa.array([SEED[1]], packed.PTR_ARROW)})
+    leaves = leaf_table(np.array([f for f, _ in LEAVES_FO]), np.array([o for _, o in LEAVES_FO]), seeds)
+    flat = [(i, rank, e) for i, es in ENTRIES.items() for rank, e in enumerate(es, 1)]
+    dictionary = pa.array(["r1", "r2", "r3", "r4"])
+    code = np.array([0 if e[0] is None else dictionary.to_pylist().index(e[0]) for _, _, e in flat])
+    ptr = np.cumsum([0] + [len(e[3]) for _, _, e in flat])
+    slots = [s for _, _, e in flat for s in e[3]]
+    origin = None
+    if with_origins:
+        by = {(r["relation"], tuple(r["args"]), r["rank"]): r["_o"] for r in _expected()}
+        origin = np.array([by[REL[i], tuple(ARGS[i]), rank] for i, rank, _ in flat])
+    return pack(facts, leaves, np.array([i for i, _, _ in flat]), np.array([e[1] for _, _, e in flat]),
+                np.array([e[2] for _, _, e in flat]), np.array([rank for _, rank, _ in flat]), code,
+                np.array([e[0] is None for _, _, e in flat]), dictionary, ptr,
+                np.array([c for c, _ in slots]), np.array([r for _, r in slots]), origin)
+
+
+def _unpacked(p: Packed, **only) -> list[dict]:
+    got = list(blobs(p, PARTITION, ["a", "b"]))
+    # the blob rows come in any order across batches (Spark may split them): unpack reorders
+    tbl = pa.Table.from_batches(got)
+    shuffled = [tbl.slice(i, 1).to_batches()[0] for i in reversed(range(tbl.num_rows))]
+    rows = list(Unpack(SALT, RULES, **only)(iter(shuffled)))
+    return pa.Table.from_batches(rows).sort_by([("_f", "ascending"), ("rank", "ascending")]).to_pylist() if rows else []
 
 
 @pytest.mark.parametrize("chunk", [2, 3, 65_536])
-def test_blobs_unpack_into_the_entries_rows(monkeypatch, chunk):
+@pytest.mark.parametrize("with_origins", [True, False])
+def test_blobs_unpack_into_the_entries_rows(monkeypatch, chunk, with_origins):
+    if not with_origins and not compiled_available():
+        pytest.skip("recomputing origins needs the compiled kernel")
     monkeypatch.setattr(packed, "CHUNK", chunk)
-    p = _packed()
-    salt, partition = 0x5EED << 24, 3
-    got = list(blobs(p, partition, ["a", "b"]))
-    tbl = pa.Table.from_batches(got)
-    entry_rows = [i for i, k in enumerate(tbl.column("_kind").to_pylist()) if k != FACTS]
+    p = _packed(with_origins)
+    tbl = pa.Table.from_batches(list(blobs(p, PARTITION, ["a", "b"])))
     # the counts the driver sums: entries per member relation
     assert sum(tbl.column("n0").to_pylist()) == 5 and sum(tbl.column("n1").to_pylist()) == 2
-    assert len(entry_rows) == -(-7 // chunk)
-    # the blob rows come in any order across batches (Spark may split them): unpack reorders
-    shuffled = [tbl.slice(i, 1).to_batches()[0] for i in reversed(range(tbl.num_rows))]
-    rows = pa.Table.from_batches(list(Unpack(salt)(iter(shuffled)))).sort_by([("_o", "ascending")]).to_pylist()
-    keys = fact_keys(salt, partition, 4)
-    e = p.entries.to_pylist()
-    assert [r["_o"] for r in rows] == [x["_o"] for x in e]
-    for r, x in zip(rows, e):
-        i = x["_i"]
-        assert r["_f"] == int(keys[i]) and r["_g"] == partition
-        assert r["relation"] == ["a", "b", "a", "b"][i]
-        assert r["args"] == [["1", "x"], ["2"], ["3", "y"], ["4"]][i]
-        assert (r["_w"], r["_s"], r["rank"], r["_rule"], r["_ch"]) == (x["_w"], x["_s"], x["rank"], x["_rule"], x["_ch"])
+    kinds = tbl.column("_kind").to_pylist()
+    assert kinds.count(packed.ENTRIES) == -(-7 // chunk) and kinds.count(LEAVES) == -(-3 // chunk)
+    assert kinds.count(FACTS) == -(-4 // chunk)
+    rows = _unpacked(p)
+    assert rows == _expected()
+    # not vacuous: copies, member and leaf pointers, a null rule and a copy rule are all there
+    assert any(r["_rule"] is None for r in rows) and any(r["_rule"] == "r4" for r in rows)
+
+
+def test_origins_shipped_or_recomputed_give_the_same_rows():
+    if not compiled_available():
+        pytest.skip("recomputing origins needs the compiled kernel")
+    assert _packed(False).rows(SALT, PARTITION, RULES).to_pylist() == _packed(True).rows(SALT, PARTITION, RULES).to_pylist()
+    assert "_o" not in _packed(False).entries.column_names
+
+
+def test_entries_are_narrow():
+    """What grows with the entries crosses at its narrowest: 8-bit ranks and rule codes, 32-bit
+    sizes, fact numbers and child slots -- no 64-bit pointers, no origins unless given."""
+    e = _packed(False).entries.schema
+    assert e.field("rank").type == pa.uint8() and e.field("_rule").type.index_type == pa.int8()
+    assert e.field("_s").type == pa.int32() and e.field("_i").type == pa.int32()
+    assert e.field("_c").type == pa.list_(pa.struct([("c", pa.int32()), ("r", pa.uint8())]))
 
 
 def test_keys_of_a_partition_are_the_mix_of_its_fact_numbers():
@@ -63,22 +130,17 @@ def test_keys_of_a_partition_are_the_mix_of_its_fact_numbers():
     assert np.array_equal(packed.mix_keys(17, 2, idx), fact_keys(17, 2, 8)[idx])
 
 
-def _unpacked(p: Packed, salt: int, partition: int, **only) -> list[dict]:
-    rows = list(Unpack(salt, **only)(iter(blobs(p, partition, ["a", "b"]))))
-    return pa.Table.from_batches(rows).sort_by([("_o", "ascending")]).to_pylist() if rows else []
-
-
 @pytest.mark.parametrize("chunk", [2, 65_536])
 def test_unpacking_a_few_facts_gives_exactly_their_rows(monkeypatch, chunk):
     """A reader of a few facts, by key or by (relation, args), gets the same rows as the whole
     unpacking filtered to those facts -- and nothing when no fact of the partition is asked for."""
     monkeypatch.setattr(packed, "CHUNK", chunk)
-    p, salt, partition = _packed(), 0x5EED << 24, 3
-    every = _unpacked(p, salt, partition)
-    keys = fact_keys(salt, partition, 4)
-    by_key = _unpacked(p, salt, partition, keys=[int(keys[2]), 12345])
+    p = _packed(True)
+    every = _unpacked(p)
+    keys = fact_keys(SALT, PARTITION, 4)
+    by_key = _unpacked(p, keys=[int(keys[2]), 12345])
     assert by_key == [r for r in every if r["_f"] == int(keys[2])] and len(by_key) == 3
-    by_fact = _unpacked(p, salt, partition, facts=[("b", ["4"]), ("a", ["1", "x"]), ("a", ["4"])])
+    by_fact = _unpacked(p, facts=[("b", ["4"]), ("a", ["1", "x"]), ("a", ["4"])])
     assert by_fact == [r for r in every if (r["relation"], r["args"]) in (("b", ["4"]), ("a", ["1", "x"]))]
     assert len(by_fact) == 3
-    assert _unpacked(p, salt, partition, keys=[]) == [] and _unpacked(p, salt, partition, facts=[("b", ["9"])]) == []
+    assert _unpacked(p, keys=[]) == [] and _unpacked(p, facts=[("b", ["9"])]) == []
