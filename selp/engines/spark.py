@@ -49,18 +49,26 @@ from selp.engines.spark_frames import materialize, materialize_count, release
 from selp.engines.spark_partitioned import BROADCAST_ROWS_CONF as BROADCAST_LIMIT_CONF
 from selp.engines.spark_partitioned import ENABLED_CONF, Settings, run_partition_local, settings
 from selp.engines.spark_load import SparkDatabase, hadoop_fs, is_local_path, load_spark_database, local_path, to_uri
+from selp.errors import SelpError
 from selp.language.ast import Atom
 from selp.language.validate import Analysis, Component
 from selp.values import Value, decode
 
 BROADCAST_ROWS_CONF = "spark.selp.broadcastRows"
 DEFAULT_BROADCAST_ROWS = 200_000
-# Adaptive query execution in global rounds (off unless this is "true"). It runs every shuffle
-# and broadcast of a query as a job of its own, and decides nothing a round needs: joins with a
-# small side are broadcast by selp's own hints (``broadcast_rows``) and the delta's shuffle is
-# small. Off, a 6-round nonlinear closure ran 23 jobs instead of 31 (loading included;
-# datasets/results/spark-nonlinear). Everything else keeps the session's setting.
+# Adaptive query execution in global rounds: auto (the default) | true | false. It runs every
+# shuffle and broadcast of a query as a job of its own, and decides nothing a large round needs:
+# joins with a small side are broadcast by selp's own hints (``broadcast_rows``). Off, a 6-round
+# nonlinear closure ran 23 jobs instead of 31 (loading included) and its big rounds took less
+# wall time. A small round is another matter: AQE coalesces its shuffle's few rows into one
+# partition, so the delta is one partition and every later job reading the relation's pieces
+# runs fewer tasks; the N/4 graph's rounds (6,888 facts) took ~20 % less CPU with it
+# (datasets/results/spark-nonlinear, s19u). So ``auto`` keeps AQE on for a round while the
+# component's relations hold at most ADAPTIVE_MAX_ROWS facts (delta included) and turns it off
+# above. Everything else keeps the session's setting; a session without AQE is not changed.
 ROUNDS_ADAPTIVE_CONF = "spark.selp.rounds.adaptive"
+ROUNDS_ADAPTIVE_MODES = ("auto", "true", "false")
+ADAPTIVE_MAX_ROWS = 10_000
 _AQE = "spark.sql.adaptive.enabled"
 # A recursive relation is the union of its deltas; past this many pieces it is compacted into one
 # frame, so query plans (and their analysis time) stay small however many iterations run.
@@ -125,7 +133,8 @@ class _Evaluator:
         self.plan: list[dict[str, Any]] = []  # how each component ran, in evaluation order
         self.held: list[DataFrame] = []  # materialised frames that relation frames read
         self.members: set[str] = set()  # the relations of the recursive component in rounds
-        self.rounds_adaptive = spark.conf.get(ROUNDS_ADAPTIVE_CONF, "false").strip().lower() == "true"
+        self.rounds_adaptive = _adaptive_mode(spark.conf.get(ROUNDS_ADAPTIVE_CONF, "auto"))
+        self.round_aqe: Callable[[int], None] = lambda rows: None  # sets AQE for a round of this many facts
         self.codes_mode = codes_mode(spark.conf.get(CODES_CONF, "auto"))
         self.codes: Codes | None = None  # the dictionary of the component in coded rounds
         self.coded: dict[str, DataFrame] = {}  # its inputs, coded
@@ -280,9 +289,13 @@ class _Evaluator:
             if progress:
                 progress(comp, 1, total, total)
             return
-        with _adaptive(self.spark, self.rounds_adaptive):
-            if not self._coded_rounds(comp, progress):
-                self._rounds(comp, progress, src)
+        with _adaptive(self.spark, self.rounds_adaptive) as per_round:
+            self.round_aqe = per_round
+            try:
+                if not self._coded_rounds(comp, progress):
+                    self._rounds(comp, progress, src)
+            finally:
+                self.round_aqe = lambda rows: None
 
     def _coded_rounds(self, comp: Component, progress: Progress | None) -> bool:
         """Run ``comp``'s global rounds on dictionary codes (:mod:`selp.engines.spark_codes`)
@@ -353,6 +366,7 @@ class _Evaluator:
             iteration += 1
             # every plan of this round was built from the previous round's relations, so the
             # new deltas are all computed before any relation grows
+            self.round_aqe(sum(self.idb[r].size for r in members))
             fresh = {rel: self._new_facts(rel, pending[rel]) for rel in sorted(members)}
             delta_size = 0
             for rel, (df, n) in fresh.items():
@@ -434,17 +448,36 @@ class _Evaluator:
             self.deltas.pop(rel, None)
 
 
+def _adaptive_mode(value: str) -> str:
+    """The ``spark.selp.rounds.adaptive`` setting checked: ``auto``, ``true`` or ``false``."""
+    mode = value.strip().lower()
+    if mode not in ROUNDS_ADAPTIVE_MODES:
+        raise SelpError(f"{ROUNDS_ADAPTIVE_CONF}={value!r}: expected auto, true or false")
+    return mode
+
+
 @contextmanager
-def _adaptive(spark: SparkSession, keep: bool) -> Iterator[None]:
-    """Adaptive query execution off for the block, unless ``keep`` (``spark.selp.rounds.adaptive``)
-    or it is off already; the session's setting is restored after."""
+def _adaptive(spark: SparkSession, mode: str) -> Iterator[Callable[[int], None]]:
+    """Adaptive query execution in a component's global rounds by ``mode``
+    (``spark.selp.rounds.adaptive``): kept under ``true``, off under ``false``; under ``auto``
+    off until the rounds say otherwise -- the block gets ``per_round(rows)``, which turns it on
+    for a round whose relations hold at most :data:`ADAPTIVE_MAX_ROWS` facts and off above. A
+    session without AQE is left alone; the session's setting is restored after."""
     was = spark.conf.get(_AQE, "true")
-    if keep or was.strip().lower() != "true":
-        yield
+    if mode == "true" or was.strip().lower() != "true":
+        yield lambda rows: None
         return
+    state = {"on": False}
+
+    def per_round(rows: int) -> None:
+        on = mode == "auto" and rows <= ADAPTIVE_MAX_ROWS
+        if on != state["on"]:  # a conf call is a JVM round trip: only on a change
+            spark.conf.set(_AQE, "true" if on else "false")
+            state["on"] = on
+
     spark.conf.set(_AQE, "false")
     try:
-        yield
+        yield per_round
     finally:
         spark.conf.set(_AQE, was)
 

@@ -35,7 +35,7 @@ def _graph(db: Path, n: int, m: int, seed: int) -> None:
     (db / "e.csv").write_text("a,b\n" + "".join(f"{a},{b}\n" for a, b in sorted(edges)), encoding="utf-8")
 
 
-@pytest.mark.parametrize("adaptive", ["false", "true"])
+@pytest.mark.parametrize("adaptive", ["false", "true", "auto"])
 def test_nonlinear_rounds_match_the_reference_and_restore_adaptive_execution(spark, tmp_path: Path, adaptive: str) -> None:
     _graph(tmp_path / "db", 20, 30, 7)
     analysis = analyze(parse_program(PROGRAM))
@@ -51,6 +51,46 @@ def test_nonlinear_rounds_match_the_reference_and_restore_adaptive_execution(spa
         spark.conf.unset("spark.selp.rounds.adaptive")
     # the session's own setting is back once the rounds are over
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+
+
+def test_adaptive_auto_is_on_for_small_rounds_only(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``spark.selp.rounds.adaptive=auto`` (the default) runs a round with adaptive execution
+    while the component's relations hold at most ``ADAPTIVE_MAX_ROWS`` facts and without above
+    (the setting as the round's job saw it, read from its progress call); ``false`` never, and
+    a value other than auto/true/false is refused in one line."""
+    import selp.engines.spark as engine
+    from selp.errors import SelpError
+
+    _graph(tmp_path / "db", 20, 30, 7)
+    analysis = analyze(parse_program("p(x, y) :- e(x, y).\np(x, z) :- p(x, y), p(y, z).\n"))
+    want = run_local(analysis, tmp_path / "db").rows("p")
+    monkeypatch.setattr(engine, "ADAPTIVE_MAX_ROWS", 50)
+    for mode in ("auto", "false"):
+        seen: list[tuple[int, str]] = []  # (facts before the round, AQE during it)
+        sizes = [0]
+
+        def progress(comp, it, delta, total) -> None:
+            seen.append((sizes[-1], spark.conf.get("spark.sql.adaptive.enabled")))
+            sizes.append(total)
+
+        spark.conf.set("spark.selp.rounds.adaptive", mode)
+        try:
+            got = run_spark(analysis, tmp_path / "db", spark, progress=progress)
+        finally:
+            spark.conf.unset("spark.selp.rounds.adaptive")
+        assert got.rows("p") == want
+        got.close()
+        assert len(seen) >= 3 and seen[-1][0] > 50
+        for before, aqe in seen:
+            on = mode == "auto" and before <= 50
+            assert aqe == ("true" if on else "false"), (mode, seen)
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+    spark.conf.set("spark.selp.rounds.adaptive", "sometimes")
+    try:
+        with pytest.raises(SelpError, match="spark.selp.rounds.adaptive='sometimes': expected auto, true or false"):
+            run_spark(analysis, tmp_path / "db", spark)
+    finally:
+        spark.conf.unset("spark.selp.rounds.adaptive")
 
 
 def test_trade_r3_on_global_rounds_matches_the_reference(spark) -> None:
