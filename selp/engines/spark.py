@@ -44,7 +44,7 @@ from selp.engines.spark_compile import (
 )
 from selp import aggregate
 from selp.engines.spark_aggregate import group_frame, improvements, replaced
-from selp.engines.spark_codes import CODES_CONF, PACKED, Codes, codes_mode, rule_constants, uncodable, use_codes
+from selp.engines.spark_codes import AUTO_MIN_ROWS, CODES_CONF, PACKED, Codes, codes_mode, rule_constants, uncodable, use_codes
 from selp.engines.spark_frames import materialize, materialize_count, release
 from selp.engines.spark_partitioned import BROADCAST_ROWS_CONF as BROADCAST_LIMIT_CONF
 from selp.engines.spark_partitioned import ENABLED_CONF, Settings, run_partition_local, settings
@@ -60,15 +60,16 @@ DEFAULT_BROADCAST_ROWS = 200_000
 # shuffle and broadcast of a query as a job of its own, and decides nothing a large round needs:
 # joins with a small side are broadcast by selp's own hints (``broadcast_rows``). Off, a 6-round
 # nonlinear closure ran 23 jobs instead of 31 (loading included) and its big rounds took less
-# wall time. A small round is another matter: AQE coalesces its shuffle's few rows into one
-# partition, so the delta is one partition and every later job reading the relation's pieces
-# runs fewer tasks; the N/4 graph's rounds (6,888 facts) took ~20 % less CPU with it
-# (datasets/results/spark-nonlinear, s19u). So ``auto`` keeps AQE on for a round while the
-# component's relations hold at most ADAPTIVE_MAX_ROWS facts (delta included) and turns it off
-# above. Everything else keeps the session's setting; a session without AQE is not changed.
+# wall time. A small component is another matter: AQE coalesces each shuffle's few rows into one
+# partition, so every later job reading the relation's pieces runs fewer tasks; the N/4 graph
+# (255 edges, 6,888 facts) took 15-20 % less CPU with it (datasets/results/spark-nonlinear, s19u).
+# So ``auto`` keeps AQE on in the rounds of a component whose inputs hold fewer than
+# AUTO_MIN_ROWS rows -- the components that also run on text (spark_codes) -- and turns it off
+# for the others. Turning it on per round by the relation's size instead was tried: the small
+# rounds' one-partition deltas then starved the big rounds that read them of parallelism (the
+# 105,301-fact closure 1.4x slower in wall time). Everything else keeps the session's setting.
 ROUNDS_ADAPTIVE_CONF = "spark.selp.rounds.adaptive"
 ROUNDS_ADAPTIVE_MODES = ("auto", "true", "false")
-ADAPTIVE_MAX_ROWS = 10_000
 _AQE = "spark.sql.adaptive.enabled"
 # A recursive relation is the union of its deltas; past this many pieces it is compacted into one
 # frame, so query plans (and their analysis time) stay small however many iterations run.
@@ -134,7 +135,6 @@ class _Evaluator:
         self.held: list[DataFrame] = []  # materialised frames that relation frames read
         self.members: set[str] = set()  # the relations of the recursive component in rounds
         self.rounds_adaptive = _adaptive_mode(spark.conf.get(ROUNDS_ADAPTIVE_CONF, "auto"))
-        self.round_aqe: Callable[[int], None] = lambda rows: None  # sets AQE for a round of this many facts
         self.codes_mode = codes_mode(spark.conf.get(CODES_CONF, "auto"))
         self.codes: Codes | None = None  # the dictionary of the component in coded rounds
         self.coded: dict[str, DataFrame] = {}  # its inputs, coded
@@ -289,13 +289,17 @@ class _Evaluator:
             if progress:
                 progress(comp, 1, total, total)
             return
-        with _adaptive(self.spark, self.rounds_adaptive) as per_round:
-            self.round_aqe = per_round
-            try:
-                if not self._coded_rounds(comp, progress):
-                    self._rounds(comp, progress, src)
-            finally:
-                self.round_aqe = lambda rows: None
+        keep = self.rounds_adaptive == "true" or (self.rounds_adaptive == "auto" and _small(self._input_rows(comp)))
+        with _adaptive(self.spark, keep):
+            if not self._coded_rounds(comp, progress):
+                self._rounds(comp, progress, src)
+
+    def _input_rows(self, comp: Component) -> int | None:
+        """How many rows the relations ``comp``'s rules read from outside it hold (None: unknown)."""
+        members = set(comp.relations)
+        inputs = {b.relation for r in comp.rules for b in r.body if isinstance(b, Atom) and b.relation not in members}
+        sizes = [self._size(rel, "full") for rel in inputs]
+        return None if any(n is None for n in sizes) else sum(n or 0 for n in sizes)
 
     def _coded_rounds(self, comp: Component, progress: Progress | None) -> bool:
         """Run ``comp``'s global rounds on dictionary codes (:mod:`selp.engines.spark_codes`)
@@ -306,8 +310,7 @@ class _Evaluator:
         members = list(comp.relations)
         arities = self.analysis.arities
         inputs = sorted({b.relation for r in comp.rules for b in r.body if isinstance(b, Atom) and b.relation not in members})
-        sizes = [self._size(rel, "full") for rel in inputs]
-        rows = None if any(n is None for n in sizes) else sum(n or 0 for n in sizes)
+        rows = self._input_rows(comp)
         if uncodable(comp, self.db.types):
             return False
         why = use_codes(self.codes_mode, rows)
@@ -366,7 +369,6 @@ class _Evaluator:
             iteration += 1
             # every plan of this round was built from the previous round's relations, so the
             # new deltas are all computed before any relation grows
-            self.round_aqe(sum(self.idb[r].size for r in members))
             fresh = {rel: self._new_facts(rel, pending[rel]) for rel in sorted(members)}
             delta_size = 0
             for rel, (df, n) in fresh.items():
@@ -456,28 +458,23 @@ def _adaptive_mode(value: str) -> str:
     return mode
 
 
+def _small(input_rows: int | None) -> bool:
+    """Whether a component whose inputs hold ``input_rows`` rows (None: unknown) is small enough
+    to keep adaptive execution in its rounds under ``auto`` (the threshold of codes' ``auto``)."""
+    return input_rows is not None and input_rows < AUTO_MIN_ROWS
+
+
 @contextmanager
-def _adaptive(spark: SparkSession, mode: str) -> Iterator[Callable[[int], None]]:
-    """Adaptive query execution in a component's global rounds by ``mode``
-    (``spark.selp.rounds.adaptive``): kept under ``true``, off under ``false``; under ``auto``
-    off until the rounds say otherwise -- the block gets ``per_round(rows)``, which turns it on
-    for a round whose relations hold at most :data:`ADAPTIVE_MAX_ROWS` facts and off above. A
-    session without AQE is left alone; the session's setting is restored after."""
+def _adaptive(spark: SparkSession, keep: bool) -> Iterator[None]:
+    """Adaptive query execution off for the block, unless ``keep`` (``spark.selp.rounds.adaptive``
+    and the component's size) or it is off already; the session's setting is restored after."""
     was = spark.conf.get(_AQE, "true")
-    if mode == "true" or was.strip().lower() != "true":
-        yield lambda rows: None
+    if keep or was.strip().lower() != "true":
+        yield
         return
-    state = {"on": False}
-
-    def per_round(rows: int) -> None:
-        on = mode == "auto" and rows <= ADAPTIVE_MAX_ROWS
-        if on != state["on"]:  # a conf call is a JVM round trip: only on a change
-            spark.conf.set(_AQE, "true" if on else "false")
-            state["on"] = on
-
     spark.conf.set(_AQE, "false")
     try:
-        yield per_round
+        yield
     finally:
         spark.conf.set(_AQE, was)
 

@@ -53,42 +53,35 @@ def test_nonlinear_rounds_match_the_reference_and_restore_adaptive_execution(spa
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
 
 
-def test_adaptive_auto_is_on_for_small_rounds_only(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``spark.selp.rounds.adaptive=auto`` (the default) runs a round with adaptive execution
-    while the component's relations hold at most ``ADAPTIVE_MAX_ROWS`` facts and without above
-    (the setting as the round's job saw it, read from its progress call); ``false`` never, and
-    a value other than auto/true/false is refused in one line."""
-    import selp.engines.spark as engine
+def test_adaptive_auto_keeps_it_for_small_components_only(spark, tmp_path: Path) -> None:
+    """``spark.selp.rounds.adaptive=auto`` (the default) runs the rounds of a component with few
+    input rows (under ``AUTO_MIN_ROWS``, as codes' auto) with adaptive execution and those of a
+    larger one without (the setting as each round's job saw it, read in its progress call);
+    ``false`` never; a value other than auto/true/false is refused in one line."""
+    from selp.engines.spark_codes import AUTO_MIN_ROWS
     from selp.errors import SelpError
 
-    _graph(tmp_path / "db", 20, 30, 7)
     analysis = analyze(parse_program("p(x, y) :- e(x, y).\np(x, z) :- p(x, y), p(y, z).\n"))
-    want = run_local(analysis, tmp_path / "db").rows("p")
-    monkeypatch.setattr(engine, "ADAPTIVE_MAX_ROWS", 50)
-    for mode in ("auto", "false"):
-        seen: list[tuple[int, str]] = []  # (facts before the round, AQE during it)
-        sizes = [0]
-
-        def progress(comp, it, delta, total) -> None:
-            seen.append((sizes[-1], spark.conf.get("spark.sql.adaptive.enabled")))
-            sizes.append(total)
-
+    small, large = tmp_path / "small", tmp_path / "large"
+    _graph(small, 30, 40, 5)
+    _graph(large, 3000, AUTO_MIN_ROWS + 300, 5)
+    for db, mode, want_aqe in ((small, "auto", "true"), (large, "auto", "false"), (small, "false", "false")):
+        seen: list[str] = []
         spark.conf.set("spark.selp.rounds.adaptive", mode)
         try:
-            got = run_spark(analysis, tmp_path / "db", spark, progress=progress)
+            got = run_spark(analysis, db, spark, progress=lambda *a: seen.append(spark.conf.get("spark.sql.adaptive.enabled")))
         finally:
             spark.conf.unset("spark.selp.rounds.adaptive")
-        assert got.rows("p") == want
-        got.close()
-        assert len(seen) >= 3 and seen[-1][0] > 50
-        for before, aqe in seen:
-            on = mode == "auto" and before <= 50
-            assert aqe == ("true" if on else "false"), (mode, seen)
-    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+        try:
+            assert got.rows("p") == run_local(analysis, db).rows("p")
+            assert len(seen) >= 3 and set(seen) == {want_aqe}, (db.name, mode, seen)
+        finally:
+            got.close()
+        assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
     spark.conf.set("spark.selp.rounds.adaptive", "sometimes")
     try:
         with pytest.raises(SelpError, match="spark.selp.rounds.adaptive='sometimes': expected auto, true or false"):
-            run_spark(analysis, tmp_path / "db", spark)
+            run_spark(analysis, small, spark)
     finally:
         spark.conf.unset("spark.selp.rounds.adaptive")
 
