@@ -44,23 +44,32 @@ from selp.engines.spark_compile import (
 )
 from selp import aggregate
 from selp.engines.spark_aggregate import group_frame, improvements, replaced
-from selp.engines.spark_codes import CODES_CONF, PACKED, Codes, codes_mode, rule_constants, uncodable, use_codes
+from selp.engines.spark_codes import AUTO_MIN_ROWS, CODES_CONF, PACKED, Codes, codes_mode, rule_constants, uncodable, use_codes
 from selp.engines.spark_frames import materialize, materialize_count, release
 from selp.engines.spark_partitioned import BROADCAST_ROWS_CONF as BROADCAST_LIMIT_CONF
 from selp.engines.spark_partitioned import ENABLED_CONF, Settings, run_partition_local, settings
 from selp.engines.spark_load import SparkDatabase, hadoop_fs, is_local_path, load_spark_database, local_path, to_uri
+from selp.errors import SelpError
 from selp.language.ast import Atom
 from selp.language.validate import Analysis, Component
 from selp.values import Value, decode
 
 BROADCAST_ROWS_CONF = "spark.selp.broadcastRows"
 DEFAULT_BROADCAST_ROWS = 200_000
-# Adaptive query execution in global rounds (off unless this is "true"). It runs every shuffle
-# and broadcast of a query as a job of its own, and decides nothing a round needs: joins with a
-# small side are broadcast by selp's own hints (``broadcast_rows``) and the delta's shuffle is
-# small. Off, a 6-round nonlinear closure ran 23 jobs instead of 31 (loading included;
-# datasets/results/spark-nonlinear). Everything else keeps the session's setting.
+# Adaptive query execution in global rounds: auto (the default) | true | false. It runs every
+# shuffle and broadcast of a query as a job of its own, and decides nothing a large round needs:
+# joins with a small side are broadcast by selp's own hints (``broadcast_rows``). Off, a 6-round
+# nonlinear closure ran 23 jobs instead of 31 (loading included) and its big rounds took less
+# wall time. A small component is another matter: AQE coalesces each shuffle's few rows into one
+# partition, so every later job reading the relation's pieces runs fewer tasks; the N/4 graph
+# (255 edges, 6,888 facts) took 15-20 % less CPU with it (datasets/results/spark-nonlinear, s19u).
+# So ``auto`` keeps AQE on in the rounds of a component whose inputs hold fewer than
+# AUTO_MIN_ROWS rows -- the components that also run on text (spark_codes) -- and turns it off
+# for the others. Turning it on per round by the relation's size instead was tried: the small
+# rounds' one-partition deltas then starved the big rounds that read them of parallelism (the
+# 105,301-fact closure 1.4x slower in wall time). Everything else keeps the session's setting.
 ROUNDS_ADAPTIVE_CONF = "spark.selp.rounds.adaptive"
+ROUNDS_ADAPTIVE_MODES = ("auto", "true", "false")
 _AQE = "spark.sql.adaptive.enabled"
 # A recursive relation is the union of its deltas; past this many pieces it is compacted into one
 # frame, so query plans (and their analysis time) stay small however many iterations run.
@@ -125,7 +134,7 @@ class _Evaluator:
         self.plan: list[dict[str, Any]] = []  # how each component ran, in evaluation order
         self.held: list[DataFrame] = []  # materialised frames that relation frames read
         self.members: set[str] = set()  # the relations of the recursive component in rounds
-        self.rounds_adaptive = spark.conf.get(ROUNDS_ADAPTIVE_CONF, "false").strip().lower() == "true"
+        self.rounds_adaptive = _adaptive_mode(spark.conf.get(ROUNDS_ADAPTIVE_CONF, "auto"))
         self.codes_mode = codes_mode(spark.conf.get(CODES_CONF, "auto"))
         self.codes: Codes | None = None  # the dictionary of the component in coded rounds
         self.coded: dict[str, DataFrame] = {}  # its inputs, coded
@@ -280,9 +289,17 @@ class _Evaluator:
             if progress:
                 progress(comp, 1, total, total)
             return
-        with _adaptive(self.spark, self.rounds_adaptive):
+        keep = self.rounds_adaptive == "true" or (self.rounds_adaptive == "auto" and _small(self._input_rows(comp)))
+        with _adaptive(self.spark, keep):
             if not self._coded_rounds(comp, progress):
                 self._rounds(comp, progress, src)
+
+    def _input_rows(self, comp: Component) -> int | None:
+        """How many rows the relations ``comp``'s rules read from outside it hold (None: unknown)."""
+        members = set(comp.relations)
+        inputs = {b.relation for r in comp.rules for b in r.body if isinstance(b, Atom) and b.relation not in members}
+        sizes = [self._size(rel, "full") for rel in inputs]
+        return None if any(n is None for n in sizes) else sum(n or 0 for n in sizes)
 
     def _coded_rounds(self, comp: Component, progress: Progress | None) -> bool:
         """Run ``comp``'s global rounds on dictionary codes (:mod:`selp.engines.spark_codes`)
@@ -293,8 +310,7 @@ class _Evaluator:
         members = list(comp.relations)
         arities = self.analysis.arities
         inputs = sorted({b.relation for r in comp.rules for b in r.body if isinstance(b, Atom) and b.relation not in members})
-        sizes = [self._size(rel, "full") for rel in inputs]
-        rows = None if any(n is None for n in sizes) else sum(n or 0 for n in sizes)
+        rows = self._input_rows(comp)
         if uncodable(comp, self.db.types):
             return False
         why = use_codes(self.codes_mode, rows)
@@ -434,10 +450,24 @@ class _Evaluator:
             self.deltas.pop(rel, None)
 
 
+def _adaptive_mode(value: str) -> str:
+    """The ``spark.selp.rounds.adaptive`` setting checked: ``auto``, ``true`` or ``false``."""
+    mode = value.strip().lower()
+    if mode not in ROUNDS_ADAPTIVE_MODES:
+        raise SelpError(f"{ROUNDS_ADAPTIVE_CONF}={value!r}: expected auto, true or false")
+    return mode
+
+
+def _small(input_rows: int | None) -> bool:
+    """Whether a component whose inputs hold ``input_rows`` rows (None: unknown) is small enough
+    to keep adaptive execution in its rounds under ``auto`` (the threshold of codes' ``auto``)."""
+    return input_rows is not None and input_rows < AUTO_MIN_ROWS
+
+
 @contextmanager
 def _adaptive(spark: SparkSession, keep: bool) -> Iterator[None]:
-    """Adaptive query execution off for the block, unless ``keep`` (``spark.selp.rounds.adaptive``)
-    or it is off already; the session's setting is restored after."""
+    """Adaptive query execution off for the block, unless ``keep`` (``spark.selp.rounds.adaptive``
+    and the component's size) or it is off already; the session's setting is restored after."""
     was = spark.conf.get(_AQE, "true")
     if keep or was.strip().lower() != "true":
         yield

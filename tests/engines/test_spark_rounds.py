@@ -35,7 +35,7 @@ def _graph(db: Path, n: int, m: int, seed: int) -> None:
     (db / "e.csv").write_text("a,b\n" + "".join(f"{a},{b}\n" for a, b in sorted(edges)), encoding="utf-8")
 
 
-@pytest.mark.parametrize("adaptive", ["false", "true"])
+@pytest.mark.parametrize("adaptive", ["false", "true", "auto"])
 def test_nonlinear_rounds_match_the_reference_and_restore_adaptive_execution(spark, tmp_path: Path, adaptive: str) -> None:
     _graph(tmp_path / "db", 20, 30, 7)
     analysis = analyze(parse_program(PROGRAM))
@@ -51,6 +51,39 @@ def test_nonlinear_rounds_match_the_reference_and_restore_adaptive_execution(spa
         spark.conf.unset("spark.selp.rounds.adaptive")
     # the session's own setting is back once the rounds are over
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+
+
+def test_adaptive_auto_keeps_it_for_small_components_only(spark, tmp_path: Path) -> None:
+    """``spark.selp.rounds.adaptive=auto`` (the default) runs the rounds of a component with few
+    input rows (under ``AUTO_MIN_ROWS``, as codes' auto) with adaptive execution and those of a
+    larger one without (the setting as each round's job saw it, read in its progress call);
+    ``false`` never; a value other than auto/true/false is refused in one line."""
+    from selp.engines.spark_codes import AUTO_MIN_ROWS
+    from selp.errors import SelpError
+
+    analysis = analyze(parse_program("p(x, y) :- e(x, y).\np(x, z) :- p(x, y), p(y, z).\n"))
+    small, large = tmp_path / "small", tmp_path / "large"
+    _graph(small, 30, 40, 5)
+    _graph(large, 3000, AUTO_MIN_ROWS + 300, 5)
+    for db, mode, want_aqe in ((small, "auto", "true"), (large, "auto", "false"), (small, "false", "false")):
+        seen: list[str] = []
+        spark.conf.set("spark.selp.rounds.adaptive", mode)
+        try:
+            got = run_spark(analysis, db, spark, progress=lambda *a: seen.append(spark.conf.get("spark.sql.adaptive.enabled")))
+        finally:
+            spark.conf.unset("spark.selp.rounds.adaptive")
+        try:
+            assert got.rows("p") == run_local(analysis, db).rows("p")
+            assert len(seen) >= 3 and set(seen) == {want_aqe}, (db.name, mode, seen)
+        finally:
+            got.close()
+        assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+    spark.conf.set("spark.selp.rounds.adaptive", "sometimes")
+    try:
+        with pytest.raises(SelpError, match="spark.selp.rounds.adaptive='sometimes': expected auto, true or false"):
+            run_spark(analysis, small, spark)
+    finally:
+        spark.conf.unset("spark.selp.rounds.adaptive")
 
 
 def test_trade_r3_on_global_rounds_matches_the_reference(spark) -> None:
