@@ -276,7 +276,7 @@ def ranked_local(rp: RankedProgram, base: Mapping[str, set[Row]]) -> RankedResul
                         new[t.output].add(h)
     rejections: dict[str, set[Row]] = {}
     for t in rp.targets.values():
-        if t.threshold_rel is not None:
+        if t.kind == "t" and t.threshold_rel is not None:  # R_x: trusted imports only (not R_i)
             rejected = base.get(t.rejections, set())
             rejections[t.threshold_rel] = {h for h, v in imports[t.relation].items() if h not in rejected and not rp.accepts(t, v)}
     return RankedResult(rp.viewpoints, rejections, out, imports, rounds)
