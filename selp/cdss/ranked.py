@@ -27,7 +27,10 @@ the fixpoint below stays a shortest-path computation.
 **How it is enforced.** The compiled program gives every relation ``R`` of a thresholded peer
 an EDB relation ``R_x`` and the rule ``t_R: R_o(x) :- R_t(x), not R_r(x), not R_x(x)``: the
 threshold acts as automatic curation. Exchange computes ``R_x`` from the base data with
-:func:`threshold_rejections` (below; in Python, or on Spark for the Spark engine) and adds it to the base data, so the full
+:meth:`selp.engines.base.Engine.threshold_rejections` -- :func:`ranked_local` below on the
+reference engine (the oracle), the same fixpoint as set-at-a-time SQL in DuckDB on the embedded
+engine (:mod:`selp.cdss.ranked_duck`), that on the driver or :func:`ranked_spark` on the Spark
+engine (by size, :func:`threshold_rejections_spark`) -- and adds it to the base data, so the full
 and both incremental strategies maintain the Boolean state exactly as they maintain rejections
 (an ``R_x`` change is an EDB change like a new rejection). ``R_x`` holds the imports derived from
 accepted tuples that are above the threshold, so the least fixpoint of the Boolean program with
@@ -285,14 +288,36 @@ def ranked_local(rp: RankedProgram, base: Mapping[str, set[Row]]) -> RankedResul
 def threshold_rejections(compiled: CompiledCDSS, base: Mapping[str, set[Row]]) -> dict[str, set[Row]]:
     """``R_x`` of every relation of a thresholded peer (empty dict when no peer has a threshold):
     the Boolean-trusted imports over accepted tuples that cost their owner more than its
-    threshold. ``base`` holds ``R_l``/``R_r`` as Python values. This is :func:`ranked_local` --
-    a capped min-cost fixpoint over cost vectors, which no engine's set-semantics datalog
-    evaluation computes, so it stays in Python; the Spark engine runs :func:`ranked_spark`
-    instead (:meth:`selp.engines.base.Engine.threshold_rejections` chooses)."""
+    threshold. ``base`` holds ``R_l``/``R_r`` as Python values. This is :func:`ranked_local`,
+    the reference engine's (the oracle); the embedded engine runs the same fixpoint in DuckDB
+    (:func:`selp.cdss.ranked_duck.ranked_duck`), the Spark engine that or :func:`ranked_spark`
+    (:func:`threshold_rejections_spark`; :meth:`selp.engines.base.Engine.threshold_rejections`
+    chooses)."""
     rp = RankedProgram(compiled)
     if not rp.thresholds:
         return {}
     return ranked_local(rp, base).rejections
+
+
+# base tuples (R_l and R_r) up to which the Spark engine computes ranked trust on the driver, in
+# DuckDB (its base data are Python values on the driver already); beyond, ranked_spark
+DRIVER_ROWS_CONF = "spark.selp.rankedTrust.driverRows"
+DEFAULT_DRIVER_ROWS = 5_000_000
+
+
+def threshold_rejections_spark(compiled: CompiledCDSS, base: Mapping[str, set[Row]], spark: Any) -> dict[str, set[Row]]:
+    """``R_x`` for the Spark engine: :func:`selp.cdss.ranked_duck.ranked_duck` on the driver while
+    the base data have at most ``spark.selp.rankedTrust.driverRows`` tuples, else
+    :func:`ranked_spark` (no Spark job starts when no peer has a threshold)."""
+    rp = RankedProgram(compiled)
+    if not rp.thresholds:
+        return {}
+    limit = int(spark.conf.get(DRIVER_ROWS_CONF, str(DEFAULT_DRIVER_ROWS)))
+    if sum(map(len, base.values())) <= limit:
+        from selp.cdss.ranked_duck import ranked_duck
+
+        return ranked_duck(rp, base).rejections
+    return ranked_spark(rp, base, spark).rejections
 
 
 def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) -> RankedResult:
@@ -454,7 +479,7 @@ def _types_of(rp: RankedProgram, relation: str) -> tuple[str, ...]:
     raise KeyError(relation)
 
 
-def trust_report(store: Store, peer: str) -> dict[str, Any]:
+def trust_report(store: Store, peer: str, engine: str = "embedded") -> dict[str, Any]:
     """Every tuple imported into ``peer``'s relations with its top-1 trust cost and verdict.
 
     Ranked trust ([Kar09] §3.5) is enforced at exchange
@@ -465,7 +490,9 @@ def trust_report(store: Store, peer: str) -> dict[str, Any]:
     trust distrusts every derivation), ``within_threshold`` whether exchange accepts the tuple
     (Boolean-trusted and, when ``peer`` has a threshold, costing at most it) and ``rejected``
     whether curation rejected it. Costs are ``peer``'s own (``[peers.P.costs]``: its view of
-    every source peer and mapping; unlisted ones cost 0).
+    every source peer and mapping; unlisted ones cost 0). Computed in this process by the engine
+    ``engine`` (:meth:`selp.engines.base.Engine.ranked_trust`: in DuckDB, Spark's on the driver
+    since the report is read there anyway; the reference engine's in Python).
     """
     store.check_peer(peer)
     compiled = store.compiled
@@ -474,11 +501,14 @@ def trust_report(store: Store, peer: str) -> dict[str, Any]:
     publication = store.last_publication()
     base = store.base_data(publication)
     rp = RankedProgram(compiled, (peer,))
-    res = ranked_local(rp, base)
+    mine = [(compiled.names.relation(rel.ref, "i"), compiled.names.relation(rel.ref, "t"), compiled.names.relation(rel.ref, "r"))
+            for rel in store.cdss.peer(peer).relations]
+    from selp.engines.registry import get_engine
+
+    res = get_engine(engine).ranked_trust(rp, base, tuple(n for i, t, _ in mine for n in (i, t)))
     v = res.viewpoints.index(peer)
     rows = []
-    for rel in store.cdss.peer(peer).relations:
-        name_i, name_t, name_r = (compiled.names.relation(rel.ref, k) for k in ("i", "t", "r"))
+    for rel, (name_i, name_t, name_r) in zip(store.cdss.peer(peer).relations, mine):
         rejected = base.get(name_r, set())
         trusted = res.imports.get(name_t, {})
         for args, vec in sorted(res.imports.get(name_i, {}).items(), key=lambda kv: repr(kv[0])):

@@ -281,3 +281,4 @@ def _float(x: float | None) -> str:
     """A finite cost as SQL text (repr round-trips a double exactly)."""
     assert x is not None
     return repr(float(x))
+
