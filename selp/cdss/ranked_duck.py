@@ -43,11 +43,14 @@ def ranked_duck(rp: RankedProgram, base: Mapping[str, set[Row]], collect: bool =
     (``R_t``/``R_i``; their ``R_i`` costs are computed only then), and with ``collect`` every
     import's and every instance tuple's (``outputs``), as :func:`ranked_local` returns them."""
     from selp.engines.embedded.store import store_from_facts
+    from selp.language.types import resolve_types
     from selp.language.validate import analyze
 
     analysis = analyze(rp.compiled.program)
     edb = {rel: rows for rel, rows in base.items() if rel in analysis.edb}
-    store = store_from_facts(analysis, edb)
+    # the column types as declared (the store checked the data against them when it took them
+    # in): no scan of every value to infer them
+    store = store_from_facts(analysis, edb, None, resolve_types(analysis))
     try:
         return _Fixpoint(rp, store, collect, set(reports or ())).run()
     finally:
