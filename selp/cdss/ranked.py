@@ -133,6 +133,8 @@ class RankedProgram:
         self.outputs: dict[str, tuple[str, str, int]] = {}  # R_o -> (R_l, peer, arity)
         for r in cdss.relations():
             self.outputs[names.relation(r.ref, "o")] = (names.relation(r.ref, "l"), r.peer, r.arity)
+        # every R_x: a relation no trusted import reaches has an empty one
+        self.threshold_relations = [names.relation(r.ref, "x") for r in cdss.relations() if r.peer in self.thresholds]
         self.targets: dict[str, Target] = {}
         self.mappings: list[MappingPlan] = []
         rules = {rule.name: rule for rule in compiled.program.rules}
@@ -282,6 +284,8 @@ def ranked_local(rp: RankedProgram, base: Mapping[str, set[Row]]) -> RankedResul
         if t.kind == "t" and t.threshold_rel is not None:  # R_x: trusted imports only (not R_i)
             rejected = base.get(t.rejections, set())
             rejections[t.threshold_rel] = {h for h, v in imports[t.relation].items() if h not in rejected and not rp.accepts(t, v)}
+    for x in rp.threshold_relations:
+        rejections.setdefault(x, set())
     return RankedResult(rp.viewpoints, rejections, out, imports, rounds)
 
 
@@ -469,6 +473,8 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
         above = above.filter(F.col(K[t.owner_index]) > F.lit(float(t.threshold)))  # type: ignore[index, arg-type]
         typ = _types_of(rp, t.output)
         rejections[t.threshold_rel] = {tuple(decode(r[f"c{j}"], typ[j]) for j in range(arity)) for r in above.select(*cols(arity)).collect()}
+    for x in rp.threshold_relations:
+        rejections.setdefault(x, set())
     return RankedResult(rp.viewpoints, rejections, rounds=rounds)
 
 

@@ -254,6 +254,8 @@ class _Fixpoint:
             rej = f"NOT EXISTS (SELECT 1 FROM {table(tg.rejections)} AS r WHERE {on})" if kr == self.kinds[t] else self._not_rejected(tg, c)
             above = f"f.{K[tg.owner_index]} > CAST({_float(tg.threshold)} AS DOUBLE)"
             rejections[tg.threshold_rel] = self.store.rows(t, f"(SELECT {', '.join(f'f.{x}' for x in c)} FROM {ident(_IMPORT + t)} AS f WHERE {rej} AND {above})")
+        for x in rp.threshold_relations:
+            rejections.setdefault(x, set())
         res = RankedResult(rp.viewpoints, rejections, rounds=rounds)
         for t in rp.targets:
             if t in self.wanted and (self.collect or t in self.reports):

@@ -1,5 +1,5 @@
 #!/bin/bash
-# mk.sh N DIR: the lead's generated CDSS with P5's ranked trust, initialised, imported and published
+# make-store.sh N DIR: the lead's generated CDSS with P5's ranked trust, initialised, imported and published
 set -e
 N=$1; D=$2
 rm -rf $D
