@@ -309,6 +309,12 @@ DRIVER_ROWS_CONF = "spark.selp.rankedTrust.driverRows"
 DEFAULT_DRIVER_ROWS = 5_000_000
 
 
+def on_driver(base: Mapping[str, set[Row]], spark: Any) -> bool:
+    """Whether the Spark engine computes ranked trust over ``base`` in DuckDB on the driver
+    (at most ``spark.selp.rankedTrust.driverRows`` base tuples)."""
+    return sum(map(len, base.values())) <= int(spark.conf.get(DRIVER_ROWS_CONF, str(DEFAULT_DRIVER_ROWS)))
+
+
 def threshold_rejections_spark(compiled: CompiledCDSS, base: Mapping[str, set[Row]], spark: Any) -> dict[str, set[Row]]:
     """``R_x`` for the Spark engine: :func:`selp.cdss.ranked_duck.ranked_duck` on the driver while
     the base data have at most ``spark.selp.rankedTrust.driverRows`` tuples, else
@@ -316,8 +322,7 @@ def threshold_rejections_spark(compiled: CompiledCDSS, base: Mapping[str, set[Ro
     rp = RankedProgram(compiled)
     if not rp.thresholds:
         return {}
-    limit = int(spark.conf.get(DRIVER_ROWS_CONF, str(DEFAULT_DRIVER_ROWS)))
-    if sum(map(len, base.values())) <= limit:
+    if on_driver(base, spark):
         from selp.cdss.ranked_duck import ranked_duck
 
         return ranked_duck(rp, base).rejections

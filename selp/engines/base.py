@@ -180,6 +180,11 @@ class Engine(ABC):
     def threshold_rejections(self, compiled: CompiledCDSS, base: Mapping[str, set[Row]], spark: Any = None) -> dict[str, set[Row]]:
         """``R_x`` of every thresholded peer's relations (see :mod:`selp.cdss.ranked`)."""
 
+    def ranked_trust_place(self, base: Mapping[str, set[Row]], spark: Any = None) -> str:
+        """Where :meth:`threshold_rejections` computes ranked trust over ``base`` (for exchange's
+        message)."""
+        return "in DuckDB"
+
     def ranked_trust(self, rp: Any, base: Mapping[str, set[Row]], reports: tuple[str, ...] = ()) -> Any:
         """Ranked trust's capped min-cost fixpoint (:class:`selp.cdss.ranked.RankedProgram` ``rp``
         over ``base``, Python values) computed in this process: the

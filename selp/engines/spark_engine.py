@@ -153,6 +153,11 @@ class SparkEngine(Engine):
 
         return run_spark(self, store, base, start, incremental, strategy, session(spark), tmp, stats, say)
 
+    def ranked_trust_place(self, base: Mapping[str, set[Row]], spark: Any = None) -> str:
+        from selp.cdss.ranked import on_driver
+
+        return "in DuckDB on the driver" if on_driver(base, session(spark)) else "on Spark"
+
     def threshold_rejections(self, compiled: Any, base: Mapping[str, set[Row]], spark: Any = None) -> dict[str, set[Row]]:
         """``R_x`` by :func:`selp.cdss.ranked.threshold_rejections_spark`: in DuckDB on the driver
         up to ``spark.selp.rankedTrust.driverRows`` base tuples, else :func:`~selp.cdss.ranked.ranked_spark`
