@@ -162,18 +162,7 @@ def decode_rows(data: list[tuple], kinds: tuple[Kind, ...], keep_order: bool = F
 @lru_cache(maxsize=1 << 20)
 def _skolem(text: str) -> Skolem:
     # a labeled null recurs in many tuples (every fact a mapping built on it): parse it once
-    body = text[1:]
-    i = body.find("(")
-    if i > 0 and '"' not in body and body.find("(", i + 1) < 0 and body[-1] == ")":
-        # the common flat term over numbers, f(1,-2,0.5): split, no character-wise parse
-        inner = body[i + 1:-1]
-        return Skolem(body[:i], tuple(_number(a) for a in inner.split(",")) if inner else ())
-    return parse_skolem_text(body)
-
-
-def _number(text: str) -> int | float:
-    """A number's canonical text (:func:`selp.values.format_value`) as its value."""
-    return int(text) if text.lstrip("-").isdigit() else float(text)
+    return parse_skolem_text(text[1:])
 
 
 def _decoder(kind: Kind):
