@@ -30,7 +30,7 @@ threshold acts as automatic curation. Exchange computes ``R_x`` from the base da
 :meth:`selp.engines.base.Engine.threshold_rejections` -- :func:`ranked_local` below on the
 reference engine (the oracle), the same fixpoint as set-at-a-time SQL in DuckDB on the embedded
 engine (:mod:`selp.cdss.ranked_duck`), that on the driver or :func:`ranked_spark` on the Spark
-engine (by size, :func:`threshold_rejections_spark`) -- and adds it to the base data, so the full
+engine (by size, :func:`selp.cdss.ranked_duck.threshold_rejections_spark`) -- and adds it to the base data, so the full
 and both incremental strategies maintain the Boolean state exactly as they maintain rejections
 (an ``R_x`` change is an EDB change like a new rejection). ``R_x`` holds the imports derived from
 accepted tuples that are above the threshold, so the least fixpoint of the Boolean program with
@@ -54,21 +54,18 @@ whose owner accepts it lowers its instance tuple's cost. Costs only fall and acc
 grows, so the rounds stop (with non-negative costs a cheapest derivation never repeats a tuple
 on a path, so at most as many rounds as tuples; in practice the longest mapping path).
 
-:func:`trust_report` lists what the same fixpoint decides about every import of one peer
-(``selp cdss trust``).
+:func:`selp.cdss.trust_report.trust_report` lists what the same fixpoint decides about every
+import of one peer (``selp cdss trust``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from selp.cdss.compile import CompiledCDSS, thresholded_peers
 from selp.language.ast import Atom, Const, Rule, Var
-
-if TYPE_CHECKING:
-    from selp.cdss.store import Store
 
 Row = tuple
 Vec = tuple[float, ...]
@@ -295,38 +292,12 @@ def threshold_rejections(compiled: CompiledCDSS, base: Mapping[str, set[Row]]) -
     threshold. ``base`` holds ``R_l``/``R_r`` as Python values. This is :func:`ranked_local`,
     the reference engine's (the oracle); the embedded engine runs the same fixpoint in DuckDB
     (:func:`selp.cdss.ranked_duck.ranked_duck`), the Spark engine that or :func:`ranked_spark`
-    (:func:`threshold_rejections_spark`; :meth:`selp.engines.base.Engine.threshold_rejections`
+    (:func:`selp.cdss.ranked_duck.threshold_rejections_spark`; :meth:`selp.engines.base.Engine.threshold_rejections`
     chooses)."""
     rp = RankedProgram(compiled)
     if not rp.thresholds:
         return {}
     return ranked_local(rp, base).rejections
-
-
-# base tuples (R_l and R_r) up to which the Spark engine computes ranked trust on the driver, in
-# DuckDB (its base data are Python values on the driver already); beyond, ranked_spark
-DRIVER_ROWS_CONF = "spark.selp.rankedTrust.driverRows"
-DEFAULT_DRIVER_ROWS = 5_000_000
-
-
-def on_driver(base: Mapping[str, set[Row]], spark: Any) -> bool:
-    """Whether the Spark engine computes ranked trust over ``base`` in DuckDB on the driver
-    (at most ``spark.selp.rankedTrust.driverRows`` base tuples)."""
-    return sum(map(len, base.values())) <= int(spark.conf.get(DRIVER_ROWS_CONF, str(DEFAULT_DRIVER_ROWS)))
-
-
-def threshold_rejections_spark(compiled: CompiledCDSS, base: Mapping[str, set[Row]], spark: Any) -> dict[str, set[Row]]:
-    """``R_x`` for the Spark engine: :func:`selp.cdss.ranked_duck.ranked_duck` on the driver while
-    the base data have at most ``spark.selp.rankedTrust.driverRows`` tuples, else
-    :func:`ranked_spark` (no Spark job starts when no peer has a threshold)."""
-    rp = RankedProgram(compiled)
-    if not rp.thresholds:
-        return {}
-    if on_driver(base, spark):
-        from selp.cdss.ranked_duck import ranked_duck
-
-        return ranked_duck(rp, base).rejections
-    return ranked_spark(rp, base, spark).rejections
 
 
 def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) -> RankedResult:
@@ -488,46 +459,3 @@ def _types_of(rp: RankedProgram, relation: str) -> tuple[str, ...]:
         if d.relation == relation:
             return tuple(t for _, t in d.columns)
     raise KeyError(relation)
-
-
-def trust_report(store: Store, peer: str, engine: str = "embedded") -> dict[str, Any]:
-    """Every tuple imported into ``peer``'s relations with its top-1 trust cost and verdict.
-
-    Ranked trust ([Kar09] §3.5) is enforced at exchange
-    (:mod:`selp.cdss.ranked`), and this report is computed by the same capped min-cost fixpoint,
-    over the latest published base data: the imports listed are those derived from tuples the
-    peers accepted (what exchange puts in ``R_i``), ``cost`` is the cheapest of their import
-    derivations of any kind, ``trusted_cost`` the cheapest Boolean-trusted one (None: Boolean
-    trust distrusts every derivation), ``within_threshold`` whether exchange accepts the tuple
-    (Boolean-trusted and, when ``peer`` has a threshold, costing at most it) and ``rejected``
-    whether curation rejected it. Costs are ``peer``'s own (``[peers.P.costs]``: its view of
-    every source peer and mapping; unlisted ones cost 0). Computed in this process by the engine
-    ``engine`` (:meth:`selp.engines.base.Engine.ranked_trust`: in DuckDB, Spark's on the driver
-    since the report is read there anyway; the reference engine's in Python).
-    """
-    store.check_peer(peer)
-    compiled = store.compiled
-    ranked = store.cdss.peer(peer).policy.ranked
-    threshold = ranked.threshold if ranked is not None else None
-    publication = store.last_publication()
-    base = store.base_data(publication)
-    rp = RankedProgram(compiled, (peer,))
-    mine = [(compiled.names.relation(rel.ref, "i"), compiled.names.relation(rel.ref, "t"), compiled.names.relation(rel.ref, "r"))
-            for rel in store.cdss.peer(peer).relations]
-    from selp.engines.registry import get_engine
-
-    res = get_engine(engine).ranked_trust(rp, base, tuple(n for i, t, _ in mine for n in (i, t)))
-    v = res.viewpoints.index(peer)
-    rows = []
-    for rel, (name_i, name_t, name_r) in zip(store.cdss.peer(peer).relations, mine):
-        rejected = base.get(name_r, set())
-        trusted = res.imports.get(name_t, {})
-        for args, vec in sorted(res.imports.get(name_i, {}).items(), key=lambda kv: repr(kv[0])):
-            tvec = trusted.get(args)
-            tcost = tvec[v] if tvec is not None else None
-            accepted = tcost is not None and (threshold is None or tcost <= threshold)
-            rows.append({
-                "relation": rel.name, "args": args, "cost": vec[v], "trusted": tcost is not None,
-                "trusted_cost": tcost, "within_threshold": accepted, "rejected": args in rejected,
-            })
-    return {"peer": peer, "publication": publication, "threshold": threshold, "tuples": rows}

@@ -26,10 +26,13 @@ next round. The rounds stop when no instance tuple's cost falls.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from selp.cdss.ranked import RankedProgram, RankedResult, Row, Vec
+from selp.cdss.ranked import RankedProgram, RankedResult, Row, Vec, ranked_spark
 from selp.language.ast import Atom, Rule
+
+if TYPE_CHECKING:
+    from selp.cdss.compile import CompiledCDSS
 
 # table-name prefixes (relation names may hold any identifier characters: quoted by ``ident``)
 _COST, _NEW, _CHANGED, _ROWS, _AFFECTED, _IMPORT = "rk:", "rk-new:", "rk-changed:", "rk-rows:", "rk-aff:", "rk-imp:"
@@ -56,6 +59,30 @@ def ranked_duck(rp: RankedProgram, base: Mapping[str, set[Row]], collect: bool =
     finally:
         store.close()
 
+
+
+# base tuples (R_l and R_r) up to which the Spark engine computes ranked trust on the driver, in
+# DuckDB (its base data are Python values on the driver already); beyond, ranked_spark
+DRIVER_ROWS_CONF = "spark.selp.rankedTrust.driverRows"
+DEFAULT_DRIVER_ROWS = 5_000_000
+
+
+def on_driver(base: Mapping[str, set[Row]], spark: Any) -> bool:
+    """Whether the Spark engine computes ranked trust over ``base`` in DuckDB on the driver
+    (at most ``spark.selp.rankedTrust.driverRows`` base tuples)."""
+    return sum(map(len, base.values())) <= int(spark.conf.get(DRIVER_ROWS_CONF, str(DEFAULT_DRIVER_ROWS)))
+
+
+def threshold_rejections_spark(compiled: CompiledCDSS, base: Mapping[str, set[Row]], spark: Any) -> dict[str, set[Row]]:
+    """``R_x`` for the Spark engine: :func:`selp.cdss.ranked_duck.ranked_duck` on the driver while
+    the base data have at most ``spark.selp.rankedTrust.driverRows`` tuples, else
+    :func:`selp.cdss.ranked.ranked_spark` (no Spark job starts when no peer has a threshold)."""
+    rp = RankedProgram(compiled)
+    if not rp.thresholds:
+        return {}
+    if on_driver(base, spark):
+        return ranked_duck(rp, base).rejections
+    return ranked_spark(rp, base, spark).rejections
 
 class _Fixpoint:
     """The fixpoint's tables and rounds over one embedded-engine store."""

@@ -488,7 +488,7 @@ def trust_cmd(directory: str, peer: str, fmt: str, engine: str | None) -> None:
     """
     import json
 
-    from selp.cdss.ranked import trust_report
+    from selp.cdss.trust_report import trust_report
     from selp.values import display_value, json_value
 
     with open_store(directory) as s:

@@ -154,16 +154,16 @@ class SparkEngine(Engine):
         return run_spark(self, store, base, start, incremental, strategy, session(spark), tmp, stats, say)
 
     def ranked_trust_place(self, base: Mapping[str, set[Row]], spark: Any = None) -> str:
-        from selp.cdss.ranked import on_driver
+        from selp.cdss.ranked_duck import on_driver
 
         return "in DuckDB on the driver" if on_driver(base, session(spark)) else "on Spark"
 
     def threshold_rejections(self, compiled: Any, base: Mapping[str, set[Row]], spark: Any = None) -> dict[str, set[Row]]:
-        """``R_x`` by :func:`selp.cdss.ranked.threshold_rejections_spark`: in DuckDB on the driver
+        """``R_x`` by :func:`selp.cdss.ranked_duck.threshold_rejections_spark`: in DuckDB on the driver
         up to ``spark.selp.rankedTrust.driverRows`` base tuples, else :func:`~selp.cdss.ranked.ranked_spark`
         (no Spark starts when no peer has a threshold)."""
         from selp.cdss.compile import thresholded_peers
-        from selp.cdss.ranked import threshold_rejections_spark
+        from selp.cdss.ranked_duck import threshold_rejections_spark
 
         if not thresholded_peers(compiled.cdss):
             return {}

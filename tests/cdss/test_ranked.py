@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from selp.cdss.ranked import trust_report
+from selp.cdss.trust_report import trust_report
 from selp.cdss.exchange import exchange
 from selp.cdss.store import Store
 from helpers.cdss import cdss_cli, instance, ok
@@ -192,7 +192,7 @@ threshold = 5
 def test_threshold_on_spark_agrees_with_the_hand_numbers(tmp_path, spark):
     """On Spark itself (ranked_spark): the base data are over spark.selp.rankedTrust.driverRows
     = 0, so the fixpoint does not run on the driver."""
-    from selp.cdss.ranked import DRIVER_ROWS_CONF
+    from selp.cdss.ranked_duck import DRIVER_ROWS_CONF
 
     d = make(tmp_path)
     spark.conf.set(DRIVER_ROWS_CONF, "0")
