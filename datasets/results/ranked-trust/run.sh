@@ -17,12 +17,14 @@ SIZES=${SIZES:-"5000 30000"}
 REPS=${REPS:-1}
 WORK=${WORK:-/tmp/ranked-trust}
 mkdir -p "$WORK"
+WORK=$(cd "$WORK" && pwd)
 echo "# $(date -u +%FT%TZ) load: $(cut -d' ' -f1-3 /proc/loadavg)  BASE=$BASE TREE=$TREE"
 for N in $SIZES; do
   [ -d "$WORK/g$N/.selp" ] || PYTHONPATH=$TREE bash "$HERE/make-store.sh" "$N" "$WORK/g$N"
   for _ in $(seq "$REPS"); do
     for T in "$BASE" "$TREE"; do
-      line=$(PYTHONPATH=$T python3 -m selp cdss exchange "$WORK/g$N" --peer P5 --strategy recompute | grep "^ranked trust")
+      # run from the tree itself: `python -m` puts the working directory first on sys.path
+      line=$(cd "$T" && PYTHONPATH=$T python3 -m selp cdss exchange "$WORK/g$N" --peer P5 --strategy recompute 2>&1 | grep "^ranked trust")
       echo "N=$N	$T	$line"
     done
   done
