@@ -71,7 +71,7 @@ gets an EDB relation ``R_x`` (the trusted imports above the threshold) and ``t_R
 min-cost fixpoint of :mod:`selp.cdss.ranked` (semantics and the argument that the Boolean
 program with ``R_x`` keeps exactly the accepted tuples are there); relations of peers without a
 threshold have no ``R_x``, so their programs are unchanged. ``selp cdss trust DIR --peer P``
-(:func:`selp.cdss.ranked.trust_report`) lists what the same fixpoint decides.
+(:func:`selp.cdss.trust_report.trust_report`) lists what the same fixpoint decides.
 """
 
 from __future__ import annotations

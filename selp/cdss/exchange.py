@@ -174,10 +174,11 @@ def _threshold_rejections(store: Store, base: dict[str, set[Row]], eng: Engine, 
     if not viewpoints:
         return None
     t0 = time.perf_counter()
+    place = eng.ranked_trust_place(base, spark)
     n = add_threshold_rejections(eng, store.compiled, base, spark)
     how = "" if strategy == "recompute" else f"; {strategy} then maintains the instances with them like rejections"
     say(
         f"ranked trust of {', '.join(viewpoints)}: {n} import(s) above the threshold"
-        f" (costs recomputed in full from the base data, {time.perf_counter() - t0:.2f}s{how})"
+        f" (costs recomputed in full from the base data {place}, {time.perf_counter() - t0:.2f}s{how})"
     )
     return n

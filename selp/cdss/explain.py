@@ -21,7 +21,7 @@ from selp.cdss.errors import CdssError
 from selp.cdss.model import RankedTrust, RelationRef
 from selp.cdss.store import Store
 from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
-from selp.engines.registry import canonical
+from selp.engines.registry import canonical, get_engine
 from selp.topk.monoid import format_weight as _num
 from selp.topk.trees import Node
 from selp.values import Value, display_value, format_value, is_int_literal
@@ -187,7 +187,7 @@ def explain(
     """The top-k derivation trees of ``fact`` ranked by ``peer``'s trust (see module docstring),
     computed by :func:`selp.topk.api.topk` on the registered engine ``engine`` (``spark``: the
     session when it is the Spark engine)."""
-    from selp.cdss.ranked import threshold_rejections
+    from selp.cdss.ranked import RankedProgram
     from selp.database import Database, column_names, fact_types
     from selp.language.validate import analyze
     from selp.topk.api import topk
@@ -208,8 +208,10 @@ def explain(
     publication = store.last_publication()
     base = store.base_data(publication)
     # the trees are over what exchange accepts: imports above their owner's threshold are out
-    # (computed in Python: the base data is already here, and it needs no Spark job)
-    rejections = threshold_rejections(store.compiled, base)
+    # (computed here, in DuckDB or by the reference engine's oracle: the base data is already
+    # here, and it needs no Spark job)
+    rp = RankedProgram(store.compiled)
+    rejections = get_engine(engine).ranked_trust(rp, base).rejections if rp.thresholds else {}
     base.update(rejections)
     target = compiled.names.relation(ref, "o")
     pattern = f"{target}({', '.join(format_value(v) for v in args)})"

@@ -27,7 +27,10 @@ the fixpoint below stays a shortest-path computation.
 **How it is enforced.** The compiled program gives every relation ``R`` of a thresholded peer
 an EDB relation ``R_x`` and the rule ``t_R: R_o(x) :- R_t(x), not R_r(x), not R_x(x)``: the
 threshold acts as automatic curation. Exchange computes ``R_x`` from the base data with
-:func:`threshold_rejections` (below; in Python, or on Spark for the Spark engine) and adds it to the base data, so the full
+:meth:`selp.engines.base.Engine.threshold_rejections` -- :func:`ranked_local` below on the
+reference engine (the oracle), the same fixpoint as set-at-a-time SQL in DuckDB on the embedded
+engine (:mod:`selp.cdss.ranked_duck`), that on the driver or :func:`ranked_spark` on the Spark
+engine (by size, :func:`selp.cdss.ranked_duck.threshold_rejections_spark`) -- and adds it to the base data, so the full
 and both incremental strategies maintain the Boolean state exactly as they maintain rejections
 (an ``R_x`` change is an EDB change like a new rejection). ``R_x`` holds the imports derived from
 accepted tuples that are above the threshold, so the least fixpoint of the Boolean program with
@@ -51,21 +54,18 @@ whose owner accepts it lowers its instance tuple's cost. Costs only fall and acc
 grows, so the rounds stop (with non-negative costs a cheapest derivation never repeats a tuple
 on a path, so at most as many rounds as tuples; in practice the longest mapping path).
 
-:func:`trust_report` lists what the same fixpoint decides about every import of one peer
-(``selp cdss trust``).
+:func:`selp.cdss.trust_report.trust_report` lists what the same fixpoint decides about every
+import of one peer (``selp cdss trust``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from selp.cdss.compile import CompiledCDSS, thresholded_peers
 from selp.language.ast import Atom, Const, Rule, Var
-
-if TYPE_CHECKING:
-    from selp.cdss.store import Store
 
 Row = tuple
 Vec = tuple[float, ...]
@@ -130,6 +130,8 @@ class RankedProgram:
         self.outputs: dict[str, tuple[str, str, int]] = {}  # R_o -> (R_l, peer, arity)
         for r in cdss.relations():
             self.outputs[names.relation(r.ref, "o")] = (names.relation(r.ref, "l"), r.peer, r.arity)
+        # every R_x: a relation no trusted import reaches has an empty one
+        self.threshold_relations = [names.relation(r.ref, "x") for r in cdss.relations() if r.peer in self.thresholds]
         self.targets: dict[str, Target] = {}
         self.mappings: list[MappingPlan] = []
         rules = {rule.name: rule for rule in compiled.program.rules}
@@ -276,19 +278,22 @@ def ranked_local(rp: RankedProgram, base: Mapping[str, set[Row]]) -> RankedResul
                         new[t.output].add(h)
     rejections: dict[str, set[Row]] = {}
     for t in rp.targets.values():
-        if t.threshold_rel is not None:
+        if t.kind == "t" and t.threshold_rel is not None:  # R_x: trusted imports only (not R_i)
             rejected = base.get(t.rejections, set())
             rejections[t.threshold_rel] = {h for h, v in imports[t.relation].items() if h not in rejected and not rp.accepts(t, v)}
+    for x in rp.threshold_relations:
+        rejections.setdefault(x, set())
     return RankedResult(rp.viewpoints, rejections, out, imports, rounds)
 
 
 def threshold_rejections(compiled: CompiledCDSS, base: Mapping[str, set[Row]]) -> dict[str, set[Row]]:
     """``R_x`` of every relation of a thresholded peer (empty dict when no peer has a threshold):
     the Boolean-trusted imports over accepted tuples that cost their owner more than its
-    threshold. ``base`` holds ``R_l``/``R_r`` as Python values. This is :func:`ranked_local` --
-    a capped min-cost fixpoint over cost vectors, which no engine's set-semantics datalog
-    evaluation computes, so it stays in Python; the Spark engine runs :func:`ranked_spark`
-    instead (:meth:`selp.engines.base.Engine.threshold_rejections` chooses)."""
+    threshold. ``base`` holds ``R_l``/``R_r`` as Python values. This is :func:`ranked_local`,
+    the reference engine's (the oracle); the embedded engine runs the same fixpoint in DuckDB
+    (:func:`selp.cdss.ranked_duck.ranked_duck`), the Spark engine that or :func:`ranked_spark`
+    (:func:`selp.cdss.ranked_duck.threshold_rejections_spark`; :meth:`selp.engines.base.Engine.threshold_rejections`
+    chooses)."""
     rp = RankedProgram(compiled)
     if not rp.thresholds:
         return {}
@@ -444,6 +449,8 @@ def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) ->
         above = above.filter(F.col(K[t.owner_index]) > F.lit(float(t.threshold)))  # type: ignore[index, arg-type]
         typ = _types_of(rp, t.output)
         rejections[t.threshold_rel] = {tuple(decode(r[f"c{j}"], typ[j]) for j in range(arity)) for r in above.select(*cols(arity)).collect()}
+    for x in rp.threshold_relations:
+        rejections.setdefault(x, set())
     return RankedResult(rp.viewpoints, rejections, rounds=rounds)
 
 
@@ -452,41 +459,3 @@ def _types_of(rp: RankedProgram, relation: str) -> tuple[str, ...]:
         if d.relation == relation:
             return tuple(t for _, t in d.columns)
     raise KeyError(relation)
-
-
-def trust_report(store: Store, peer: str) -> dict[str, Any]:
-    """Every tuple imported into ``peer``'s relations with its top-1 trust cost and verdict.
-
-    Ranked trust ([Kar09] §3.5) is enforced at exchange
-    (:mod:`selp.cdss.ranked`), and this report is computed by the same capped min-cost fixpoint,
-    over the latest published base data: the imports listed are those derived from tuples the
-    peers accepted (what exchange puts in ``R_i``), ``cost`` is the cheapest of their import
-    derivations of any kind, ``trusted_cost`` the cheapest Boolean-trusted one (None: Boolean
-    trust distrusts every derivation), ``within_threshold`` whether exchange accepts the tuple
-    (Boolean-trusted and, when ``peer`` has a threshold, costing at most it) and ``rejected``
-    whether curation rejected it. Costs are ``peer``'s own (``[peers.P.costs]``: its view of
-    every source peer and mapping; unlisted ones cost 0).
-    """
-    store.check_peer(peer)
-    compiled = store.compiled
-    ranked = store.cdss.peer(peer).policy.ranked
-    threshold = ranked.threshold if ranked is not None else None
-    publication = store.last_publication()
-    base = store.base_data(publication)
-    rp = RankedProgram(compiled, (peer,))
-    res = ranked_local(rp, base)
-    v = res.viewpoints.index(peer)
-    rows = []
-    for rel in store.cdss.peer(peer).relations:
-        name_i, name_t, name_r = (compiled.names.relation(rel.ref, k) for k in ("i", "t", "r"))
-        rejected = base.get(name_r, set())
-        trusted = res.imports.get(name_t, {})
-        for args, vec in sorted(res.imports.get(name_i, {}).items(), key=lambda kv: repr(kv[0])):
-            tvec = trusted.get(args)
-            tcost = tvec[v] if tvec is not None else None
-            accepted = tcost is not None and (threshold is None or tcost <= threshold)
-            rows.append({
-                "relation": rel.name, "args": args, "cost": vec[v], "trusted": tcost is not None,
-                "trusted_cost": tcost, "within_threshold": accepted, "rejected": args in rejected,
-            })
-    return {"peer": peer, "publication": publication, "threshold": threshold, "tuples": rows}

@@ -473,7 +473,8 @@ def explain_cmd(directory: str, peer: str, fact: str, k: int, monoid: str, fmt: 
 @DIR_ARG
 @PEER_OPT
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def trust_cmd(directory: str, peer: str, fmt: str) -> None:
+@engine_option("Engine of the cost fixpoint: reference in Python, any other in DuckDB (Spark's on the driver) " + ENGINE_HELP[len("Engine "):])
+def trust_cmd(directory: str, peer: str, fmt: str, engine: str | None) -> None:
     """List PEER's imported tuples with their top-1 trust cost and the threshold verdict.
 
     The threshold of [peers.PEER.costs] is what exchange enforces: a tuple is within it when
@@ -487,11 +488,11 @@ def trust_cmd(directory: str, peer: str, fmt: str) -> None:
     """
     import json
 
-    from selp.cdss.ranked import trust_report
+    from selp.cdss.trust_report import trust_report
     from selp.values import display_value, json_value
 
     with open_store(directory) as s:
-        rep = trust_report(s, peer)
+        rep = trust_report(s, peer, store_engine(engine, s, None))
     if fmt == "json":
         out = dict(rep)
         out["tuples"] = [{**t, "args": [json_value(v) for v in t["args"]]} for t in rep["tuples"]]

@@ -11,7 +11,8 @@ operations, so adding an engine touches its module and one registry entry:
   that knows the column types and runs a task;
 * the CDSS exchange -- :meth:`Engine.check_strategy` (the incremental entry point, refused fast
   when absent), :meth:`Engine.exchange_epoch` (one epoch's relations, recomputed or maintained)
-  and :meth:`Engine.threshold_rejections` (ranked trust's ``R_x``);
+  and :meth:`Engine.threshold_rejections` (ranked trust's ``R_x``; :meth:`Engine.ranked_trust`,
+  the same capped fixpoint computed in this process, for ``selp cdss trust`` and ``explain``);
 * ProQL -- :meth:`Engine.proql` (the in-memory graph, or Spark's);
 * counting -- :meth:`Engine.counting`: a store of Z-relations (signed derivation counts) on this
   engine, what ``selp adapt`` and ``--strategy adapt`` evaluate rewritten plans in ([GI12]);
@@ -178,6 +179,21 @@ class Engine(ABC):
     @abstractmethod
     def threshold_rejections(self, compiled: CompiledCDSS, base: Mapping[str, set[Row]], spark: Any = None) -> dict[str, set[Row]]:
         """``R_x`` of every thresholded peer's relations (see :mod:`selp.cdss.ranked`)."""
+
+    def ranked_trust_place(self, base: Mapping[str, set[Row]], spark: Any = None) -> str:
+        """Where :meth:`threshold_rejections` computes ranked trust over ``base`` (for exchange's
+        message)."""
+        return "in DuckDB"
+
+    def ranked_trust(self, rp: Any, base: Mapping[str, set[Row]], reports: tuple[str, ...] = ()) -> Any:
+        """Ranked trust's capped min-cost fixpoint (:class:`selp.cdss.ranked.RankedProgram` ``rp``
+        over ``base``, Python values) computed in this process: the
+        :class:`~selp.cdss.ranked.RankedResult` with ``R_x`` and the cost vectors of the import
+        relations in ``reports``. In DuckDB (:func:`selp.cdss.ranked_duck.ranked_duck`) unless
+        the engine has its own (the reference engine's oracle)."""
+        from selp.cdss.ranked_duck import ranked_duck
+
+        return ranked_duck(rp, base, reports=reports)
 
     # -- ProQL ------------------------------------------------------------------------------
     @abstractmethod

@@ -3,7 +3,9 @@
 They differ in how they evaluate a program (DuckDB SQL, or Python hash joins); everything the
 CDSS layer and ProQL need beyond that runs over Python values in this process: the incremental
 strategies maintain Python sets (:func:`selp.cdss.incremental.apply_changes`), ranked trust is
-:func:`selp.cdss.ranked.ranked_local`, ProQL walks the in-memory provenance graph.
+computed in this process (:meth:`~selp.engines.base.Engine.ranked_trust`: in DuckDB on the
+embedded engine, :func:`selp.cdss.ranked.ranked_local` on the reference engine), ProQL walks the
+in-memory provenance graph.
 """
 
 from __future__ import annotations
@@ -41,11 +43,12 @@ class InProcessEngine(Engine):
         return run_in_process(self, store, base, start, incremental, strategy, tmp, stats, say)
 
     def threshold_rejections(self, compiled: Any, base: Mapping[str, set[Row]], spark: Any = None) -> dict[str, set[Row]]:
-        """``R_x`` by :func:`selp.cdss.ranked.threshold_rejections` (a min-cost fixpoint over
-        cost vectors, which no set-semantics evaluation computes: it stays in Python)."""
-        from selp.cdss.ranked import threshold_rejections
+        """``R_x`` by :meth:`ranked_trust` (DuckDB on the embedded engine, Python values on the
+        reference engine); an empty dict when no peer has a threshold."""
+        from selp.cdss.ranked import RankedProgram
 
-        return threshold_rejections(compiled, base)
+        rp = RankedProgram(compiled)
+        return self.ranked_trust(rp, base).rejections if rp.thresholds else {}
 
     def proql(
         self,

@@ -73,6 +73,16 @@ class ReferenceEngine(InProcessEngine):
         columns = {rel: column_names(analysis.program, rel, n) for rel, n in analysis.arities.items()}
         return LocalResult(idb, fact_types(analysis, edb), columns, stats.iterations, stats.seconds, engine=self.name)
 
+    def ranked_trust_place(self, base: Mapping[str, set[Row]], spark: Any = None) -> str:
+        return "in Python"
+
+    def ranked_trust(self, rp: Any, base: Mapping[str, set[Row]], reports: tuple[str, ...] = ()) -> Any:
+        """The capped fixpoint over Python values (:func:`selp.cdss.ranked.ranked_local`): the
+        oracle, every import's cost vector included."""
+        from selp.cdss.ranked import ranked_local
+
+        return ranked_local(rp, base)
+
     def open_topk(self, analysis: Any, source: Any, monoid: Any, spark: Any, warn: Warn) -> TopkInput:
         db = load_source(analysis, source)
         for w in db.warnings:

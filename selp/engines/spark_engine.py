@@ -153,15 +153,21 @@ class SparkEngine(Engine):
 
         return run_spark(self, store, base, start, incremental, strategy, session(spark), tmp, stats, say)
 
-    def threshold_rejections(self, compiled: Any, base: Mapping[str, set[Row]], spark: Any = None) -> dict[str, set[Row]]:
-        """``R_x`` by :func:`selp.cdss.ranked.ranked_spark`; only ``R_x`` is collected (no Spark
-        starts when no peer has a threshold)."""
-        from selp.cdss.ranked import RankedProgram, ranked_spark
+    def ranked_trust_place(self, base: Mapping[str, set[Row]], spark: Any = None) -> str:
+        from selp.cdss.ranked_duck import on_driver
 
-        rp = RankedProgram(compiled)
-        if not rp.thresholds:
+        return "in DuckDB on the driver" if on_driver(base, session(spark)) else "on Spark"
+
+    def threshold_rejections(self, compiled: Any, base: Mapping[str, set[Row]], spark: Any = None) -> dict[str, set[Row]]:
+        """``R_x`` by :func:`selp.cdss.ranked_duck.threshold_rejections_spark`: in DuckDB on the driver
+        up to ``spark.selp.rankedTrust.driverRows`` base tuples, else :func:`~selp.cdss.ranked.ranked_spark`
+        (no Spark starts when no peer has a threshold)."""
+        from selp.cdss.compile import thresholded_peers
+        from selp.cdss.ranked_duck import threshold_rejections_spark
+
+        if not thresholded_peers(compiled.cdss):
             return {}
-        return ranked_spark(rp, base, session(spark)).rejections
+        return threshold_rejections_spark(compiled, base, session(spark))
 
     def proql(
         self,

@@ -117,7 +117,7 @@ def test_bench_time_cap_is_did_not_finish(tmp_path):
 
 
 def test_trust_report_bio_threshold(tmp_path):
-    from selp.cdss.ranked import trust_report
+    from selp.cdss.trust_report import trust_report
 
     d = make_cdss(tmp_path)
     load_running_example(d)

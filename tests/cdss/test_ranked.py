@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from selp.cdss.ranked import trust_report
+from selp.cdss.trust_report import trust_report
 from selp.cdss.exchange import exchange
 from selp.cdss.store import Store
 from helpers.cdss import cdss_cli, instance, ok
@@ -111,14 +111,14 @@ def test_threshold_is_a_capped_fixpoint_not_a_post_filter(tmp_path, engine):
     assert_initial(d)
     assert any("1 import(s) above the threshold" in line for line in said), said
     with Store.open(d) as s:
-        pb = {t["args"]: t for t in trust_report(s, "PB")["tuples"]}
-        pc = {t["args"]: t for t in trust_report(s, "PC")["tuples"]}
+        pb = {t["args"]: t for t in trust_report(s, "PB", engine)["tuples"]}
+        pc = {t["args"]: t for t in trust_report(s, "PC", engine)["tuples"]}
     assert {k: (t["trusted_cost"], t["within_threshold"]) for k, t in pb.items()} == {(1,): (3, True), (2,): (8, False)}
     assert {k: (t["trusted_cost"], t["within_threshold"]) for k, t in pc.items()} == {(1,): (10, True), (3,): (11, True)}
     # the report's verdicts are what exchange kept
     assert {k[0] for k, t in pb.items() if t["within_threshold"]} | {3} == ks(d, "S_o")
     assert {k[0] for k, t in pc.items() if t["within_threshold"]} == ks(d, "T_o")
-    out = ok(cdss_cli("trust", d, "--peer", "PB"))
+    out = ok(cdss_cli("trust", d, "--peer", "PB", "--engine", engine))
     assert "threshold 5 (enforced by exchange)" in out.splitlines()[0]
     assert "S(2)" in out and "trusted cost 8  above threshold" in out
 
@@ -132,7 +132,8 @@ def test_threshold_under_incremental_insertion_and_deletion(tmp_path, strategy, 
     edit(d, "PA", "+R(2)")
     said = run(d, engine, strategy)
     assert_after_insert(d)
-    assert any("costs recomputed in full" in line for line in said), said
+    place = {"embedded": "in DuckDB", "reference": "in Python"}[engine]  # exchange says where it ran
+    assert any(f"costs recomputed in full from the base data {place}, " in line for line in said), said
     edit(d, "PA", "-R(2)")
     run(d, engine, strategy)
     assert_initial(d)  # S(2)'s cost rose back above 5: out of PB's instance, T(2) out of PC's
@@ -183,21 +184,30 @@ threshold = 5
     toml.write_text(toml.read_text().replace("PS1 = 0, PS2 = 9", "PS1 = 0, PS2 = 0"))
     with Store.open(d) as s:
         exchange(s, "PX", engine, "recompute")
-        assert {t["args"]: t["trusted_cost"] for t in trust_report(s, "PX")["tuples"]} == {(1,): 0}
+        assert {t["args"]: t["trusted_cost"] for t in trust_report(s, "PX", engine)["tuples"]} == {(1,): 0}
     assert instance(d, "PX", "X_o") == {(1,)} and instance(d, "PX", "Y_o") == {(1,)}
 
 
 @pytest.mark.spark
 def test_threshold_on_spark_agrees_with_the_hand_numbers(tmp_path, spark):
+    """On Spark itself (ranked_spark): the base data are over spark.selp.rankedTrust.driverRows
+    = 0, so the fixpoint does not run on the driver."""
+    from selp.cdss.ranked_duck import DRIVER_ROWS_CONF
+
     d = make(tmp_path)
-    run(d, "spark", "recompute", spark)
-    assert_initial(d)
-    edit(d, "PA", "+R(2)")
-    run(d, "spark", "provenance", spark)
-    assert_after_insert(d)
-    edit(d, "PA", "-R(2)")
-    run(d, "spark", "provenance", spark)
-    assert_initial(d)
+    spark.conf.set(DRIVER_ROWS_CONF, "0")
+    try:
+        said = run(d, "spark", "recompute", spark)
+        assert any("from the base data on Spark, " in line for line in said), said
+        assert_initial(d)
+        edit(d, "PA", "+R(2)")
+        run(d, "spark", "provenance", spark)
+        assert_after_insert(d)
+        edit(d, "PA", "-R(2)")
+        run(d, "spark", "provenance", spark)
+        assert_initial(d)
+    finally:
+        spark.conf.unset(DRIVER_ROWS_CONF)
 
 
 @pytest.mark.parametrize("engine", IN_PROCESS)
@@ -279,6 +289,7 @@ def test_example9_mapping_function_2x_through_the_cli(tmp_path):
 
 @pytest.mark.spark
 def test_example9_mapping_function_on_spark(tmp_path, spark):
+    # a few base tuples: the fixpoint runs in DuckDB on the driver (spark.selp.rankedTrust.driverRows)
     d = example9(tmp_path)
     with Store.open(d) as s:
         exchange(s, "PBioSQL", "spark", "recompute", spark=spark)
