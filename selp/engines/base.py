@@ -183,17 +183,19 @@ class Engine(ABC):
     def ranked_trust_place(self, base: Mapping[str, set[Row]], spark: Any = None) -> str:
         """Where :meth:`threshold_rejections` computes ranked trust over ``base`` (for exchange's
         message)."""
-        return "in DuckDB"
+        from selp.cdss.ranked_duck import is_small
+
+        return "in Python (a small store)" if is_small(base) else "in DuckDB"
 
     def ranked_trust(self, rp: Any, base: Mapping[str, set[Row]], reports: tuple[str, ...] = ()) -> Any:
         """Ranked trust's capped min-cost fixpoint (:class:`selp.cdss.ranked.RankedProgram` ``rp``
         over ``base``, Python values) computed in this process: the
         :class:`~selp.cdss.ranked.RankedResult` with ``R_x`` and the cost vectors of the import
-        relations in ``reports``. In DuckDB (:func:`selp.cdss.ranked_duck.ranked_duck`) unless
-        the engine has its own (the reference engine's oracle)."""
-        from selp.cdss.ranked_duck import ranked_duck
+        relations in ``reports``. In DuckDB (:func:`selp.cdss.ranked_duck.ranked_in_process`:
+        in Python for a small store) unless the engine has its own (the reference engine's oracle)."""
+        from selp.cdss.ranked_duck import ranked_in_process
 
-        return ranked_duck(rp, base, reports=reports)
+        return ranked_in_process(rp, base, reports=reports)
 
     # -- ProQL ------------------------------------------------------------------------------
     @abstractmethod

@@ -154,9 +154,11 @@ class SparkEngine(Engine):
         return run_spark(self, store, base, start, incremental, strategy, session(spark), tmp, stats, say)
 
     def ranked_trust_place(self, base: Mapping[str, set[Row]], spark: Any = None) -> str:
-        from selp.cdss.ranked_duck import on_driver
+        from selp.cdss.ranked_duck import is_small, on_driver
 
-        return "in DuckDB on the driver" if on_driver(base, session(spark)) else "on Spark"
+        if not on_driver(base, session(spark)):
+            return "on Spark"
+        return "in Python on the driver (a small store)" if is_small(base) else "in DuckDB on the driver"
 
     def threshold_rejections(self, compiled: Any, base: Mapping[str, set[Row]], spark: Any = None) -> dict[str, set[Row]]:
         """``R_x`` by :func:`selp.cdss.ranked_duck.threshold_rejections_spark`: in DuckDB on the driver

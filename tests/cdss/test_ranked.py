@@ -27,8 +27,16 @@ from selp.cdss.trust_report import trust_report
 from selp.cdss.exchange import exchange
 from selp.cdss.store import Store
 from helpers.cdss import cdss_cli, instance, ok
+from selp.cdss import ranked_duck
 
 IN_PROCESS = ["embedded", "reference"]  # the default engine and the oracle: the same answers
+
+
+@pytest.fixture(autouse=True)
+def in_duckdb(monkeypatch):
+    """The embedded engine computes ranked trust in DuckDB here: these stores are small enough
+    for it to take the Python fixpoint otherwise (``SMALL_BASE``), which the oracle covers."""
+    monkeypatch.setattr(ranked_duck, "SMALL_BASE", 0)
 
 TOML = """
 name = "ranked"
@@ -347,3 +355,19 @@ def test_trust_only_from_bad_values_are_located(tmp_path):
     res = subprocess.run([sys.executable, "-m", "selp", "cdss", "check", str(d)], capture_output=True, text=True)
     assert res.returncode != 0 and res.stderr.count("\n") == 1, res.stderr
     assert f"cdss.toml:{line}:" in res.stderr and "unknown peer 'PNope' in trust_only_from" in res.stderr, res.stderr
+
+
+def test_a_small_store_ranks_in_python_with_the_same_answers(tmp_path, monkeypatch):
+    # below SMALL_BASE base tuples the embedded engine runs the Python fixpoint (faster there);
+    # exchange says so, and the instances are those DuckDB's fixpoint gives
+    monkeypatch.setattr(ranked_duck, "SMALL_BASE", 1_000)
+    (tmp_path / "small").mkdir(), (tmp_path / "duck").mkdir()
+    small, duck = make(tmp_path / "small"), make(tmp_path / "duck")
+    said = run(small, "embedded", "recompute")
+    assert any("ranked trust" in line and "in Python (a small store)" in line for line in said), said
+    monkeypatch.setattr(ranked_duck, "SMALL_BASE", 0)
+    said = run(duck, "embedded", "recompute")
+    assert any("ranked trust" in line and "in DuckDB" in line for line in said), said
+    for rel in ("S_o", "S_x", "S_t", "T_o", "T_i", "T_x"):
+        assert ks(small, rel) == ks(duck, rel)
+    assert_initial(small)
