@@ -7,7 +7,9 @@ a kept old instance's remainder summed (``GROUP BY``) and costed so;
 ``a24i`` — this tree: no automatic checkpoint, remainders stored unsummed and costed so.
 An untimed ``CHECKPOINT`` precedes each variant's turn, so neither inherits the other's writes.
 Every adapted relation is compared with the recomputation (counts included).
-Usage: PYTHONPATH=TREE python3 ab.py [ROWS=100000] [ROUNDS=3] [VARIANT...]"""
+Usage: PYTHONPATH=TREE python3 ab.py [ROWS=100000] [ROUNDS=3] [VARIANT...]
+With AB_LOCK=PATH the data is generated and loaded first (untimed) and the lock PATH (e.g.
+/work/bench.lock) taken only for the timed rounds (large ROWS: loading takes minutes)."""
 import gc
 import os
 import statistics
@@ -57,6 +59,13 @@ w = initial(0)
 e = z_engine("embedded")
 _load(e, w, source_data(w, rows, 0))
 print(f"loaded in {time.perf_counter() - t0:.1f} s", flush=True)
+if os.environ.get("AB_LOCK"):
+    import fcntl
+
+    lock = open(os.environ["AB_LOCK"], "a")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # held until the process ends
+    t0 = time.perf_counter()
+    print(f"lock taken, load average {os.getloadavg()}", flush=True)
 new = changed(w, 24, 0, None)
 p, p2 = parse_program(w.text()), parse_program(new.text())
 views = sorted({v + NEW for v in new.views}, key=lambda x: int(x[1:-len(NEW)]))

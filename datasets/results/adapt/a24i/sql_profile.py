@@ -32,8 +32,8 @@ KIND = [("aggregate", re.compile("AGGREGATE|GROUP")), ("join", re.compile("JOIN"
 
 
 def walk(node, acc):
-    name = node.get("operator_name") or node.get("operator_type") or ""
-    t = float(node.get("operator_timing", 0.0))
+    name = node.get("name") or node.get("operator_name") or ""
+    t = float(node.get("timing", node.get("operator_timing", 0.0)))
     kind = next((k for k, rx in KIND if rx.search(name.upper())), "other")
     acc[kind] = acc.get(kind, 0.0) + t
     for c in node.get("children", []):
@@ -55,8 +55,9 @@ class Con:
             raw.execute("PRAGMA disable_profiling")
             doc = json.load(open("/tmp/a24i-sqlprof.json"))
             acc: dict = {}
-            for c in doc.get("children", []):
+            for c in doc.get("operator", doc.get("children", [])):
                 walk(c, acc)
+            acc["planning"] = float(doc.get("planner", {}).get("total_time", 0)) + float(doc.get("optimizer", {}).get("total_time", 0)) + float(doc.get("physical_planner", {}).get("total_time", 0))
             prof.setdefault(m.group(1), {}).setdefault(self.strategy, []).append((wall, acc, m.group(2)))
             return r
         return raw.execute(q, *a)
