@@ -105,9 +105,11 @@ for variant in VARIANTS:
           f"views adapt {sum(best[variant].values()):.3f} s / recompute {sum(rec[variant][v] for v in views):.3f} s; "
           f"all relations recompute {sum(rec[variant].values()):.3f} s; "
           f"search {sum(s for s, _ in fixed[variant].values()) * 1e3:.1f} ms, statistics and planning {sum(o for _, o in fixed[variant].values()) * 1e3:.1f} ms over the views")
-print("view  " + "  ".join(f"{k:>24s}" for k in VARIANTS) + "   (recompute / adapt ms, ratio)")
+last = list(VARIANTS)[-1]
+print("view  " + "  ".join(f"{k:>24s}" for k in VARIANTS) + f"   (recompute / adapt ms, ratio; {last}'s search / other ms)")
 for v in views:
-    print(f"{v[:-len(NEW)]:5s} " + "  ".join(f"{rec[k][v]*1e3:8.1f} {best[k][v]*1e3:7.1f} {max(best[k][v], FLOOR_S) / max(rec[k][v], FLOOR_S):6.3f}" for k in VARIANTS))
+    print(f"{v[:-len(NEW)]:5s} " + "  ".join(f"{rec[k][v]*1e3:8.1f} {best[k][v]*1e3:7.1f} {max(best[k][v], FLOOR_S) / max(rec[k][v], FLOOR_S):6.3f}" for k in VARIANTS)
+          + f"   {fixed[last][v][0]*1e3:5.1f} {fixed[last][v][1]*1e3:5.1f}")
 first = next(iter(VARIANTS))
 for variant in list(VARIANTS)[1:]:
     for v in views:
