@@ -59,6 +59,16 @@ def materialise(engine: ZEngine, program: Program, provenance: bool) -> None:
         for r in program.rules:
             p = provenance_rule(r)
             engine.define(p.head.relation, p.head.arity, [lower(p, arities, 1)])
+    _checkpoint(engine)
+
+
+def _checkpoint(engine: ZEngine) -> None:
+    """The engine's storage maintenance, when it has any (DuckDB's checkpoint, which
+    :class:`selp.adapt.zduck.DuckZ` does not run automatically so that it never lands inside
+    one view's statement): after a whole instance is written, outside any view's timing."""
+    checkpoint = getattr(engine, "checkpoint", None)
+    if checkpoint is not None:
+        checkpoint()
 
 
 class _Stats:
@@ -214,3 +224,4 @@ def commit(engine: ZEngine, old: Program, new: Program, provenance: bool = True)
         for r in new.rules:
             name = provenance_rule(r).head.relation
             engine.rename(name + NEW, name)
+    _checkpoint(engine)

@@ -83,14 +83,15 @@ def query_cost(q: Mapping[CQ, int], stats: Callable[[str], Stats], shared_copies
     """Estimated cost of evaluating and summing a query (a plan for one view). With
     ``shared_copies`` (an engine that keeps a copied relation's stored rows as a segment of the
     new one, :class:`selp.adapt.zduck.DuckZ`) the first plain copy costs only its rule: its rows
-    are neither read nor summed."""
-    total, out = 0.0, 0.0
+    are neither read nor summed, and neither are the other CQs' results (the engine stores them
+    unsummed, as a segment its readers sum)."""
+    total, out, kept = 0.0, 0.0, False
     for cq, k in q.items():
         if shared_copies and is_copy(cq, k):
-            shared_copies = False  # the engine keeps one copied relation as it is, and sums the rest
+            shared_copies, kept = False, True  # the engine keeps one copied relation as it is
             total += RULE_OVERHEAD
             continue
         c, n = cq_cost(cq, stats)
         total += c + RULE_OVERHEAD
         out += n
-    return total + out
+    return total if kept else total + out

@@ -4,9 +4,11 @@ unchanged copy), text columns ``c0..`` and a signed ``_cnt``.
 A relation of one rule is one ``SELECT ... SUM(product of _cnt) ... GROUP BY`` over its body
 tables; the derivations of several rules are unioned (``UNION ALL``) and summed once. A plan that
 keeps a stored relation as it is (``q@new :- q`` plus a remainder, [GI12]'s fold into the old
-instance) stores only the remainder, summed, as a new segment after the kept relation's
+instance) stores only the remainder as a new segment after the kept relation's
 segments: a Z-relation is the sum of its segments (join distributes over union, so readers
 that multiply and sum counts need no merge), and the old rows are neither read nor copied.
+A relation's first segment is summed (one row per tuple); a later one holds the remainder's
+derivations unsummed (a tuple may occur in several rows): its readers sum them anyway.
 Reading rows, comparing and compacting sum the segments. No ``DISTINCT`` anywhere:
 differential plans need exact counts ([GI12]).
 """
@@ -56,6 +58,7 @@ def _is_copy(plan: RulePlan, arity: int) -> bool:
             and plan.arities[0] == arity and plan.head == tuple(((0, i),) for i in range(arity)))
 
 
+CHECKPOINT_THRESHOLD = "1TB"  # no automatic checkpoint (:class:`DuckZ`)
 MAX_SEGMENTS = 4  # a relation of more segments is summed into one table (reads stay a short union)
 
 
@@ -68,7 +71,8 @@ class DuckZ:
     it). Tables are never written after creation: redefining a relation creates a new table and
     drops the old ones when no relation refers to them any more, so a shared table never
     changes under the other relation. A relation of one segment is summed with non-zero counts;
-    one of several may hold a tuple in more than one segment (and a net count of 0): readers
+    one of several may hold a tuple in more than one row (its later segments are unsummed
+    derivations) and with a net count of 0: readers
     that multiply and sum counts do not mind, :meth:`get`, :meth:`same` and compaction sum.
     """
 
@@ -76,6 +80,13 @@ class DuckZ:
 
     def __init__(self, path: str = ":memory:") -> None:
         self.con = duckdb.connect(path)
+        # DuckDB checkpoints in-memory databases too, automatically, inside whichever statement
+        # takes the data written since the last checkpoint past 16 MiB: that statement then pays
+        # for compressing everything written before it (0.7-1.5 s on one view's CREATE TABLE AS
+        # at 300k rows per source, datasets/results/adapt/a24h). Dropped tables' memory is freed
+        # without a checkpoint; :meth:`checkpoint` runs one where the work is not a view's
+        # (after loading and after a commit), so no adaptation or recomputation carries it.
+        self.con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_THRESHOLD}'")
         self.arity: dict[str, int] = {}
         self.table: dict[str, tuple[str, ...]] = {}  # relation -> its segments (stored tables)
         self._users: dict[str, int] = {}  # stored table -> relations referring to it
@@ -154,7 +165,10 @@ class DuckZ:
         if not rest:
             self._bind(name, arity, old)
             return
-        added = self._new_table(name, arity, self._summed_sql(arity, rest))
+        # the remainder's derivations are stored as they come, not summed: the relation is the
+        # sum of its segments anyway (every reader sums), so a GROUP BY here would only repeat
+        # what the readers do (a24i: the aggregation, not the joins, is most of a DuckDB plan)
+        added = self._new_table(name, arity, self._derivations_sql(arity, rest) if arity else self._summed_sql(arity, rest))
         self._bind(name, arity, old + (added,))
         if len(self.table[name]) > MAX_SEGMENTS:
             self._create(name, arity, self._normal_sql(name))
@@ -170,6 +184,12 @@ class DuckZ:
         if not arity:
             return f"SELECT SUM(_cnt)::BIGINT AS _cnt FROM ({union}) HAVING SUM(_cnt) <> 0"
         return f"SELECT {cols}, SUM(_cnt)::BIGINT AS _cnt FROM ({union}) GROUP BY {cols} HAVING SUM(_cnt) <> 0"
+
+    def _derivations_sql(self, arity: int, plans: list[RulePlan]) -> str:
+        """The SELECT of ``plans``' derivations, one row each with its signed count (never 0: a
+        product of stored counts, none of which is 0), unsummed: only for a segment after the
+        first, whose relation every reader sums."""
+        return " UNION ALL ".join(f"({rule_sql(p, self._source, summed=False)})" for p in plans)
 
     def _source(self, name: str) -> str:
         """The SQL relation ``name`` is read from: its table, or the union of its segments."""
@@ -239,6 +259,12 @@ class DuckZ:
 
     def drop(self, name: str) -> None:
         self._release(name)
+
+    def checkpoint(self) -> None:
+        """Compress what was written since the last checkpoint (DuckDB's ``CHECKPOINT``; not
+        automatic on this connection, :class:`DuckZ`): called between pieces of work, never
+        inside one."""
+        self.con.execute("CHECKPOINT")
 
     def rename(self, old: str, new: str) -> None:
         """Move relation ``old`` to the name ``new`` (replacing it)."""
