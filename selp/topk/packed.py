@@ -243,7 +243,7 @@ def _origins(p: Packed, start: np.ndarray, rules: RuleHashes) -> np.ndarray:
     e = p.entries
     if "_o" in e.column_names:
         return _column(e, "_o", np.int64)
-    from selp.topk.kernel import _compiled, _ptr
+    from selp.topk.kernel import address as _ptr, library as _compiled
 
     lib = _compiled()
     if lib is None:
