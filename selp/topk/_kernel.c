@@ -696,6 +696,38 @@ static int64_t ph_pairs(int64_t *C, int64_t sc, int64_t first) {
     return r;
 }
 
+/* Candidate c (record cr, instance record d, head h with block hb), each of whose children has
+ * its entry at the candidate's rank: its key formed from theirs and c merged into h's queue, h
+ * listed as dirty (dirty[nd], the new count returned) when its root changed. */
+static inline int64_t cand_join(const int64_t *IR, int64_t si, int64_t *FB, int64_t fb, int64_t k, int64_t se,
+                                int64_t sc, int64_t L, const int64_t *LV, const prm_t *P, int64_t *C, int64_t c,
+                                int64_t *cr, const int64_t *d, int64_t h, int64_t *hb, int64_t *dirty, int64_t nd) {
+    (void)IR; (void)si;
+    int64_t m = d[IR_M];
+    const int32_t *rk = (const int32_t *)(cr + C_RANKS);
+    int64_t rl = d[IR_RULE];
+    double w = P->rule_w[rl];
+    int64_t s = P->rule_size[rl];
+    uint64_t hh = (uint64_t)P->rule_hash[rl];
+    int64_t o0 = 0;
+    for (int64_t j = 0; j < m; j++) {
+        int64_t x = d[IR_KIDS + j];
+        const int64_t *e = x < L ? LV + 4 * x : FB_ENTRY(FB + (x - L) * fb, k, rk[j] - 1);
+        w = comb(P->combine, w, as_f(e[0]));
+        s += e[1];
+        if (j == 0) o0 = e[2];
+        hh = origin_step(P->origin_mode, hh, e[2]);
+    }
+    int64_t o = P->rule_copy[rl] ? o0 : origin_end(P->origin_mode, hh, m);
+    cr[C_W] = as_i(P->sign * w); cr[C_S] = s; cr[C_O] = o;
+    cr[C_NEXT] = -1; cr[C_CHILD] = -1;
+    int64_t root = FB_ROOT(hb, k);
+    int64_t nr = ph_merge(C, sc, root, c);
+    FB_ROOT(hb, k) = nr;
+    if (nr != root && !(hb[0] & FB_DIRTY)) { hb[0] |= FB_DIRTY; dirty[nd++] = h; }
+    return nd;
+}
+
 /* Lazy k-best over one component: instance records IR at positions base..hi-1, FB the blocks of
  * the non-leaf facts (fact f >= B->L at FB + (f - B->L) * fb). A leaf's one entry is read from
  * B->LV, 32 bytes per leaf: the leaves that a component's instances read (transitive closure:
@@ -748,26 +780,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
                 }
             }
             if (!ready) continue;
-            int64_t rl = d[IR_RULE];
-            double w = P->rule_w[rl];
-            int64_t s = P->rule_size[rl];
-            uint64_t hh = (uint64_t)P->rule_hash[rl];
-            int64_t o0 = 0;
-            for (int64_t j = 0; j < m; j++) {
-                int64_t x = d[IR_KIDS + j];
-                const int64_t *e = x < L ? LV + 4 * x : FB_ENTRY(FB + (x - L) * fb, k, rk[j] - 1);
-                w = comb(P->combine, w, as_f(e[0]));
-                s += e[1];
-                if (j == 0) o0 = e[2];
-                hh = origin_step(P->origin_mode, hh, e[2]);
-            }
-            int64_t o = P->rule_copy[rl] ? o0 : origin_end(P->origin_mode, hh, m);
-            cr[C_W] = as_i(P->sign * w); cr[C_S] = s; cr[C_O] = o;
-            cr[C_NEXT] = -1; cr[C_CHILD] = -1;
-            int64_t root = FB_ROOT(hb, k);
-            int64_t nr = ph_merge(C, sc, root, c);
-            FB_ROOT(hb, k) = nr;
-            if (nr != root && !(hb[0] & FB_DIRTY)) { hb[0] |= FB_DIRTY; dirty[nd++] = h; }
+            nd = cand_join(IR, si, FB, fb, k, se, sc, L, LV, P, C, c, cr, d, h, hb, dirty, nd);
         }
         /* every changed root gets an item, unless it has one already */
         while (nd > 0) {
@@ -831,15 +844,24 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
         for (int64_t j = m - 1; j >= 0; j--)
             if (rk[j] > 1) { last = j; break; }
         for (int64_t j = last; j < m; j++) {
-            if (rk[j] >= k || d[IR_KIDS + j] < L) continue; /* a leaf has one entry */
-            int64_t *nr = C + nc * sc;
+            int64_t x = d[IR_KIDS + j];
+            if (rk[j] >= k || x < L) continue; /* a leaf has one entry */
+            int64_t cn = nc++, *nr = C + cn * sc;
             nr[C_POS] = pos;
             nr[C_HEAD] = 2 * h;
-            nr[C_NEXT] = -1;
             int32_t *nrk = (int32_t *)(nr + C_RANKS);
             for (int64_t t = 0; t < m; t++) nrk[t] = rk[t];
-            nrk[j] += 1;
-            todo[nt++] = nc++;
+            int32_t r = nrk[j] += 1;
+            /* tried here, not through the worklist: its head takes entries still (b is not full)
+             * and its other children had their entries at these ranks when c was formed, so
+             * only child j can make it wait */
+            int64_t *xb = FB + (x - L) * fb;
+            if (FB_CNT(xb) < r) {
+                nr[C_NEXT] = FB_WAIT(xb, r - 1);
+                FB_WAIT(xb, r - 1) = cn;
+                continue;
+            }
+            nd = cand_join(IR, si, FB, fb, k, se, sc, L, LV, P, C, cn, nr, d, h, b, dirty, nd);
         }
     }
 }
