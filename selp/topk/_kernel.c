@@ -700,8 +700,9 @@ static int64_t ph_pairs(int64_t *C, int64_t sc, int64_t first) {
  * its entry at the candidate's rank: its key formed from theirs and c merged into h's queue, h
  * listed as dirty (dirty[nd], the new count returned) when its root changed. */
 static inline int64_t cand_join(const int64_t *IR, int64_t si, int64_t *FB, int64_t fb, int64_t k, int64_t se,
-                                int64_t sc, int64_t L, const int64_t *LV, const prm_t *P, int64_t *C, int64_t c,
-                                int64_t *cr, const int64_t *d, int64_t h, int64_t *hb, int64_t *dirty, int64_t nd) {
+                                int64_t sc, int64_t L, const int64_t *LV, const prm_t *P, int cmb, int om,
+                                int64_t *C, int64_t c, int64_t *cr, const int64_t *d, int64_t h, int64_t *hb,
+                                int64_t *dirty, int64_t nd) {
     (void)IR; (void)si;
     int64_t m = d[IR_M];
     const int32_t *rk = (const int32_t *)(cr + C_RANKS);
@@ -713,12 +714,12 @@ static inline int64_t cand_join(const int64_t *IR, int64_t si, int64_t *FB, int6
     for (int64_t j = 0; j < m; j++) {
         int64_t x = d[IR_KIDS + j];
         const int64_t *e = x < L ? LV + 4 * x : FB_ENTRY(FB + (x - L) * fb, k, rk[j] - 1);
-        w = comb(P->combine, w, as_f(e[0]));
+        w = comb(cmb, w, as_f(e[0]));
         s += e[1];
         if (j == 0) o0 = e[2];
-        hh = origin_step(P->origin_mode, hh, e[2]);
+        hh = origin_step(om, hh, e[2]);
     }
-    int64_t o = P->rule_copy[rl] ? o0 : origin_end(P->origin_mode, hh, m);
+    int64_t o = P->rule_copy[rl] ? o0 : origin_end(om, hh, m);
     cr[C_W] = as_i(P->sign * w); cr[C_S] = s; cr[C_O] = o;
     cr[C_NEXT] = -1; cr[C_CHILD] = -1;
     int64_t root = FB_ROOT(hb, k);
@@ -735,8 +736,9 @@ static inline int64_t cand_join(const int64_t *IR, int64_t si, int64_t *FB, int6
  * than L2 and were read at random. Candidates are numbered from 0 -- the instances (in sorted order) with every rank 1,
  * then the modifications in the order they are formed, as in the global loop. Returns 0, -1
  * when out of memory or stopped. */
-static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
-                     const prm_t *P) {
+static inline __attribute__((always_inline)) int
+comp_topk_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
+             int cmb, int om) {
     int64_t k = B->k, fb = B->fb, se = B->se, sc = B->sc, M = B->M, L = B->L;
     const int64_t *LV = B->LV;
     int64_t nc = hi - base, nt = 0, nd = 0, rel = -1;
@@ -780,7 +782,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
                 }
             }
             if (!ready) continue;
-            nd = cand_join(IR, si, FB, fb, k, se, sc, L, LV, P, C, c, cr, d, h, hb, dirty, nd);
+            nd = cand_join(IR, si, FB, fb, k, se, sc, L, LV, P, cmb, om, C, c, cr, d, h, hb, dirty, nd);
         }
         /* every changed root gets an item, unless it has one already */
         while (nd > 0) {
@@ -861,8 +863,21 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
                 FB_WAIT(xb, r - 1) = cn;
                 continue;
             }
-            nd = cand_join(IR, si, FB, fb, k, se, sc, L, LV, P, C, cn, nr, d, h, b, dirty, nd);
+            nd = cand_join(IR, si, FB, fb, k, se, sc, L, LV, P, cmb, om, C, cn, nr, d, h, b, dirty, nd);
         }
+    }
+}
+
+/* comp_topk_as compiled for each combination of the monoid's combine code and the origin mode:
+ * constants there, so the loop that forms a candidate's key has no branch on either (a plain
+ * call reloads both from P after every store, as P may alias the records) */
+static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
+                     const prm_t *P) {
+    int om = P->origin_mode != 0;
+    switch (P->combine) {
+    case 0: return om ? comp_topk_as(IR, si, base, hi, FB, B, P, 0, 1) : comp_topk_as(IR, si, base, hi, FB, B, P, 0, 0);
+    case 1: return om ? comp_topk_as(IR, si, base, hi, FB, B, P, 1, 1) : comp_topk_as(IR, si, base, hi, FB, B, P, 1, 0);
+    default: return om ? comp_topk_as(IR, si, base, hi, FB, B, P, 2, 1) : comp_topk_as(IR, si, base, hi, FB, B, P, 2, 0);
     }
 }
 
