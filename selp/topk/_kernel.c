@@ -506,18 +506,32 @@ fail:
  * the candidate is in the heap. The same order as heap_t's (key, size, origin, id), so the same
  * pops, but half the bytes: a node's four children are 64 bytes, placed on one cache line (item
  * 1 on a 64-byte boundary), where heap_t's span two. At k = 7 on the anchors graph the heap
- * holds up to a fact per non-full fact and most sift-down steps miss the cache. */
+ * holds up to a fact per non-full fact and most sift-down steps miss the cache.
+ * The key is held as an unsigned integer in the double's order (ukey): integer compares and
+ * equality tests, where a double's equality test (NaN-aware) took several instructions each --
+ * the three of a node's tie test were a fifth of the sift-down's instructions. */
 
 typedef struct { int64_t *a; int64_t n, cap; void *raw; } kheap_t;
 
-/* candidate a before b, a with key ka, b with key kb (C: the candidate records) */
-static inline int k_less(const int64_t *C, int64_t sc, double ka, int64_t a, double kb, int64_t b) {
-    if (ka != kb) return ka < kb;
-    const int64_t *x = C + a * sc, *y = C + b * sc;
-    return less4(ka, x[C_S], x[C_O], a, kb, y[C_S], y[C_O], b);
+/* a weight key as an unsigned integer of the same order: -0.0 made 0.0 (equal keys stay equal),
+ * a negative double's bits reversed, a positive one's sign bit set */
+static inline uint64_t ukey(double k) {
+    k += 0.0;
+    uint64_t u;
+    memcpy(&u, &k, 8);
+    return u ^ ((uint64_t)((int64_t)u >> 63) | 0x8000000000000000ULL);
 }
 
-static int kheap_push(kheap_t *h, const int64_t *C, int64_t sc, double k, int64_t c) {
+/* candidate a before b, a with key ka, b with key kb (ukeys; C: the candidate records) */
+static inline int k_less(const int64_t *C, int64_t sc, uint64_t ka, int64_t a, uint64_t kb, int64_t b) {
+    if (ka != kb) return ka < kb;
+    const int64_t *x = C + a * sc, *y = C + b * sc;
+    if (x[C_S] != y[C_S]) return x[C_S] < y[C_S];
+    if (x[C_O] != y[C_O]) return x[C_O] < y[C_O];
+    return a < b;
+}
+
+static int kheap_push(kheap_t *h, const int64_t *C, int64_t sc, uint64_t k, int64_t c) {
     if (h->n == h->cap) {
         int64_t cap = 2 * h->cap + 64;
         void *raw = aligned_alloc(64, (size_t)(cap + 4) * 16);
@@ -527,49 +541,51 @@ static int kheap_push(kheap_t *h, const int64_t *C, int64_t sc, double k, int64_
         free(h->raw);
         h->raw = raw; h->a = a; h->cap = cap;
     }
-    int64_t *H = h->a;
+    uint64_t *H = (uint64_t *)h->a;
     int64_t i = h->n++;
     while (i > 0) {
         int64_t p = (i - 1) >> 2;
-        int64_t *q = H + 2 * p;
-        if (!k_less(C, sc, k, c, as_f(q[0]), q[1])) break;
+        uint64_t *q = H + 2 * p;
+        if (!k_less(C, sc, k, c, q[0], (int64_t)q[1])) break;
         H[2 * i] = q[0]; H[2 * i + 1] = q[1];
         i = p;
     }
-    H[2 * i] = as_i(k); H[2 * i + 1] = c;
+    H[2 * i] = k; H[2 * i + 1] = (uint64_t)c;
     return 0;
 }
 
 /* the root replaced by a new item (see heap_replace) */
-static void kheap_replace(kheap_t *h, const int64_t *C, int64_t sc, double k, int64_t c) {
-    int64_t *H = h->a;
+static void kheap_replace(kheap_t *h, const int64_t *C, int64_t sc, uint64_t k, int64_t c) {
+    uint64_t *H = (uint64_t *)h->a;
     int64_t n = h->n, i = 0;
     for (;;) {
         int64_t m = 4 * i + 1;
         if (m >= n) break;
         int64_t e = m + 4 < n ? m + 4 : n;
-        double km;
+        uint64_t km;
         if (__builtin_expect(e == m + 4, 1)) {
             /* four children: the least as a tournament of pairs (two compares deep, where a
-             * chain is three), without a branch on the weights; any equal weights in it take
-             * the loop below */
-            double k0 = as_f(H[2 * m]), k1 = as_f(H[2 * m + 2]), k2 = as_f(H[2 * m + 4]), k3 = as_f(H[2 * m + 6]);
-            int a = k1 < k0, b = k3 < k2;
-            double ka = a ? k1 : k0, kb = b ? k3 : k2;
-            int64_t ma = m + a, mb = m + 2 + b;
-            int c = kb < ka;
+             * chain is three), without a branch on the keys; any equal keys in it take the loop
+             * below */
+            uint64_t k0 = H[2 * m], k1 = H[2 * m + 2], k2 = H[2 * m + 4], k3 = H[2 * m + 6];
+            uint64_t a = k1 < k0, b = k3 < k2;
+            /* selects by masks: a conditional here compiles to a branch on the keys, wrong
+             * about half the time */
+            uint64_t ka = k0 ^ ((k0 ^ k1) & -a), kb = k2 ^ ((k2 ^ k3) & -b);
+            int64_t ma = m + (int64_t)a, mb = m + 2 + (int64_t)b;
+            uint64_t c = kb < ka;
             if (__builtin_expect(!((k0 == k1) | (k2 == k3) | (ka == kb)), 1)) {
-                m = c ? mb : ma;
-                km = c ? kb : ka;
+                m = ma + ((mb - ma) & -(int64_t)c);
+                km = ka ^ ((ka ^ kb) & -c);
                 goto chosen;
             }
         }
-        /* the least child, without a branch on the weights (as heap_replace) */
-        km = as_f(H[2 * m]);
+        /* the least child, without a branch on the keys (as heap_replace) */
+        km = H[2 * m];
         for (int64_t r = m + 1; r < e; r++) {
-            double kr = as_f(H[2 * r]);
+            uint64_t kr = H[2 * r];
             if (__builtin_expect(kr == km, 0)) {
-                if (k_less(C, sc, kr, H[2 * r + 1], km, H[2 * m + 1])) m = r;
+                if (k_less(C, sc, kr, (int64_t)H[2 * r + 1], km, (int64_t)H[2 * m + 1])) m = r;
                 continue;
             }
             int lt = kr < km;
@@ -577,19 +593,19 @@ static void kheap_replace(kheap_t *h, const int64_t *C, int64_t sc, double k, in
             km = lt ? kr : km;
         }
     chosen:;
-        int64_t cm = H[2 * m + 1];
+        int64_t cm = (int64_t)H[2 * m + 1];
         if (!k_less(C, sc, km, cm, k, c)) break;
-        H[2 * i] = H[2 * m]; H[2 * i + 1] = cm;
+        H[2 * i] = km; H[2 * i + 1] = (uint64_t)cm;
         i = m;
     }
-    H[2 * i] = as_i(k); H[2 * i + 1] = c;
+    H[2 * i] = k; H[2 * i + 1] = (uint64_t)c;
 }
 
 static void kheap_pop(kheap_t *h, const int64_t *C, int64_t sc) {
     int64_t n = --h->n;
     if (n == 0) return;
     int64_t *t = h->a + 2 * n;
-    kheap_replace(h, C, sc, as_f(t[0]), t[1]);
+    kheap_replace(h, C, sc, (uint64_t)t[0], t[1]);
 }
 
 typedef struct {
@@ -792,8 +808,8 @@ comp_topk_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *F
             int64_t r = FB_ROOT(hb, k);
             if (r < 0 || (C[r * sc + C_HEAD] & 1)) continue;
             int64_t *cr = C + r * sc;
-            if (pend) { kheap_replace(hp, C, sc, as_f(cr[C_W]), r); pend = 0; }
-            else if (kheap_push(hp, C, sc, as_f(cr[C_W]), r)) return -1;
+            if (pend) { kheap_replace(hp, C, sc, ukey(as_f(cr[C_W])), r); pend = 0; }
+            else if (kheap_push(hp, C, sc, ukey(as_f(cr[C_W])), r)) return -1;
             cr[C_HEAD] |= 1;
         }
         if (pend) { kheap_pop(hp, C, sc); pend = 0; }
