@@ -482,6 +482,9 @@ fail:
 #define FB_CNT(b) ((int32_t)(b)[0])
 #define FB_LEAF(b) (((b)[0] >> 32) & 1)
 #define FB_DIRTY ((int64_t)1 << 40)
+/* bits 48-63: a filter of the entries' origins (origin o sets one bit, by its top four): a pop
+ * compares its origin with the entries' only where the bit is set */
+#define FB_SEEN(o) ((int64_t)((uint64_t)1 << (48 + ((uint64_t)(o) >> 60))))
 /* the root next to the count: a candidate joining its head's queue reads both, one cache line */
 #define FB_WAIT(b, r) ((b)[2 + (r)])
 #define FB_ROOT(b, k) ((b)[1])
@@ -506,18 +509,32 @@ fail:
  * the candidate is in the heap. The same order as heap_t's (key, size, origin, id), so the same
  * pops, but half the bytes: a node's four children are 64 bytes, placed on one cache line (item
  * 1 on a 64-byte boundary), where heap_t's span two. At k = 7 on the anchors graph the heap
- * holds up to a fact per non-full fact and most sift-down steps miss the cache. */
+ * holds up to a fact per non-full fact and most sift-down steps miss the cache.
+ * The key is held as an unsigned integer in the double's order (ukey): integer compares and
+ * equality tests, where a double's equality test (NaN-aware) took several instructions each --
+ * the three of a node's tie test were a fifth of the sift-down's instructions. */
 
 typedef struct { int64_t *a; int64_t n, cap; void *raw; } kheap_t;
 
-/* candidate a before b, a with key ka, b with key kb (C: the candidate records) */
-static inline int k_less(const int64_t *C, int64_t sc, double ka, int64_t a, double kb, int64_t b) {
-    if (ka != kb) return ka < kb;
-    const int64_t *x = C + a * sc, *y = C + b * sc;
-    return less4(ka, x[C_S], x[C_O], a, kb, y[C_S], y[C_O], b);
+/* a weight key as an unsigned integer of the same order: -0.0 made 0.0 (equal keys stay equal),
+ * a negative double's bits reversed, a positive one's sign bit set */
+static inline uint64_t ukey(double k) {
+    k += 0.0;
+    uint64_t u;
+    memcpy(&u, &k, 8);
+    return u ^ ((uint64_t)((int64_t)u >> 63) | 0x8000000000000000ULL);
 }
 
-static int kheap_push(kheap_t *h, const int64_t *C, int64_t sc, double k, int64_t c) {
+/* candidate a before b, a with key ka, b with key kb (ukeys; C: the candidate records) */
+static inline int k_less(const int64_t *C, int64_t sc, uint64_t ka, int64_t a, uint64_t kb, int64_t b) {
+    if (ka != kb) return ka < kb;
+    const int64_t *x = C + a * sc, *y = C + b * sc;
+    if (x[C_S] != y[C_S]) return x[C_S] < y[C_S];
+    if (x[C_O] != y[C_O]) return x[C_O] < y[C_O];
+    return a < b;
+}
+
+static int kheap_push(kheap_t *h, const int64_t *C, int64_t sc, uint64_t k, int64_t c) {
     if (h->n == h->cap) {
         int64_t cap = 2 * h->cap + 64;
         void *raw = aligned_alloc(64, (size_t)(cap + 4) * 16);
@@ -527,49 +544,51 @@ static int kheap_push(kheap_t *h, const int64_t *C, int64_t sc, double k, int64_
         free(h->raw);
         h->raw = raw; h->a = a; h->cap = cap;
     }
-    int64_t *H = h->a;
+    uint64_t *H = (uint64_t *)h->a;
     int64_t i = h->n++;
     while (i > 0) {
         int64_t p = (i - 1) >> 2;
-        int64_t *q = H + 2 * p;
-        if (!k_less(C, sc, k, c, as_f(q[0]), q[1])) break;
+        uint64_t *q = H + 2 * p;
+        if (!k_less(C, sc, k, c, q[0], (int64_t)q[1])) break;
         H[2 * i] = q[0]; H[2 * i + 1] = q[1];
         i = p;
     }
-    H[2 * i] = as_i(k); H[2 * i + 1] = c;
+    H[2 * i] = k; H[2 * i + 1] = (uint64_t)c;
     return 0;
 }
 
 /* the root replaced by a new item (see heap_replace) */
-static void kheap_replace(kheap_t *h, const int64_t *C, int64_t sc, double k, int64_t c) {
-    int64_t *H = h->a;
+static void kheap_replace(kheap_t *h, const int64_t *C, int64_t sc, uint64_t k, int64_t c) {
+    uint64_t *H = (uint64_t *)h->a;
     int64_t n = h->n, i = 0;
     for (;;) {
         int64_t m = 4 * i + 1;
         if (m >= n) break;
         int64_t e = m + 4 < n ? m + 4 : n;
-        double km;
+        uint64_t km;
         if (__builtin_expect(e == m + 4, 1)) {
             /* four children: the least as a tournament of pairs (two compares deep, where a
-             * chain is three), without a branch on the weights; any equal weights in it take
-             * the loop below */
-            double k0 = as_f(H[2 * m]), k1 = as_f(H[2 * m + 2]), k2 = as_f(H[2 * m + 4]), k3 = as_f(H[2 * m + 6]);
-            int a = k1 < k0, b = k3 < k2;
-            double ka = a ? k1 : k0, kb = b ? k3 : k2;
-            int64_t ma = m + a, mb = m + 2 + b;
-            int c = kb < ka;
+             * chain is three), without a branch on the keys; any equal keys in it take the loop
+             * below */
+            uint64_t k0 = H[2 * m], k1 = H[2 * m + 2], k2 = H[2 * m + 4], k3 = H[2 * m + 6];
+            uint64_t a = k1 < k0, b = k3 < k2;
+            /* selects by masks: a conditional here compiles to a branch on the keys, wrong
+             * about half the time */
+            uint64_t ka = k0 ^ ((k0 ^ k1) & -a), kb = k2 ^ ((k2 ^ k3) & -b);
+            int64_t ma = m + (int64_t)a, mb = m + 2 + (int64_t)b;
+            uint64_t c = kb < ka;
             if (__builtin_expect(!((k0 == k1) | (k2 == k3) | (ka == kb)), 1)) {
-                m = c ? mb : ma;
-                km = c ? kb : ka;
+                m = ma + ((mb - ma) & -(int64_t)c);
+                km = ka ^ ((ka ^ kb) & -c);
                 goto chosen;
             }
         }
-        /* the least child, without a branch on the weights (as heap_replace) */
-        km = as_f(H[2 * m]);
+        /* the least child, without a branch on the keys (as heap_replace) */
+        km = H[2 * m];
         for (int64_t r = m + 1; r < e; r++) {
-            double kr = as_f(H[2 * r]);
+            uint64_t kr = H[2 * r];
             if (__builtin_expect(kr == km, 0)) {
-                if (k_less(C, sc, kr, H[2 * r + 1], km, H[2 * m + 1])) m = r;
+                if (k_less(C, sc, kr, (int64_t)H[2 * r + 1], km, (int64_t)H[2 * m + 1])) m = r;
                 continue;
             }
             int lt = kr < km;
@@ -577,19 +596,19 @@ static void kheap_replace(kheap_t *h, const int64_t *C, int64_t sc, double k, in
             km = lt ? kr : km;
         }
     chosen:;
-        int64_t cm = H[2 * m + 1];
+        int64_t cm = (int64_t)H[2 * m + 1];
         if (!k_less(C, sc, km, cm, k, c)) break;
-        H[2 * i] = H[2 * m]; H[2 * i + 1] = cm;
+        H[2 * i] = km; H[2 * i + 1] = (uint64_t)cm;
         i = m;
     }
-    H[2 * i] = as_i(k); H[2 * i + 1] = c;
+    H[2 * i] = k; H[2 * i + 1] = (uint64_t)c;
 }
 
 static void kheap_pop(kheap_t *h, const int64_t *C, int64_t sc) {
     int64_t n = --h->n;
     if (n == 0) return;
     int64_t *t = h->a + 2 * n;
-    kheap_replace(h, C, sc, as_f(t[0]), t[1]);
+    kheap_replace(h, C, sc, (uint64_t)t[0], t[1]);
 }
 
 typedef struct {
@@ -642,7 +661,7 @@ static void fb_init(int64_t *b, int64_t k, int64_t se, int is_leaf, double w, in
     if (!is_leaf) return;
     int64_t *q = FB_ENTRY(b, k, 0);
     q[0] = as_i(w); q[1] = size; q[2] = origin; q[3] = -1;
-    b[0] = 1 + ((int64_t)1 << 32);
+    b[0] = 1 + ((int64_t)1 << 32) + FB_SEEN(origin);
 }
 
 /* ---- a fact's candidate queue: a pairing heap over candidate records ---------------------
@@ -663,7 +682,10 @@ static inline int c_less(const int64_t *C, int64_t sc, int64_t a, int64_t b) {
 static inline int64_t ph_merge(int64_t *C, int64_t sc, int64_t a, int64_t b) {
     if (a < 0) return b;
     if (b < 0) return a;
-    if (c_less(C, sc, b, a)) { int64_t t = a; a = b; b = t; }
+    /* swapped by a mask: which root wins is data, and a branch on it is wrong about half the
+     * time */
+    int64_t t = (a ^ b) & -(int64_t)c_less(C, sc, b, a);
+    a ^= t; b ^= t;
     C[b * sc + C_NEXT] = C[a * sc + C_CHILD];
     C[a * sc + C_CHILD] = b;
     return a;
@@ -696,6 +718,39 @@ static int64_t ph_pairs(int64_t *C, int64_t sc, int64_t first) {
     return r;
 }
 
+/* Candidate c (record cr, instance record d, head h with block hb), each of whose children has
+ * its entry at the candidate's rank: its key formed from theirs and c merged into h's queue, h
+ * listed as dirty (dirty[nd], the new count returned) when its root changed. */
+static inline int64_t cand_join(const int64_t *IR, int64_t si, int64_t *FB, int64_t fb, int64_t k, int64_t se,
+                                int64_t sc, int64_t L, const int64_t *LV, const prm_t *P, int cmb, int om,
+                                int64_t *C, int64_t c, int64_t *cr, const int64_t *d, int64_t h, int64_t *hb,
+                                int64_t *dirty, int64_t nd) {
+    (void)IR; (void)si;
+    int64_t m = d[IR_M];
+    const int32_t *rk = (const int32_t *)(cr + C_RANKS);
+    int64_t rl = d[IR_RULE];
+    double w = P->rule_w[rl];
+    int64_t s = P->rule_size[rl];
+    uint64_t hh = (uint64_t)P->rule_hash[rl];
+    int64_t o0 = 0;
+    for (int64_t j = 0; j < m; j++) {
+        int64_t x = d[IR_KIDS + j];
+        const int64_t *e = x < L ? LV + 4 * x : FB_ENTRY(FB + (x - L) * fb, k, rk[j] - 1);
+        w = comb(cmb, w, as_f(e[0]));
+        s += e[1];
+        if (j == 0) o0 = e[2];
+        hh = origin_step(om, hh, e[2]);
+    }
+    int64_t o = P->rule_copy[rl] ? o0 : origin_end(om, hh, m);
+    cr[C_W] = as_i(P->sign * w); cr[C_S] = s; cr[C_O] = o;
+    cr[C_NEXT] = -1; cr[C_CHILD] = -1;
+    int64_t root = FB_ROOT(hb, k);
+    int64_t nr = ph_merge(C, sc, root, c);
+    FB_ROOT(hb, k) = nr;
+    if (nr != root && !(hb[0] & FB_DIRTY)) { hb[0] |= FB_DIRTY; dirty[nd++] = h; }
+    return nd;
+}
+
 /* Lazy k-best over one component: instance records IR at positions base..hi-1, FB the blocks of
  * the non-leaf facts (fact f >= B->L at FB + (f - B->L) * fb). A leaf's one entry is read from
  * B->LV, 32 bytes per leaf: the leaves that a component's instances read (transitive closure:
@@ -703,8 +758,9 @@ static int64_t ph_pairs(int64_t *C, int64_t sc, int64_t first) {
  * than L2 and were read at random. Candidates are numbered from 0 -- the instances (in sorted order) with every rank 1,
  * then the modifications in the order they are formed, as in the global loop. Returns 0, -1
  * when out of memory or stopped. */
-static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
-                     const prm_t *P) {
+static inline __attribute__((always_inline)) int
+comp_topk_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
+             int cmb, int om) {
     int64_t k = B->k, fb = B->fb, se = B->se, sc = B->sc, M = B->M, L = B->L;
     const int64_t *LV = B->LV;
     int64_t nc = hi - base, nt = 0, nd = 0, rel = -1;
@@ -748,26 +804,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
                 }
             }
             if (!ready) continue;
-            int64_t rl = d[IR_RULE];
-            double w = P->rule_w[rl];
-            int64_t s = P->rule_size[rl];
-            uint64_t hh = (uint64_t)P->rule_hash[rl];
-            int64_t o0 = 0;
-            for (int64_t j = 0; j < m; j++) {
-                int64_t x = d[IR_KIDS + j];
-                const int64_t *e = x < L ? LV + 4 * x : FB_ENTRY(FB + (x - L) * fb, k, rk[j] - 1);
-                w = comb(P->combine, w, as_f(e[0]));
-                s += e[1];
-                if (j == 0) o0 = e[2];
-                hh = origin_step(P->origin_mode, hh, e[2]);
-            }
-            int64_t o = P->rule_copy[rl] ? o0 : origin_end(P->origin_mode, hh, m);
-            cr[C_W] = as_i(P->sign * w); cr[C_S] = s; cr[C_O] = o;
-            cr[C_NEXT] = -1; cr[C_CHILD] = -1;
-            int64_t root = FB_ROOT(hb, k);
-            int64_t nr = ph_merge(C, sc, root, c);
-            FB_ROOT(hb, k) = nr;
-            if (nr != root && !(hb[0] & FB_DIRTY)) { hb[0] |= FB_DIRTY; dirty[nd++] = h; }
+            nd = cand_join(IR, si, FB, fb, k, se, sc, L, LV, P, cmb, om, C, c, cr, d, h, hb, dirty, nd);
         }
         /* every changed root gets an item, unless it has one already */
         while (nd > 0) {
@@ -777,8 +814,8 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
             int64_t r = FB_ROOT(hb, k);
             if (r < 0 || (C[r * sc + C_HEAD] & 1)) continue;
             int64_t *cr = C + r * sc;
-            if (pend) { kheap_replace(hp, C, sc, as_f(cr[C_W]), r); pend = 0; }
-            else if (kheap_push(hp, C, sc, as_f(cr[C_W]), r)) return -1;
+            if (pend) { kheap_replace(hp, C, sc, ukey(as_f(cr[C_W])), r); pend = 0; }
+            else if (kheap_push(hp, C, sc, ukey(as_f(cr[C_W])), r)) return -1;
             cr[C_HEAD] |= 1;
         }
         if (pend) { kheap_pop(hp, C, sc); pend = 0; }
@@ -808,15 +845,20 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
         int64_t s = cr[C_S], o = cr[C_O];
         int32_t n = FB_CNT(b);
         int dup = 0;
-        for (int32_t r = 0; r < n; r++)
-            if (FB_ENTRY(b, k, r)[2] == o) { dup = 1; break; }
+        int64_t seen = FB_SEEN(o);
+        /* the entries' origins compared only when the fact's filter has o's bit: the loop of
+         * n turns (n changing every pop) ended on a mispredicted branch -- a fifth of the k-best
+         * loop's mispredictions -- where the filter's test is nearly always false */
+        if (b[0] & seen)
+            for (int32_t r = 0; r < n; r++)
+                if (FB_ENTRY(b, k, r)[2] == o) { dup = 1; break; }
         if (!dup) {
             int64_t *e = FB_ENTRY(b, k, n);
             e[0] = as_i(P->sign * kw); /* sign is +-1: exact */
             e[1] = s; e[2] = o; e[3] = cr[C_POS];
             B->slots += IR[cr[C_POS] * si + IR_M];
             memcpy(e + E_RANKS, cr + C_RANKS, (size_t)(sc - C_RANKS) * sizeof(int64_t));
-            b[0] += 1;
+            b[0] = (b[0] + 1) | seen;
             rel = FB_WAIT(b, n); /* empty before: everything was tried before popping */
             FB_WAIT(b, n) = -1;
             if (n + 1 >= k) { FB_ROOT(b, k) = -1; continue; } /* full: its queue and modifications are dropped */
@@ -831,16 +873,38 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
         for (int64_t j = m - 1; j >= 0; j--)
             if (rk[j] > 1) { last = j; break; }
         for (int64_t j = last; j < m; j++) {
-            if (rk[j] >= k || d[IR_KIDS + j] < L) continue; /* a leaf has one entry */
-            int64_t *nr = C + nc * sc;
+            int64_t x = d[IR_KIDS + j];
+            if (rk[j] >= k || x < L) continue; /* a leaf has one entry */
+            int64_t cn = nc++, *nr = C + cn * sc;
             nr[C_POS] = pos;
             nr[C_HEAD] = 2 * h;
-            nr[C_NEXT] = -1;
             int32_t *nrk = (int32_t *)(nr + C_RANKS);
             for (int64_t t = 0; t < m; t++) nrk[t] = rk[t];
-            nrk[j] += 1;
-            todo[nt++] = nc++;
+            int32_t r = nrk[j] += 1;
+            /* tried here, not through the worklist: its head takes entries still (b is not full)
+             * and its other children had their entries at these ranks when c was formed, so
+             * only child j can make it wait */
+            int64_t *xb = FB + (x - L) * fb;
+            if (FB_CNT(xb) < r) {
+                nr[C_NEXT] = FB_WAIT(xb, r - 1);
+                FB_WAIT(xb, r - 1) = cn;
+                continue;
+            }
+            nd = cand_join(IR, si, FB, fb, k, se, sc, L, LV, P, cmb, om, C, cn, nr, d, h, b, dirty, nd);
         }
+    }
+}
+
+/* comp_topk_as compiled for each combination of the monoid's combine code and the origin mode:
+ * constants there, so the loop that forms a candidate's key has no branch on either (a plain
+ * call reloads both from P after every store, as P may alias the records) */
+static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
+                     const prm_t *P) {
+    int om = P->origin_mode != 0;
+    switch (P->combine) {
+    case 0: return om ? comp_topk_as(IR, si, base, hi, FB, B, P, 0, 1) : comp_topk_as(IR, si, base, hi, FB, B, P, 0, 0);
+    case 1: return om ? comp_topk_as(IR, si, base, hi, FB, B, P, 1, 1) : comp_topk_as(IR, si, base, hi, FB, B, P, 1, 0);
+    default: return om ? comp_topk_as(IR, si, base, hi, FB, B, P, 2, 1) : comp_topk_as(IR, si, base, hi, FB, B, P, 2, 0);
     }
 }
 

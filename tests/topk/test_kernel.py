@@ -650,6 +650,24 @@ def test_tree_count_bound_compiled_equals_python_and_clamping_k_changes_nothing(
         _same(full, run_kernel(g, 0, -1.0, got))
 
 
+@pytest.mark.parametrize("backend", ["python", "compiled"])
+def test_signed_zero_keys_are_equal_so_the_smaller_tree_goes_first(backend: str) -> None:
+    """Keys 0.0 and -0.0 are one weight: the order between them is the tree size's. W's second
+    instance (size 2) needs Y (size 1, key +0.0) and so comes out first only if Y leaves the
+    heap before W's first instance (size 10, key -0.0) -- a heap ordering the zeros by their bits
+    gives W's entries the other way round."""
+    # facts: 0 leaf (w -0.0), 1 leaf (w 0.0), 2 = Y <- 0 (size 1), 3 = W <- 1 (size 10), W <- Y (size 1)
+    g = Hypergraph(leaf=np.array([True, True, False, False]), leaf_w=np.array([-0.0, 0.0, 0.0, 0.0]),
+                   leaf_origin=np.array([11, 12, 0, 0]), inst_rule=np.array([0, 1, 2], np.int32),
+                   inst_head=np.array([2, 3, 3]), child_ptr=np.array([0, 1, 2, 3]), child_fact=np.array([0, 1, 2]),
+                   rule_w=np.ones(3), rule_size=np.array([1, 10, 1]), rule_hash=np.array([5, 6, 7]),
+                   rule_copy=np.zeros(3, bool))
+    res = run_kernel(g, 0, -1.0, 2, backend=backend)  # product, greatest first
+    w_entries = range(res.fact_ptr[3], res.fact_ptr[4])
+    assert [int(res.inst[e]) for e in w_entries] == [2, 1]
+    assert [int(res.size[e]) for e in w_entries] == [2, 10]
+
+
 def test_tree_count_bound_sees_a_cycle_and_counts_a_diamond() -> None:
     # facts 0, 1 leaves; 2 <- 0 twice (two instances), 3 <- (2, 2) and 3 <- 1; 4 <- 4 (a cycle)
     base = dict(leaf=np.array([True, True, False, False]), leaf_w=np.ones(4), leaf_origin=np.arange(4),
