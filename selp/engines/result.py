@@ -89,7 +89,10 @@ def plan_line(step: dict[str, Any]) -> str:
     where = f"stratum {step['stratum']} " if "stratum" in step else ""
     line = f"  plan: {where}[{rels}] {step['mode']}"
     if step["mode"] == "partition-local":
-        line += f" on position {step['position']} ({step['partitions']} partitions"
+        if step.get("decomposition") == "value components":  # no position passed (a symmetry rule)
+            line += f" on value components ({step['partitions']} partitions"
+        else:
+            line += f" on position {step['position']} ({step['partitions']} partitions"
         if step.get("broadcast"):
             line += f"; broadcast {', '.join(step['broadcast'])}"
         if step.get("keyed"):

@@ -17,6 +17,7 @@ fixpoint inside each partition in one job (:mod:`selp.engines.spark_partitioned`
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from selp.arith import located
-from selp.engines.decompose import Decomposition, NotDecomposable, decompose
+from selp.engines.decompose import Decomposition, NotDecomposable, decompose_any
 from selp.engines.local import Progress
 from selp.engines.spark_compile import (
     UNIT,
@@ -48,6 +49,7 @@ from selp.engines.spark_codes import AUTO_MIN_ROWS, CODES_CONF, PACKED, Codes, c
 from selp.engines.spark_frames import materialize, materialize_count, release
 from selp.engines.spark_partitioned import BROADCAST_ROWS_CONF as BROADCAST_LIMIT_CONF
 from selp.engines.spark_partitioned import ENABLED_CONF, Settings, run_partition_local, settings
+from selp.engines.spark_values import value_labels
 from selp.engines.spark_load import SparkDatabase, hadoop_fs, is_local_path, load_spark_database, local_path, to_uri
 from selp.errors import SelpError
 from selp.language.ast import Atom
@@ -216,7 +218,7 @@ class _Evaluator:
         if not self.local.enabled:
             step["reason"] = f"{ENABLED_CONF}=false"
             return None
-        d = decompose(comp)
+        d = decompose_any(comp)
         if isinstance(d, NotDecomposable):
             step["reason"] = d.reason
             return None
@@ -224,6 +226,14 @@ class _Evaluator:
         if rows > self.local.broadcast_rows:
             step["reason"] = f"its broadcast inputs hold {rows} rows, over {BROADCAST_LIMIT_CONF}={self.local.broadcast_rows}"
             return None
+        if d.kind == "values":
+            frames = [(self._frame(rel, "full"), self.analysis.arities[rel]) for rel in d.graph]
+            labels = value_labels(self.spark, frames, self.local.broadcast_rows)
+            if isinstance(labels, str):
+                step["reason"] = f"value components: {labels} ({BROADCAST_LIMIT_CONF})"
+                return None
+            d = dataclasses.replace(d, labels=labels)
+            step.update(decomposition="value components")
         step.update(mode="partition-local", position=d.position, partitions=self.local.partitions)
         step.update(keyed=sorted(d.keyed), broadcast=list(d.broadcast))
         return d

@@ -36,6 +36,7 @@ from selp.engines.decompose import Decomposition
 from selp.engines.embedded.component import ComponentTask, run_component
 from selp.engines.spark_compile import rel_columns, union_all
 from selp.engines.spark_frames import materialize
+from selp.engines.spark_values import keyed as keyed_by_label
 from selp.errors import SelpError
 from selp.language.validate import Component
 
@@ -176,7 +177,10 @@ def run_partition_local(
     out_width = max(arities[r] for r in members)
     parts = [_tagged(p, rel, arities[rel], d.position, in_width) for rel, p in plans]
     parts += [_tagged(frame(rel), rel, arities[rel], d.keyed[rel], in_width) for rel in keyed]
-    tagged = union_all(parts).repartition(conf.partitions, _KEY).drop(_KEY)
+    tagged = union_all(parts)
+    if d.labels is not None:  # decomposition by value components: key = the value's component
+        tagged = keyed_by_label(tagged, _KEY, d.labels)
+    tagged = tagged.repartition(conf.partitions, _KEY).drop(_KEY)
     sc = spark.sparkContext
     bc = sc.broadcast({rel: frame(rel).toArrow() for rel in d.broadcast}) if d.broadcast else None
     inputs = members + keyed + d.broadcast

@@ -847,7 +847,7 @@ def _unguarded(comp: Component, demand: Demand) -> tuple[Component | None, str]:
             r = dataclasses.replace(r, body=tuple(b for b in r.body if not (isinstance(b, Atom) and is_demand(b.relation))))
         rules.append(r)
     local = dataclasses.replace(comp, rules=tuple(rules))
-    d = decompose(local)
+    d = decompose(local)  # a position only: dropping the guards is exact for a bound position
     if isinstance(d, NotDecomposable):
         return None, f"it reads demand facts (goal-directed) and without its guards {d.reason}"
     unbound = sorted(rel for rel in members if d.position not in demand.bound.get(rel, ()))

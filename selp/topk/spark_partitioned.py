@@ -30,6 +30,7 @@ built-in ones), and the broadcast entries are at most ``spark.selp.partitionLoca
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 import zlib
 from typing import Any, Iterator
@@ -39,7 +40,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
-from selp.engines.decompose import Decomposition, NotDecomposable, decompose
+from selp.engines.decompose import Decomposition, NotDecomposable, decompose_any
+from selp.engines.spark_values import keyed as keyed_by_label, value_labels
 from selp.engines.embedded.component import ComponentTask
 from selp.engines.spark_compile import union_all
 from selp.engines.spark_partitioned import ENABLED_CONF, BROADCAST_ROWS_CONF, Settings
@@ -79,7 +81,7 @@ def choose(engine: Any, comp: Component, conf: Settings) -> tuple[Decomposition 
         # it reads aggregated facts (witness filters): they live on the driver's side only
         step["reason"] = "it reads aggregated facts (a witness filter)"
         return None, step
-    d = decompose(comp)
+    d = decompose_any(comp)
     if isinstance(d, NotDecomposable):
         step["reason"] = d.reason
         return None, step
@@ -87,6 +89,15 @@ def choose(engine: Any, comp: Component, conf: Settings) -> tuple[Decomposition 
     if rows > conf.broadcast_rows:
         step["reason"] = f"its broadcast inputs hold {rows} entries, over {BROADCAST_ROWS_CONF}={conf.broadcast_rows}"
         return None, step
+    if d.kind == "values":
+        got = [(e.select(*[F.element_at("args", i + 1).alias(f"c{i}") for i in range(engine.arity[rel])]), engine.arity[rel])
+               for rel in d.graph if (e := _entries_of(engine, rel)) is not None]
+        labels = value_labels(engine.spark, got, conf.broadcast_rows)
+        if isinstance(labels, str):
+            step["reason"] = f"value components: {labels} ({BROADCAST_ROWS_CONF})"
+            return None, step
+        d = dataclasses.replace(d, labels=labels)
+        step["decomposition"] = "value components"
     why = static_reason(_component_task(engine, comp, d, conf), engine.task.k, engine.analysis.edb)
     step.update(mode="partition-local", position=d.position, partitions=conf.partitions,
                 keyed=sorted(d.keyed), broadcast=list(d.broadcast),
@@ -192,7 +203,10 @@ def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Se
 
     parts = [tagged(p, True) for p in plans]
     parts += [tagged(e, False) for rel in sorted(d.keyed) if (e := _entries_of(engine, rel)) is not None]
-    rows = union_all(parts).repartition(conf.partitions, _KEY).drop(_KEY)
+    rows = union_all(parts)
+    if d.labels is not None:  # decomposition by value components: key = the value's component
+        rows = keyed_by_label(rows, _KEY, d.labels)
+    rows = rows.repartition(conf.partitions, _KEY).drop(_KEY)
     ctask = _component_task(engine, comp, d, conf)
     arities = ctask.arities
     small = {}

@@ -182,3 +182,50 @@ def test_a_program_is_one_decomposable_relation_or_says_why_not(text: str, want)
         assert isinstance(got, SingleRelation) and (got.relation, got.decomposition.position) == want
     else:
         assert isinstance(got, NotDecomposable) and want in got.reason
+
+
+# --- decomposition by value components (the TC benchmark program's symmetry rule) ---
+
+from selp.engines.decompose import decompose_any, decompose_values  # noqa: E402
+
+TC_SYMMETRIC = """
+tc(x, y) :- edge(x, y).
+tc(x, y) :- tc(y, x).
+tc(x, y) :- tc(x, z), edge(z, y).
+"""
+
+
+def test_symmetry_rule_fails_positions_but_decomposes_by_value_components() -> None:
+    comp = component(TC_SYMMETRIC, "tc")
+    assert isinstance(decompose(comp), NotDecomposable)
+    d = decompose_any(comp)
+    assert isinstance(d, Decomposition) and d.kind == "values"
+    assert d.keyed == {"edge": 0} and d.broadcast == () and d.graph == ("edge",)
+    assert [r.head.relation for r in d.exit_rules] == ["tc"] and len(d.recursive_rules) == 2
+
+
+def test_a_passed_position_is_preferred_to_value_components() -> None:
+    d = decompose_any(component("tc(x, y) :- e(x, y).\ntc(x, z) :- tc(x, y), e(y, z).", "tc"))
+    assert isinstance(d, Decomposition) and d.kind == "position" and d.position == 0
+
+
+@pytest.mark.parametrize("text,why", [
+    # a head constant: tc(x, 0) links x to 0 although no input fact does
+    ("tc(x, y) :- e(x, y).\ntc(y, x) :- tc(x, y).\ntc(x, 0) :- tc(x, y).", "head argument"),
+    # atoms sharing no variable: a cross product joins two components
+    ("tc(x, y) :- e(x, y).\ntc(y, x) :- tc(x, y).\ntc(x, w) :- tc(x, y), e(v, w).", "not connected"),
+    # an arithmetic head: a new value outside every component
+    ("tc(x, y) :- e(x, y).\ntc(y, x) :- tc(x, y).\ntc(x, y + 1) :- tc(x, y).", "head argument"),
+    ("tc(x, y) :- e(x, y).\ntc(y, x) :- tc(x, y).\ntc(x, z) :- tc(x, y), tc(y, z).", "nonlinear"),
+])
+def test_value_components_refuse_what_could_leave_a_component(text: str, why: str) -> None:
+    got = decompose_any(component(text, "tc"))
+    assert isinstance(got, NotDecomposable) and why in got.reason
+    if why != "nonlinear":  # both kinds refuse it for that one reason, said once
+        assert "not by value components" in got.reason
+
+
+def test_negated_inputs_are_broadcast_under_value_components() -> None:
+    d = decompose_values(component(
+        "tc(x, y) :- e(x, y).\ntc(y, x) :- tc(x, y), not bad(x).\ntc(x, z) :- tc(x, y), e(y, z).", "tc"))
+    assert isinstance(d, Decomposition) and d.keyed == {"e": 0} and d.broadcast == ("bad",)

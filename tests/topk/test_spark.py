@@ -47,6 +47,16 @@ MIN_RULE_COST = 0.25
 MAX_RULES = 10  # brute force enumerates every tree with at most this many rule occurrences
 
 
+@pytest.fixture
+def global_rounds(spark):
+    """Pins a test of the global rounds' own mechanics (extra entries, round limit, prefilter,
+    small rounds) to them: its programs' symmetric or value-passing rules would otherwise
+    decompose by value components and run partition-locally."""
+    spark.conf.set("spark.selp.partitionLocal", "false")
+    yield
+    spark.conf.unset("spark.selp.partitionLocal")
+
+
 def analysis_of(text: str):
     return analyze(parse_program(text, "prog.dl"))
 
@@ -177,7 +187,7 @@ def test_brute_force_graph(spark, graph_db, monoid):
     assert full >= 5, "the bound leaves too few facts to compare"
 
 
-def test_access_and_children_outliving_their_rank(spark, tmp_path):
+def test_access_and_children_outliving_their_rank(spark, global_rounds, tmp_path):
     """access (letters parsed natively, any case; a tree is as public as its most secret part).
 
     With k = 1, c(1) first has a C tree of size 1 and p(1) = S is built on it (size 2); later
@@ -228,12 +238,12 @@ def test_bad_fact_weight_is_reported(spark, tmp_path):
         run(spark, analysis_of(GRAPH), tmp_path, "confidence", 2)
 
 
-def test_round_limit(spark, graph_db):
+def test_round_limit(spark, global_rounds, graph_db):
     with pytest.raises(SelpError, match="did not converge in 2 rounds"):
         run(spark, analysis_of(GRAPH), graph_db, "confidence", 2, max_rounds=2)
 
 
-def test_candidate_prefilter_changes_nothing(spark, tmp_path):
+def test_candidate_prefilter_changes_nothing(spark, global_rounds, tmp_path):
     """Dropping candidates that sort after a full fact's k-th best before the shuffle (the
     broadcast prefilter) gives the same DTable as merging every candidate: same facts, and per
     fact the same weights, sizes and origins in the same order."""
@@ -260,7 +270,7 @@ def test_candidate_prefilter_changes_nothing(spark, tmp_path):
     assert all(len(es) == 3 for es in with_prefilter.values())
 
 
-def test_small_rounds_change_nothing(spark, tmp_path, monkeypatch):
+def test_small_rounds_change_nothing(spark, global_rounds, tmp_path, monkeypatch):
     """Rounds that touch few facts merge them into a small overlay of theta instead of
     rewriting theta (folded in when it grows): the DTable is the same as when every round
     rewrites theta -- same facts, and per fact the same weights, sizes and origins in order."""
