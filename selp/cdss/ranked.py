@@ -286,20 +286,6 @@ def ranked_local(rp: RankedProgram, base: Mapping[str, set[Row]]) -> RankedResul
     return RankedResult(rp.viewpoints, rejections, out, imports, rounds)
 
 
-def threshold_rejections(compiled: CompiledCDSS, base: Mapping[str, set[Row]]) -> dict[str, set[Row]]:
-    """``R_x`` of every relation of a thresholded peer (empty dict when no peer has a threshold):
-    the Boolean-trusted imports over accepted tuples that cost their owner more than its
-    threshold. ``base`` holds ``R_l``/``R_r`` as Python values. This is :func:`ranked_local`,
-    the reference engine's (the oracle); the embedded engine runs the same fixpoint in DuckDB
-    (:func:`selp.cdss.ranked_duck.ranked_duck`), the Spark engine that or :func:`ranked_spark`
-    (:func:`selp.cdss.ranked_duck.threshold_rejections_spark`; :meth:`selp.engines.base.Engine.threshold_rejections`
-    chooses)."""
-    rp = RankedProgram(compiled)
-    if not rp.thresholds:
-        return {}
-    return ranked_local(rp, base).rejections
-
-
 def ranked_spark(rp: RankedProgram, base: Mapping[str, set[Row]], spark: Any) -> RankedResult:
     """:func:`ranked_local` on Spark: native column expressions (joins, ``least``, ``min``), no
     Python UDFs; each round's frames are checkpointed and one job counts what changed per
