@@ -266,6 +266,9 @@ def _drive() -> None:
 
     from selp.cli import main
 
+    # an internal error must surface as an exception here, not as the one-line exit 3 users see
+    os.environ["SELP_TRACEBACK"] = "1"
+
     class _Timeout(BaseException):
         pass
 

@@ -2,7 +2,9 @@
 choosing an engine and starting Spark, progress on stderr.
 
 Exit codes: 0 success, 1 a user error (bad program, data or option value; one located line on
-stderr), 2 a usage error (unknown option, missing argument).
+stderr), 2 a usage error (unknown option, missing argument), 3 an internal error (a bug in selp or
+a failure inside Spark: one line on stderr naming a file that holds the traceback; with
+``SELP_TRACEBACK=1`` the traceback is printed instead).
 """
 
 from __future__ import annotations
@@ -37,6 +39,32 @@ def fail(message: str) -> NoReturn:
 
 
 VERBOSE_FLAGS = ("-v", "--verbose")
+TRACEBACK_ENV = "SELP_TRACEBACK"  # set (to anything but 0): an internal error raises, traceback shown
+
+
+def internal_error(err: BaseException) -> NoReturn:
+    """Exit 3 with one line for an unexpected exception, its traceback written to a file.
+
+    A Py4J error from Spark carries a JVM stack trace hundreds of lines long, and a bug's Python
+    traceback means nothing to a user: both go to a file the user can attach to a report."""
+    import tempfile
+    import traceback
+
+    text = "".join(traceback.format_exception(err))
+    where = ""
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"selp-crash-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".txt")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"selp {' '.join(sys.argv[1:])}\n\n{text}")
+        where = f"; traceback in {path}"
+    except OSError:  # no writable temp directory: the one line must still come out
+        pass
+    # KeyError's str() is its repr: take a lone string argument as the message
+    raw = err.args[0] if len(err.args) == 1 and isinstance(err.args[0], str) else str(err)
+    summary = raw.strip().splitlines()[0] if raw.strip() else ""
+    click.echo(f"error: internal error ({type(err).__name__}{': ' + one_line(summary)[:300] if summary else ''}){where};"
+               f" {TRACEBACK_ENV}=1 prints it", err=True)
+    sys.exit(3)
 
 
 class SelpGroup(click.Group):
@@ -60,6 +88,16 @@ class SelpGroup(click.Group):
             # a safety net: parsers bound nesting, but a derivation tree computed from the data
             # (a path of a thousand steps) is drawn recursively
             fail("too deeply nested to process: a derivation tree (or an input) is deeper than Python's recursion allows")
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except BrokenPipeError:
+            raise  # the reader of stdout went away (`selp eval ... | head`): click exits quietly
+        except MemoryError:
+            fail("out of memory: the computation needs more memory than this process could get")
+        except Exception as err:  # noqa: BLE001 - anything else is a bug or a failure inside Spark
+            if os.environ.get(TRACEBACK_ENV, "0") not in ("", "0"):
+                raise
+            internal_error(err)
 
 
 @click.group(cls=SelpGroup, context_settings={"help_option_names": ["-h", "--help"]})
