@@ -30,7 +30,7 @@ threshold acts as automatic curation. Exchange computes ``R_x`` from the base da
 :meth:`selp.engines.base.Engine.threshold_rejections` -- :func:`ranked_local` below on the
 reference engine (the oracle), the same fixpoint as set-at-a-time SQL in DuckDB on the embedded
 engine (:mod:`selp.cdss.ranked_duck`), that on the driver or :func:`ranked_spark` on the Spark
-engine (by size, :func:`selp.cdss.ranked_duck.threshold_rejections_spark`) -- and adds it to the base data, so the full
+engine (by size, :meth:`selp.engines.spark_engine.SparkEngine.threshold_rejections`) -- and adds it to the base data, so the full
 and both incremental strategies maintain the Boolean state exactly as they maintain rejections
 (an ``R_x`` change is an EDB change like a new rejection). ``R_x`` holds the imports derived from
 accepted tuples that are above the threshold, so the least fixpoint of the Boolean program with

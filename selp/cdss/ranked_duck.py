@@ -26,13 +26,10 @@ next round. The rounds stop when no instance tuple's cost falls.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-from selp.cdss.ranked import RankedProgram, RankedResult, Row, Vec, ranked_spark
+from selp.cdss.ranked import RankedProgram, RankedResult, Row, Vec
 from selp.language.ast import Atom, Rule
-
-if TYPE_CHECKING:
-    from selp.cdss.compile import CompiledCDSS
 
 # table-name prefixes (relation names may hold any identifier characters: quoted by ``ident``)
 _COST, _NEW, _CHANGED, _ROWS, _AFFECTED, _IMPORT = "rk:", "rk-new:", "rk-changed:", "rk-rows:", "rk-aff:", "rk-imp:"
@@ -94,17 +91,6 @@ def on_driver(base: Mapping[str, set[Row]], spark: Any) -> bool:
     (at most ``spark.selp.rankedTrust.driverRows`` base tuples)."""
     return sum(map(len, base.values())) <= int(spark.conf.get(DRIVER_ROWS_CONF, str(DEFAULT_DRIVER_ROWS)))
 
-
-def threshold_rejections_spark(compiled: CompiledCDSS, base: Mapping[str, set[Row]], spark: Any) -> dict[str, set[Row]]:
-    """``R_x`` for the Spark engine: :func:`selp.cdss.ranked_duck.ranked_duck` on the driver while
-    the base data have at most ``spark.selp.rankedTrust.driverRows`` tuples, else
-    :func:`selp.cdss.ranked.ranked_spark` (no Spark job starts when no peer has a threshold)."""
-    rp = RankedProgram(compiled)
-    if not rp.thresholds:
-        return {}
-    if on_driver(base, spark):
-        return ranked_in_process(rp, base).rejections
-    return ranked_spark(rp, base, spark).rejections
 
 class _Fixpoint:
     """The fixpoint's tables and rounds over one embedded-engine store."""

@@ -161,15 +161,19 @@ class SparkEngine(Engine):
         return "in Python on the driver (a small store)" if is_small(base) else "in DuckDB on the driver"
 
     def threshold_rejections(self, compiled: Any, base: Mapping[str, set[Row]], spark: Any = None) -> dict[str, set[Row]]:
-        """``R_x`` by :func:`selp.cdss.ranked_duck.threshold_rejections_spark`: in DuckDB on the driver
-        up to ``spark.selp.rankedTrust.driverRows`` base tuples, else :func:`~selp.cdss.ranked.ranked_spark`
+        """``R_x``: :func:`selp.cdss.ranked_duck.ranked_in_process` (DuckDB, or Python for a small
+        store) on the driver up to ``spark.selp.rankedTrust.driverRows`` base tuples -- the base
+        data are Python values on the driver already -- else :func:`~selp.cdss.ranked.ranked_spark`
         (no Spark starts when no peer has a threshold)."""
-        from selp.cdss.compile import thresholded_peers
-        from selp.cdss.ranked_duck import threshold_rejections_spark
+        from selp.cdss.ranked import RankedProgram, ranked_spark
+        from selp.cdss.ranked_duck import on_driver, ranked_in_process
 
-        if not thresholded_peers(compiled.cdss):
+        rp = RankedProgram(compiled)
+        if not rp.thresholds:
             return {}
-        return threshold_rejections_spark(compiled, base, session(spark))
+        if on_driver(base, session(spark)):
+            return ranked_in_process(rp, base).rejections
+        return ranked_spark(rp, base, session(spark)).rejections
 
     def proql(
         self,
