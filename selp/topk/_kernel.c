@@ -1081,8 +1081,9 @@ done:
  *    it from both ends.
  * 9: selp_static's result has no origins and no child slot pointers (p[3], p[5] NULL:
  *    selp_entry_origins); its sizes are int32, its rules and ranks uint8 (*err 3: a size or
- *    rule did not fit; k > 255 is refused). */
-EXPORT int64_t selp_abi(void) { return 9; }
+ *    rule did not fit; k > 255 is refused).
+ * 10: the packed DTable's child slots written here (selp_pack_slots, selp_pack_static_slots). */
+EXPORT int64_t selp_abi(void) { return 10; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
 EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origins, int64_t n, int mode) {
@@ -2056,6 +2057,62 @@ EXPORT int selp_entry_origins(int64_t n, int64_t lo, int64_t hi, const int64_t *
     return 0;
 }
 
+
+/* ---- the packed DTable's child slots (selp.topk.packed) ------------------------------------
+ * What a partition-local Spark task ships (selp.topk.component, selp.topk.component_static):
+ * per entry its children as slots (c, r) -- r >= 1: the entry of rank r of member fact c of the
+ * partition; r == 0: row c of the leaf table -- and where each entry's slots start (int32,
+ * E + 1). One pass over the entries writing the three arrays, where numpy's gathers, repeats and
+ * selects made five to eight temporaries of a slot each (at top-7 a fifth to a quarter of the
+ * task). The caller checks that the values fit (slots < 2^31, k <= 255). */
+
+/* The kernel's result (selp_fill's arrays): entries 0..n-1 are the member facts' (members are
+ * facts 0..n_members-1, their entries first); an entry's children are its instance's
+ * (child_ptr/child_fact by input instance id inst[e]) at ranks cr[crp[e]..]. A child below
+ * n_members is a member; below n_facts a lower fact, whose entries are the leaf table's rows
+ * from fp[n_members] (lower0) on; else a copy step's leaf, row n_lower + (c - first_seed). */
+EXPORT void selp_pack_slots(int64_t n, const int64_t *inst, const int64_t *child_ptr, const int64_t *child_fact,
+                            const int64_t *crp, const int32_t *cr, const int64_t *fp, int64_t n_members,
+                            int64_t n_facts, int64_t lower0, int64_t n_lower, int64_t first_seed, int32_t *off,
+                            int32_t *slot_c, uint8_t *slot_r) {
+    int64_t s = 0;
+    off[0] = 0;
+    for (int64_t e = 0; e < n; e++) {
+        int64_t a = child_ptr[inst[e]], m = child_ptr[inst[e] + 1] - a;
+        const int64_t *kids = child_fact + a;
+        const int32_t *rk = cr + crp[e];
+        for (int64_t j = 0; j < m; j++, s++) {
+            int64_t c = kids[j];
+            if (c < n_members) { slot_c[s] = (int32_t)c; slot_r[s] = (uint8_t)rk[j]; }
+            else if (c < n_facts) { slot_c[s] = (int32_t)(fp[c] + rk[j] - 1 - lower0); slot_r[s] = 0; }
+            else { slot_c[s] = (int32_t)(n_lower + c - first_seed); slot_r[s] = 0; }
+        }
+        off[e + 1] = (int32_t)s;
+    }
+}
+
+/* selp_static's result (selp_static_arrays): entries lo..hi-1 are the member facts' (rows from
+ * L on; rows 0..L-1 are the leaves', one childless entry each); an entry's children are its
+ * rule's rule_m[rule[e]] slots, in order, kid (input ids: a member below n, a leaf's row
+ * n + its row of the leaf table) at rank cr. */
+EXPORT void selp_pack_static_slots(int64_t L, int64_t lo, int64_t hi, const uint8_t *rule, const int64_t *rule_m,
+                                   const int32_t *kid, const uint8_t *cr, int64_t n, int32_t *off, int32_t *slot_c,
+                                   uint8_t *slot_r) {
+    int64_t t = 0;
+    for (int64_t e = L; e < lo; e++) t += rule_m[rule[e]];
+    int64_t s = 0;
+    off[0] = 0;
+    for (int64_t e = lo; e < hi; e++) {
+        int64_t m = rule_m[rule[e]];
+        for (int64_t j = 0; j < m; j++, s++, t++) {
+            int32_t c = kid[t];
+            int leaf = c >= n;
+            slot_c[s] = leaf ? (int32_t)(c - n) : c;
+            slot_r[s] = leaf ? 0 : cr[t];
+        }
+        off[e - lo + 1] = (int32_t)s;
+    }
+}
 
 /* ---- a module, so that setuptools builds it as one and importlib finds its file ---------- */
 

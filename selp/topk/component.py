@@ -196,23 +196,12 @@ def _packed(task: DTableTask, res: Any, g: Hypergraph, members: list[str], offse
     code_of = pc.index_in(pa.array([""] + names, pa.string()), value_set=dictionary).fill_null(0).to_numpy(zero_copy_only=False)
     rule_code = code_of[g.inst_rule[inst]]
     rule_null = np.zeros(n, np.bool_)
-    # every entry's child slots, in body order
-    m = np.diff(g.child_ptr)[inst]
-    off = np.zeros(n + 1, np.int64)
-    np.cumsum(m, out=off[1:])
-    within = np.arange(int(off[-1])) - np.repeat(off[:-1], m)
-    child = g.child_fact[np.repeat(g.child_ptr[inst], m) + within].astype(np.int64)
-    crank = res.child_rank[np.repeat(res.child_rank_ptr[:n], m) + within].astype(np.int64)
     lower0 = int(fp[n_members])  # the lower facts' entries are the leaf table's first rows
     n_lower = int(fp[n_facts]) - lower0
-    member = child < n_members
-    slot_c = np.where(member, child, np.where(child < n_facts, fp[np.minimum(child, n_facts)] + crank - 1 - lower0,
-                                              n_lower + child - first_seed))
-    slot_r = np.where(member, crank, 0)
-    copied = inst < n_copies  # a seed entry (members have no other copy step)
-    e = np.flatnonzero(copied)
+    off, slot_c, slot_r = _slots(res, g, inst, n, n_members, n_facts, lower0, n_lower, first_seed, task.k)
+    e = np.flatnonzero(inst < n_copies)  # a seed entry copied to its fact (members have no other copy step)
     if len(e):
-        rows = pa.array(child[off[e]] - first_seed)
+        rows = pa.array(slot_c[off[e]].astype(np.int64) - n_lower)  # its one slot: the seed's leaf row
         codes = pc.index_in(seed_rule.take(rows), value_set=dictionary)
         rule_null[e] = codes.is_null().to_numpy(zero_copy_only=False)
         rule_code[e] = codes.fill_null(0).to_numpy(zero_copy_only=False)
@@ -220,3 +209,34 @@ def _packed(task: DTableTask, res: Any, g: Hypergraph, members: list[str], offse
     leaves = leaf_table(fact_f[lower_owner], res.origin[lower0:lower0 + n_lower], seeds.select(["_o", "_ch"]) if seeds is not None else None)
     return pack(facts, leaves, owner, res.w[:n], res.size[:n], rank, rule_code, rule_null, dictionary, off, slot_c,
                 slot_r, origin=res.origin[:n])
+
+
+def _slots(res: Any, g: Hypergraph, inst: np.ndarray, n: int, n_members: int, n_facts: int, lower0: int,
+           n_lower: int, first_seed: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Entries 0..n-1's child slots as :func:`~selp.topk.packed.pack` takes them: where each
+    entry's slots start (E + 1), and per slot ``c`` and ``r`` (a member fact and the rank of its
+    entry, or a leaf table row and 0), in body order -- by the kernel (``selp_pack_slots``: one
+    pass, no temporaries) when it is built and the values fit its narrow types, else numpy."""
+    from selp.topk.kernel import address, library
+
+    lib = library()
+    total = int(res.child_rank_ptr[n])
+    if lib is not None and k <= 255 and max(total, n_lower + len(g.leaf)) < 2**31:
+        off, slot_c, slot_r = np.empty(n + 1, np.int32), np.empty(total, np.int32), np.empty(total, np.uint8)
+        arrays = [np.ascontiguousarray(a, np.int64) for a in (inst, g.child_ptr, g.child_fact, res.child_rank_ptr)]
+        cr = np.ascontiguousarray(res.child_rank, np.int32)
+        fp = np.ascontiguousarray(res.fact_ptr, np.int64)
+        lib.selp_pack_slots(n, *(address(a) for a in arrays), address(cr), address(fp), n_members, n_facts, lower0,
+                            n_lower, first_seed, address(off), address(slot_c), address(slot_r))
+        return off, slot_c, slot_r
+    fp = res.fact_ptr
+    m = np.diff(g.child_ptr)[inst]
+    off = np.zeros(n + 1, np.int64)
+    np.cumsum(m, out=off[1:])
+    within = np.arange(int(off[-1])) - np.repeat(off[:-1], m)
+    child = g.child_fact[np.repeat(g.child_ptr[inst], m) + within].astype(np.int64)
+    crank = res.child_rank[np.repeat(res.child_rank_ptr[:n], m) + within].astype(np.int64)
+    member = child < n_members
+    slot_c = np.where(member, child, np.where(child < n_facts, fp[np.minimum(child, n_facts)] + crank - 1 - lower0,
+                                              n_lower + child - first_seed))
+    return off, slot_c, np.where(member, crank, 0)

@@ -212,16 +212,10 @@ def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, s
     code_of = pc.index_in(pa.array([""] + names, pa.string()), value_set=dictionary).fill_null(0).to_numpy(zero_copy_only=False)
     rule_code = code_of[rule]
     rule_null = np.zeros(hi - lo, np.bool_)
-    ptr = g.child_ptr
-    s0, s1 = int(ptr[lo]), int(ptr[hi])
-    child = g.child_fact[s0:s1]  # int32 input ids
-    is_leaf = child >= n
-    slot_c = np.where(is_leaf, child - n, child)  # a leaf's row of the leaf table
-    slot_r = res.child_rank[s0:s1].copy()
-    slot_r[is_leaf] = 0
+    off, slot_c, slot_r = _slots(got, L, lo, hi, n, task.k)
     e = np.flatnonzero(rule == 0)  # a seed entry copied to its fact: the seed's rule
     if len(e):
-        rows = pa.array(child[ptr[lo + e] - s0].astype(np.int64) - first_seed)
+        rows = pa.array(slot_c[off[e]].astype(np.int64) - (first_seed - n))  # its one slot: the seed's leaf row
         codes = pc.index_in(seed_rule.take(rows), value_set=dictionary)
         rule_null[e] = codes.is_null().to_numpy(zero_copy_only=False)
         rule_code[e] = codes.fill_null(0).to_numpy(zero_copy_only=False)
@@ -229,4 +223,36 @@ def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, s
                       "args": args})
     leaves = leaf_table(fact_f[n:first_seed], leaf_origin[n:first_seed], seed.select(["_o", "_ch"]) if seed is not None else None)
     return pack(facts, leaves, owner, res.w[lo:hi], res.size[lo:hi], rank, rule_code, rule_null, dictionary,
-                ptr[lo:hi + 1] - s0, slot_c, slot_r)
+                off, slot_c, slot_r)
+
+
+def _slots(got: Any, L: int, lo: int, hi: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Entries lo..hi-1's child slots as :func:`~selp.topk.packed.pack` takes them (where each
+    entry's slots start, then per slot ``c`` and ``r``): a child below ``n`` is a member fact (its
+    entry of rank ``r``), else the leaf table's row ``c - n`` (``r`` 0) -- by the kernel
+    (``selp_pack_static_slots``: one pass, no temporaries, and no slot pointers over every entry
+    built first) when it is built, else numpy."""
+    from selp.topk.kernel import address, library
+
+    g, res = got.graph, got.result
+    lib = library()
+    if lib is not None and k <= 255:
+        slots = g.slots
+        rule = np.ascontiguousarray(slots.rule, np.uint8)
+        rule_m = np.ascontiguousarray(slots.rule_m, np.int64)
+        m = rule_m[rule[lo:hi]]
+        total = int(m.sum())
+        kid = np.ascontiguousarray(g.child_fact, np.int32)
+        cr = np.ascontiguousarray(res.child_rank, np.uint8)
+        off, slot_c, slot_r = np.empty(hi - lo + 1, np.int32), np.empty(total, np.int32), np.empty(total, np.uint8)
+        lib.selp_pack_static_slots(L, lo, hi, address(rule), address(rule_m), address(kid), address(cr), n,
+                                   address(off), address(slot_c), address(slot_r))
+        return off, slot_c, slot_r
+    ptr = g.child_ptr
+    s0, s1 = int(ptr[lo]), int(ptr[hi])
+    child = g.child_fact[s0:s1]  # int32 input ids
+    is_leaf = child >= n
+    slot_c = np.where(is_leaf, child - n, child)  # a leaf's row of the leaf table
+    slot_r = res.child_rank[s0:s1].copy()
+    slot_r[is_leaf] = 0
+    return ptr[lo:hi + 1] - s0, slot_c, slot_r

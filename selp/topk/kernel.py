@@ -322,7 +322,7 @@ def kernel_threads() -> int:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
-_ABI = 9  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+_ABI = 10  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _kernel_file() -> str:
@@ -396,6 +396,10 @@ def _compiled() -> Any:
         lib.selp_static_bound.argtypes, lib.selp_static_bound.restype = [P], I64
         lib.selp_entry_origins.argtypes = [I64, I64, I64] + [P] * 8 + [ctypes.c_int, P, P, P]
         lib.selp_entry_origins.restype = ctypes.c_int
+        # the packed DTable's child slots (selp.topk.packed)
+        lib.selp_pack_slots.argtypes, lib.selp_pack_slots.restype = [I64] + [P] * 6 + [I64] * 5 + [P] * 3, None
+        lib.selp_pack_static_slots.argtypes = [I64, I64, I64, P, P, P, P, I64, P, P, P]
+        lib.selp_pack_static_slots.restype = None
         _LIB.append(lib)
     return _LIB[0]
 

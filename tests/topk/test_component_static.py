@@ -126,3 +126,26 @@ def test_plan_reasons_for_the_whole_partition_path():
     rules = parse_program("r2 (0.8): path(x, z) :- edge(x, y), path(y, z), not edge(z, x).").rules
     comp = replace(comp, recursive_rules=tuple(rules))
     assert static_reason(comp, 3, {"edge"}) == "rule r2 is not formed by the kernel's join"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_child_slots_from_the_kernel_are_the_numpy_ones(seed, monkeypatch):
+    """Both paths pack the entries' child slots in C (``selp_pack_slots``,
+    ``selp_pack_static_slots``) where the kernel is built; without it numpy computes them. The
+    packed partitions are the same, array for array (seed entries among the children)."""
+    import selp.topk.kernel as kernel
+
+    rng = np.random.default_rng(100 + seed)
+    k = [1, 3, 7, 2][seed]
+    task, seeds, inputs = _case(rng, seed % len(PROGRAMS), k, [PRODUCT, SUM][seed % 2])
+    got = {}
+    for compiled in (True, False):
+        if not compiled:
+            monkeypatch.setattr(kernel, "library", lambda: None)
+        got[compiled] = [partition_dtable(t, seeds, inputs, 3) for t in (task, replace(task, by_component=True))]
+    for with_c, with_numpy in zip(got[True], got[False]):
+        assert with_c is not None and with_numpy is not None
+        assert with_c.entries.num_rows > with_c.facts.num_rows or k == 1
+        assert with_c.entries.equals(with_numpy.entries) and with_c.leaves.equals(with_numpy.leaves)
+        slots = with_c.entries.column("_c").combine_chunks().flatten()
+        assert pa.compute.sum(pa.compute.equal(slots.field("r"), 0)).as_py() > 0  # leaf slots (EDB, seeds) too
