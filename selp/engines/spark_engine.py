@@ -161,18 +161,18 @@ class SparkEngine(Engine):
         return "in Python on the driver (a small store)" if is_small(base) else "in DuckDB on the driver"
 
     def threshold_rejections(self, compiled: Any, base: Mapping[str, set[Row]], spark: Any = None) -> dict[str, set[Row]]:
-        """``R_x``: :func:`selp.cdss.ranked_duck.ranked_in_process` (DuckDB, or Python for a small
-        store) on the driver up to ``spark.selp.rankedTrust.driverRows`` base tuples -- the base
-        data are Python values on the driver already -- else :func:`~selp.cdss.ranked.ranked_spark`
+        """``R_x``: :meth:`ranked_trust` (DuckDB, or Python for a small store) on the driver up to
+        ``spark.selp.rankedTrust.driverRows`` base tuples -- the base data are Python values on
+        the driver already -- else :func:`~selp.cdss.ranked.ranked_spark`
         (no Spark starts when no peer has a threshold)."""
         from selp.cdss.ranked import RankedProgram, ranked_spark
-        from selp.cdss.ranked_duck import on_driver, ranked_in_process
+        from selp.cdss.ranked_duck import on_driver
 
         rp = RankedProgram(compiled)
         if not rp.thresholds:
             return {}
         if on_driver(base, session(spark)):
-            return ranked_in_process(rp, base).rejections
+            return self.ranked_trust(rp, base).rejections
         return ranked_spark(rp, base, session(spark)).rejections
 
     def proql(
