@@ -37,7 +37,6 @@ from selp.engines.embedded.component import ComponentTask, run_component
 from selp.engines.spark_compile import rel_columns, union_all
 from selp.engines.spark_frames import materialize
 from selp.engines.spark_values import keyed as keyed_by_label
-from selp.engines.worker_memory import keep_freed_memory
 from selp.errors import SelpError
 from selp.language.validate import Component
 
@@ -125,7 +124,6 @@ class PartitionTask:
         return pa.table({f"c{i}": rows[f"v{i}"] for i in range(self.task.arities[rel])})
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        keep_freed_memory()  # this worker's next task reuses this one's pages (selp.engines.worker_memory)
         got = [b for b in batches if b.num_rows]
         if not got:
             return  # no seeds here: nothing to derive

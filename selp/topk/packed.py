@@ -207,9 +207,6 @@ class Unpack:
         return None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from selp.engines.worker_memory import keep_freed_memory
-
-        keep_freed_memory()  # this worker's next task reuses this one's pages (selp.engines.worker_memory)
         chunks: dict[int, dict[int, list[tuple[int, Any]]]] = {}
         for b in batches:
             cols = [b.column(c).to_pylist() for c in ("_g", "_kind", "_first")]

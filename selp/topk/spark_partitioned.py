@@ -42,7 +42,6 @@ from pyspark.sql.types import ArrayType, DoubleType, IntegerType, LongType, Stri
 
 from selp.engines.decompose import Decomposition, NotDecomposable, decompose_any
 from selp.engines.spark_values import keyed as keyed_by_label, value_labels
-from selp.engines.worker_memory import keep_freed_memory
 from selp.engines.embedded.component import ComponentTask
 from selp.engines.spark_compile import union_all
 from selp.engines.spark_partitioned import ENABLED_CONF, BROADCAST_ROWS_CONF, Settings
@@ -155,7 +154,6 @@ class PartitionDTable:
         import pyarrow.compute as pc
         from pyspark import TaskContext
 
-        keep_freed_memory()  # this worker's next task reuses this one's pages (selp.engines.worker_memory)
         got = [b for b in batches if b.num_rows]
         if not got:
             return
