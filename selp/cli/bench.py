@@ -7,7 +7,8 @@
 * ``bidir``: unidirectional vs bidirectional mappings and deletion policies (:mod:`selp.bench.bidir`);
 * ``proql``: ProQL on chapter 8's topologies (:mod:`selp.bench.proql`);
 * ``anchors``: whole CLI processes beside DuckDB and Nemo (:mod:`selp.bench.anchors`);
-* ``adapt``: adapting instances after mapping changes vs recomputation (:mod:`selp.bench.adapt`).
+* ``adapt``: adapting instances after mapping changes vs recomputation (:mod:`selp.bench.adapt`);
+* ``spark``: Spark eval and top-k ratios in one warm session (:mod:`selp.bench.spark_ratios`).
 
 Each subcommand has only the options its benchmark reads. A name that is none of them is a
 one-line error (exit 1) listing them.
@@ -399,6 +400,49 @@ def adapt_cmd(rows: int, mix: int, sweep: str, updates: int, kinds: bool, engine
         say(f"wrote {p}")
 
 
+
+@click.command(name="spark")
+@click.option("--input", "source", default="1000", show_default=True, help="NODES of the anchors graph (its closure path), or tc:TUPLES of the TC benchmark graph.")
+@click.option("-k", "ks", default="1,3,7", show_default=True, help="Comma-separated k of the top-k lines (beside eval).")
+@click.option("--passes", type=click.IntRange(min=1), default=5, show_default=True, help="Timed passes of every line; the median is reported.")
+@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True, help="Untimed passes first (the JVM compiles for ~20 s).")
+@click.option("--master", default="local[2]", show_default=True, help="Spark master URL.")
+@click.option("--conf", "conf", multiple=True, help="Spark setting key=value (repeatable) [default: spark.driver.memory=2g on a local master].")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out/spark", show_default=True, help="Where results.csv/json, summary.md and the generated input (work/) go.")
+@_QUIET
+def spark_cmd(source: str, ks: str, passes: int, warmup: int, master: str, conf: tuple[str, ...], out_dir: str, quiet: bool) -> None:
+    """Spark eval and top-k of every fact of a transitive closure in one warm session
+    (selp.bench.spark_ratios): each line PASSES times in turn after WARMUP untimed passes, the
+    median and fastest of each, and issue 19's ratios (top-3 / eval <= 2, top-7 / top-1 <= 1.25).
+
+    \b
+    Examples:
+      selp bench spark --input 1000 --passes 5 --out datasets/results/spark-scale/run
+      selp bench spark --input tc:1000000 --passes 3
+    """
+    from selp.bench.results import machine_info, write_results
+    from selp.bench.spark_ratios import parse_input, run, summary, table
+    from selp.cli.root import parse_conf
+
+    parse_input(source)  # a bad value is a one-line error before Spark starts
+    k_values = tuple(_int_list(ks, "-k", 1))
+    settings = parse_conf(conf)
+    if master.startswith("local") and "spark.driver.memory" not in settings:
+        settings["spark.driver.memory"] = "2g"
+    say = say_printer(quiet)
+    out = Path(out_dir)
+    spark = start_spark(master, settings, quiet)
+    rows = run(source, k_values, passes, warmup, spark, out / "work", say)
+    summ = summary(rows)
+    text = table(summ, source, master)
+    click.echo(text, nl=False)
+    machine = machine_info() | {"command": _command_line(), "conf": settings}
+    paths = write_results(rows, out, machine)
+    (out / "summary.md").write_text(text, encoding="utf-8")
+    for p in paths + [out / "summary.md"]:
+        say(f"wrote {p}")
+
+
 # the registry of benchmarks, in the order an unknown name's error lists them
-for _command in (*(_dataset_command(d) for d in ("iris", "amie", "explain", "tc")), instrument_cmd, topk_cmd, cdss_cmd, bidir_cmd, proql_cmd, anchors_cmd, maintain_cmd, adapt_cmd):
+for _command in (*(_dataset_command(d) for d in ("iris", "amie", "explain", "tc")), instrument_cmd, topk_cmd, cdss_cmd, bidir_cmd, proql_cmd, anchors_cmd, maintain_cmd, adapt_cmd, spark_cmd):
     bench.add_command(_command)
