@@ -407,7 +407,7 @@ def adapt_cmd(rows: int, mix: int, sweep: str, updates: int, kinds: bool, engine
 @click.option("--passes", type=click.IntRange(min=1), default=5, show_default=True, help="Timed passes of every line; the median is reported.")
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True, help="Untimed passes first (the JVM compiles for ~20 s).")
 @click.option("--master", default="local[2]", show_default=True, help="Spark master URL.")
-@click.option("--conf", "conf", multiple=True, help="Spark setting key=value (repeatable) [default: spark.driver.memory=2g on a local master].")
+@click.option("--conf", "conf", multiple=True, help="Spark setting key=value (repeatable) [default: spark.driver.memory=2g for a new local session].")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="bench-out/spark", show_default=True, help="Where results.csv/json, summary.md and the generated input (work/) go.")
 @_QUIET
 def spark_cmd(source: str, ks: str, passes: int, warmup: int, master: str, conf: tuple[str, ...], out_dir: str, quiet: bool) -> None:
@@ -420,6 +420,8 @@ def spark_cmd(source: str, ks: str, passes: int, warmup: int, master: str, conf:
       selp bench spark --input 1000 --passes 5 --out datasets/results/spark-scale/run
       selp bench spark --input tc:1000000 --passes 3
     """
+    from pyspark.sql import SparkSession
+
     from selp.bench.results import machine_info, write_results
     from selp.bench.spark_ratios import parse_input, run, summary, table
     from selp.cli.root import parse_conf
@@ -427,7 +429,9 @@ def spark_cmd(source: str, ks: str, passes: int, warmup: int, master: str, conf:
     parse_input(source)  # a bad value is a one-line error before Spark starts
     k_values = tuple(_int_list(ks, "-k", 1))
     settings = parse_conf(conf)
-    if master.startswith("local") and "spark.driver.memory" not in settings:
+    if master.startswith("local") and "spark.driver.memory" not in settings and SparkSession.getActiveSession() is None:
+        # the recorded figures' driver (a setting of the JVM's launch: a session already running
+        # in this process, an embedding program's, is used as it is rather than restarted)
         settings["spark.driver.memory"] = "2g"
     say = say_printer(quiet)
     out = Path(out_dir)
