@@ -400,7 +400,6 @@ def adapt_cmd(rows: int, mix: int, sweep: str, updates: int, kinds: bool, engine
         say(f"wrote {p}")
 
 
-
 @click.command(name="spark")
 @click.option("--input", "source", default="1000", show_default=True, help="NODES of the anchors graph (its closure path), or tc:TUPLES of the TC benchmark graph.")
 @click.option("-k", "ks", default="1,3,7", show_default=True, help="Comma-separated k of the top-k lines (beside eval).")
