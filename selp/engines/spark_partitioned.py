@@ -18,7 +18,9 @@ progress -- of :mod:`selp.engines.spark`'s global evaluation.
 Settings: ``spark.selp.partitionLocal`` (``true``; ``false`` turns the path off),
 ``spark.selp.partitionLocal.partitions`` (default 2 x the default parallelism) and
 ``spark.selp.partitionLocal.broadcastRows`` (default 2,000,000: a component whose broadcast
-inputs hold more rows runs in global rounds, as the driver collects them).
+inputs hold more rows runs in global rounds, as the driver collects them);
+``spark.selp.partitionLocal.blobCodec`` (``zstd``, ``lz4`` or ``none``: how a partition's packed
+DTable is compressed on its way to the JVM, :mod:`selp.topk.packed`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from selp.language.validate import Component
 ENABLED_CONF = "spark.selp.partitionLocal"
 PARTITIONS_CONF = "spark.selp.partitionLocal.partitions"
 BROADCAST_ROWS_CONF = "spark.selp.partitionLocal.broadcastRows"
+BLOB_CODEC_CONF = "spark.selp.partitionLocal.blobCodec"
 DEFAULT_BROADCAST_ROWS = 2_000_000
 
 _REL, _KEY, _ROUND, _COUNT = "_rel", "_key", "_round", "_count"
@@ -56,6 +59,7 @@ class Settings:
     partitions: int
     broadcast_rows: int
     threads: int  # spark.task.cpus: the cores one DuckDB may use
+    codec: str = "zstd"  # the packed DTable's blob compression (selp.topk.packed.CODECS)
 
 
 def _count(spark: SparkSession, key: str, default: int, least: int) -> int:
@@ -81,7 +85,12 @@ def settings(spark: SparkSession) -> Settings:
     partitions = _count(spark, PARTITIONS_CONF, 2 * parallelism, 1)
     rows = _count(spark, BROADCAST_ROWS_CONF, DEFAULT_BROADCAST_ROWS, 0)
     threads = int(spark.sparkContext.getConf().get("spark.task.cpus", "1"))
-    return Settings(flag == "true", partitions, rows, max(1, threads))
+    from selp.topk.packed import CODECS, DEFAULT_CODEC
+
+    codec = spark.conf.get(BLOB_CODEC_CONF, DEFAULT_CODEC).strip().lower()
+    if codec not in CODECS:
+        raise SelpError(f"{BLOB_CODEC_CONF}={codec!r}: expected one of {', '.join(CODECS)}")
+    return Settings(flag == "true", partitions, rows, max(1, threads), codec)
 
 
 @dataclass

@@ -145,10 +145,11 @@ class PartitionDTable:
     """The function ``mapInArrow`` runs per partition: seed entries and keyed inputs' entries
     (tagged ``_seed``) plus the broadcast entries into :func:`partition_dtable`."""
 
-    def __init__(self, task: DTableTask, keyed: tuple[str, ...], broadcast: Any) -> None:
+    def __init__(self, task: DTableTask, keyed: tuple[str, ...], broadcast: Any, codec: str) -> None:
         self.task = task
         self.keyed = keyed
         self.broadcast = broadcast  # pyspark Broadcast of {relation: Arrow table (c0.., _w, _s, _o)}
+        self.codec = codec  # the blobs' compression (selp.topk.packed.CODECS)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.compute as pc
@@ -175,7 +176,7 @@ class PartitionDTable:
         partition = TaskContext.get().partitionId()
         out = partition_dtable(self.task, seeds, inputs, partition)
         if out is not None:
-            yield from blobs(out, partition, sorted(self.task.component.members))
+            yield from blobs(out, partition, sorted(self.task.component.members), self.codec)
 
 
 def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Settings, home: Any) -> int:
@@ -231,7 +232,7 @@ def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Se
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # pyspark's pandas-version check; no pandas here
-        mapped = rows.mapInArrow(PartitionDTable(dtask, tuple(sorted(d.keyed)), bc), blob_schema(len(members)))
+        mapped = rows.mapInArrow(PartitionDTable(dtask, tuple(sorted(d.keyed)), bc, conf.codec), blob_schema(len(members)))
     # the one job: every partition's DTable, packed and cut, with the counts observed on the way
     packed, counts = materialize_observed(mapped, [F.sum(f"n{i}").alias(f"n{i}") for i in range(len(members))])
     if bc is not None:

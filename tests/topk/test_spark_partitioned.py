@@ -298,3 +298,26 @@ def test_symmetry_rule_runs_partition_local_on_value_components(spark, tmp_path,
     assert local.answers()
     global_rounds, _ = _run(spark, task, db, False)
     assert _untied(_entries(local)) == _untied(_entries(global_rounds))
+
+
+def test_blob_codec_setting_changes_the_bytes_not_the_dtable(spark, tmp_path):
+    from selp.errors import SelpError
+
+    db = tmp_path / "db"
+    _graph(db, 8)
+    analysis = analyze(parse_program(PATH))
+    task = make_task(analysis, load_database(analysis, db).types, get_monoid("confidence"), 3, parse_pattern("path(*, *)"), "path(*, *)")
+    got = {}
+    for codec in ("none", "lz4", "zstd"):
+        spark.conf.set("spark.selp.partitionLocal.blobCodec", codec)
+        try:
+            got[codec] = _entries(_run(spark, task, db, True)[0])
+        finally:
+            spark.conf.unset("spark.selp.partitionLocal.blobCodec")
+    assert got["none"] and got["none"] == got["lz4"] == got["zstd"]
+    spark.conf.set("spark.selp.partitionLocal.blobCodec", "gzip9")
+    try:
+        with pytest.raises(SelpError, match=r"spark.selp.partitionLocal.blobCodec='gzip9': expected one of zstd, lz4, none"):
+            run_topk_spark(task, str(db), spark)
+    finally:
+        spark.conf.unset("spark.selp.partitionLocal.blobCodec")
