@@ -72,8 +72,9 @@ def _cq_cost(cq: CQ, body_stats: tuple[Stats, ...]) -> tuple[float, float]:
 
 
 def is_copy(cq: CQ, k: int) -> bool:
-    """Whether ``k·cq`` is ``q(X1..Xn) :- r(X1..Xn)``: a plain copy of one stored relation."""
-    if k != 1 or len(cq.body) != 1 or cq.unequal:
+    """Whether ``k·cq`` is ``q(X1..Xn) :- r(X1..Xn)`` (any non-zero ``k``): a copy of one stored
+    relation, times ``k``."""
+    if k == 0 or len(cq.body) != 1 or cq.unequal:
         return False
     args = cq.body[0][1]
     return cq.head == args and all(isinstance(t, Var) for t in args) and len(set(args)) == len(args)
@@ -81,14 +82,15 @@ def is_copy(cq: CQ, k: int) -> bool:
 
 def query_cost(q: Mapping[CQ, int], stats: Callable[[str], Stats], shared_copies: bool = False) -> float:
     """Estimated cost of evaluating and summing a query (a plan for one view). With
-    ``shared_copies`` (an engine that keeps a copied relation's stored rows as a segment of the
-    new one, :class:`selp.adapt.zduck.DuckZ`) the first plain copy costs only its rule: its rows
-    are neither read nor summed, and neither are the other CQs' results (the engine stores them
-    unsummed, as a segment its readers sum)."""
+    ``shared_copies`` (an engine that keeps a copied relation's stored rows as segments of the
+    new one, with a coefficient, :class:`selp.adapt.zduck.DuckZ`) every copy -- the old
+    instance kept, a rule repeated, a dropped rule's segment cancelled -- costs only its rule:
+    its rows are neither read nor summed, and neither are the other CQs' results (the engine
+    stores them unsummed, as a segment its readers sum)."""
     total, out, kept = 0.0, 0.0, False
     for cq, k in q.items():
         if shared_copies and is_copy(cq, k):
-            shared_copies, kept = False, True  # the engine keeps one copied relation as it is
+            kept = True  # bookkeeping in the engine: no row read or written
             total += RULE_OVERHEAD
             continue
         c, n = cq_cost(cq, stats)

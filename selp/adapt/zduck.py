@@ -1,14 +1,18 @@
-"""Z-relations on DuckDB: a relation is one or more stored tables (*segments*, shared by an
-unchanged copy), text columns ``c0..`` and a signed ``_cnt``.
+"""Z-relations on DuckDB: a relation is an integer combination of stored tables (*segments*,
+shared by an unchanged copy), text columns ``c0..`` and a signed ``_cnt``.
 
 A relation of one rule is one ``SELECT ... SUM(product of _cnt) ... GROUP BY`` over its body
-tables; the derivations of several rules are unioned (``UNION ALL``) and summed once. A plan that
-keeps a stored relation as it is (``q@new :- q`` plus a remainder, [GI12]'s fold into the old
-instance) stores only the remainder as a new segment after the kept relation's
-segments: a Z-relation is the sum of its segments (join distributes over union, so readers
-that multiply and sum counts need no merge), and the old rows are neither read nor copied.
-A relation's first segment is summed (one row per tuple); a later one holds the remainder's
-derivations unsummed (a tuple may occur in several rows): its readers sum them anyway.
+tables; the derivations of several rules are unioned (``UNION ALL``) and summed once.
+
+A stored relation is an integer combination of immutable tables (*segments*, each with a
+coefficient): Z-relations form a module over the integers, and join distributes over the sum,
+so readers that multiply and sum counts need no merge. A plan's rules that copy a stored
+relation with a coefficient -- ``q@new :- q`` ([GI12]'s fold into the old instance), ``2·q``
+(a rule repeated), ``-s`` (a rule dropped whose rows are one of ``q``'s segments) -- are
+therefore bookkeeping: their segments' coefficients are added, a segment whose coefficient
+becomes 0 is dropped, and no row is read or written. Only the other rules (the remainder)
+are computed, stored as one new segment of their derivations, unsummed (a tuple may occur in
+several rows: readers sum anyway); a relation computed from scratch is one summed table.
 Reading rows, comparing and compacting sum the segments. No ``DISTINCT`` anywhere:
 differential plans need exact counts ([GI12]).
 """
@@ -53,8 +57,8 @@ def rule_sql(plan: RulePlan, source: Callable[[str], str] = ident, summed: bool 
 
 
 def _is_copy(plan: RulePlan, arity: int) -> bool:
-    """Whether ``plan`` is ``q(X1..Xn) :- r(X1..Xn)`` with coefficient 1: a copy of ``r``."""
-    return (len(plan.relations) == 1 and plan.sign == 1 and not plan.equal and not plan.unequal
+    """Whether ``plan`` is ``q(X1..Xn) :- r(X1..Xn)`` with any coefficient: ``sign`` times ``r``."""
+    return (len(plan.relations) == 1 and plan.sign != 0 and not plan.equal and not plan.unequal
             and plan.arities[0] == arity and plan.head == tuple(((0, i),) for i in range(arity)))
 
 
@@ -65,15 +69,16 @@ MAX_SEGMENTS = 4  # a relation of more segments is summed into one table (reads 
 class DuckZ:
     """Z-relations as DuckDB tables in one connection (in memory unless a path is given).
 
-    A relation is a tuple of stored tables (segments) whose sum it is; several relations may
-    share tables (an unchanged view's new instance *is* its old one: :meth:`define` of a plain
-    copy adds a reference, no rows move; a plan keeping the old instance adds one segment to
-    it). Tables are never written after creation: redefining a relation creates a new table and
-    drops the old ones when no relation refers to them any more, so a shared table never
-    changes under the other relation. A relation of one segment is summed with non-zero counts;
-    one of several may hold a tuple in more than one row (its later segments are unsummed
-    derivations) and with a net count of 0: readers
-    that multiply and sum counts do not mind, :meth:`get`, :meth:`same` and compaction sum.
+    A relation is a tuple of stored tables (segments, :attr:`table`) with a coefficient each
+    (:attr:`coef`), whose combination it is; several relations may share tables (an unchanged
+    view's new instance *is* its old one: :meth:`define` of a plain copy adds a reference, no
+    rows move; a plan keeping the old instance adds one segment to it; a dropped rule whose rows
+    are one of its segments removes that segment). Tables are never written after creation:
+    redefining a relation creates a new table and drops the old ones when no relation refers to
+    them any more, so a shared table never changes under the other relation. A table made by
+    summing has one row per tuple with a non-zero count; a remainder's may hold a tuple in more
+    than one row and a relation a net count of 0: readers that multiply and sum counts do not
+    mind, :meth:`get`, :meth:`same` and compaction sum.
     """
 
     shares_copies = True  # a plan's plain copy of a stored relation keeps its tables (no rows read)
@@ -89,21 +94,26 @@ class DuckZ:
         self.con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_THRESHOLD}'")
         self.arity: dict[str, int] = {}
         self.table: dict[str, tuple[str, ...]] = {}  # relation -> its segments (stored tables)
+        self.coef: dict[str, tuple[int, ...]] = {}  # relation -> each segment's coefficient
+        self._summed: set[str] = set()  # stored tables of one row per tuple, counts non-zero
         self._users: dict[str, int] = {}  # stored table -> relations referring to it
         self._stats: dict[str, Stats] = {}  # per stored table, as a DBMS keeps statistics
         self._negative: dict[str, int] = {}  # per stored table: its rows of negative count
         self._made = 0
 
-    def _bind(self, name: str, arity: int, tables: tuple[str, ...]) -> None:
-        """Make relation ``name`` the sum of ``tables`` (releasing what it referred to)."""
+    def _bind(self, name: str, arity: int, tables: tuple[str, ...], coef: tuple[int, ...] | None = None) -> None:
+        """Make relation ``name`` the combination of ``tables`` with coefficients ``coef`` (all 1
+        by default), releasing what it referred to."""
         for t in tables:
             self._users[t] = self._users.get(t, 0) + 1
         self._release(name)
         self.table[name] = tables
+        self.coef[name] = coef if coef is not None else (1,) * len(tables)
         self.arity[name] = arity
 
     def _release(self, name: str) -> None:
         tables = self.table.pop(name, ())
+        self.coef.pop(name, None)
         self.arity.pop(name, None)
         for table in tables:
             self._users[table] -= 1
@@ -111,6 +121,7 @@ class DuckZ:
                 del self._users[table]
                 self._stats.pop(table, None)
                 self._negative.pop(table, None)
+                self._summed.discard(table)
                 self.con.execute(f"DROP TABLE IF EXISTS {ident(table)}")
 
     def _fresh(self, name: str) -> str:
@@ -122,8 +133,14 @@ class DuckZ:
             self._made += 1
         return f"{name}#{self._made}"
 
-    def _new_table(self, name: str, arity: int, select: str | None) -> str:
+    def _new_table(self, name: str, arity: int, select: str | None, summed: bool = True) -> str:
+        """A new table of ``select``'s rows (empty when None); ``summed``: one row per tuple,
+        counts non-zero."""
         table = self._fresh(name)
+        if summed:
+            self._summed.add(table)
+        else:
+            self._summed.discard(table)
         if select is None:
             cols = ", ".join([f"c{i} VARCHAR" for i in range(arity)] + ["_cnt BIGINT"])
             self.con.execute(f"CREATE OR REPLACE TABLE {ident(table)} ({cols})")
@@ -154,22 +171,31 @@ class DuckZ:
         if not plans:
             self._create(name, arity, None)
             return
-        kept = next((p for p in plans if _is_copy(p, arity) and self.arity.get(p.relations[0]) == arity), None)
-        if kept is None:
-            self._create(name, arity, self._summed_sql(arity, plans))
+        # the rules copying a stored relation (with a coefficient) are bookkeeping: the segments
+        # of the relations they copy, coefficients added up (an unchanged view, the old instance
+        # a plan folded into, a repeated rule, a dropped rule's segment cancelled)
+        kept: dict[str, int] = {}
+        rest = []
+        for p in plans:
+            if _is_copy(p, arity) and self.arity.get(p.relations[0]) == arity:
+                for t, c in zip(self.table[p.relations[0]], self.coef[p.relations[0]]):
+                    kept[t] = kept.get(t, 0) + p.sign * c
+            else:
+                rest.append(p)
+        kept = {t: c for t, c in kept.items() if c}
+        if not kept:
+            self._create(name, arity, self._summed_sql(arity, rest) if rest else None)
             return
-        # the plan reuses a stored relation as it is (an unchanged view, or the old instance a
-        # plan folded into): ``name`` shares its segments, and the other rules' sum is one more
-        old = self.table[kept.relations[0]]
-        rest = [p for p in plans if p is not kept]
-        if not rest:
-            self._bind(name, arity, old)
-            return
-        # the remainder's derivations are stored as they come, not summed: the relation is the
-        # sum of its segments anyway (every reader sums), so a GROUP BY here would only repeat
-        # what the readers do (a24i: the aggregation, not the joins, is most of a DuckDB plan)
-        added = self._new_table(name, arity, self._derivations_sql(arity, rest) if arity else self._summed_sql(arity, rest))
-        self._bind(name, arity, old + (added,))
+        if rest:
+            # the remainder's derivations are stored as they come, not summed: the relation is
+            # the sum of its segments anyway (every reader sums), so a GROUP BY here would only
+            # repeat what the readers do (a24i: the aggregation, not the joins, is most of a
+            # DuckDB plan)
+            if arity:
+                kept[self._new_table(name, arity, self._derivations_sql(arity, rest), summed=False)] = 1
+            else:
+                kept[self._new_table(name, arity, self._summed_sql(arity, rest))] = 1
+        self._bind(name, arity, tuple(kept), tuple(kept.values()))
         if len(self.table[name]) > MAX_SEGMENTS:
             self._create(name, arity, self._normal_sql(name))
 
@@ -192,15 +218,20 @@ class DuckZ:
         return " UNION ALL ".join(f"({rule_sql(p, self._source, summed=False)})" for p in plans)
 
     def _source(self, name: str) -> str:
-        """The SQL relation ``name`` is read from: its table, or the union of its segments."""
+        """The SQL relation ``name`` is read from: its table, or the union of its segments
+        (each count times the segment's coefficient)."""
         tables = self.table.get(name, (name,))
-        if len(tables) == 1:
+        coef = self.coef.get(name, (1,) * len(tables))
+        if len(tables) == 1 and coef[0] == 1:
             return ident(tables[0])
-        return "(" + " UNION ALL ".join(f"SELECT * FROM {ident(t)}" for t in tables) + ")"
+        cols = "".join(f"c{i}, " for i in range(self.arity.get(name, 0)))
+        return "(" + " UNION ALL ".join(f"SELECT * FROM {ident(t)}" if c == 1 else f"SELECT {cols}(_cnt * {c})::BIGINT AS _cnt FROM {ident(t)}"
+                                        for t, c in zip(tables, coef)) + ")"
 
     def _normal_sql(self, name: str) -> str:
         """The SELECT of relation ``name`` summed over its segments (non-zero counts only)."""
-        if len(self.table[name]) == 1:
+        tables = self.table[name]
+        if len(tables) == 1 and tables[0] in self._summed:  # a multiple of a summed table is summed
             return f"SELECT * FROM {self._source(name)}"
         arity = self.arity[name]
         cols = ", ".join(f"c{i}" for i in range(arity))
@@ -219,7 +250,7 @@ class DuckZ:
 
     def same(self, a: str, b: str) -> bool:
         """Whether relations ``a`` and ``b`` hold the same Z-relation (compared in the database)."""
-        if self.table[a] == self.table[b]:
+        if sorted(zip(self.table[a], self.coef[a])) == sorted(zip(self.table[b], self.coef[b])):
             return True
         ta, tb = f"({self._normal_sql(a)})", f"({self._normal_sql(b)})"
         (row,) = self.con.execute(f"SELECT (SELECT COUNT(*) FROM {ta}) = (SELECT COUNT(*) FROM {tb}) "
@@ -236,13 +267,16 @@ class DuckZ:
         view, and a plan keeping the old instance makes one per changed view): its rows are the
         segments' positive-count rows less their negative-count ones (a remainder's negative
         rows cancel old tuples), each column's distinct values the largest segment's."""
-        tables = self.table[name]
+        tables, coef = self.table[name], self.coef[name]
         arity = self.arity[name]
-        if len(tables) == 1:
+        if len(tables) == 1 and coef[0] > 0:
             return self._table_stats(tables[0], arity)
         parts = [self._table_stats(t, arity) for t in tables]
-        rows = max(0, sum(p.rows - 2 * self._negative[t] for p, t in zip(parts, tables)))
-        return Stats(rows, tuple(min(rows, max(p.distinct[c] for p in parts)) for c in range(arity)))
+        # a segment of negative coefficient cancels its rows' tuples, a positive one's negative
+        # rows cancel theirs
+        rows = max(0, sum((p.rows - 2 * self._negative[t]) if c > 0 else -p.rows for p, t, c in zip(parts, tables, coef)))
+        plus = [p for p, c in zip(parts, coef) if c > 0] or parts
+        return Stats(rows, tuple(min(rows, max(p.distinct[c] for p in plus)) for c in range(arity)))
 
     def _table_stats(self, table: str, arity: int) -> Stats:
         if table in self._stats:
@@ -270,8 +304,8 @@ class DuckZ:
         """Move relation ``old`` to the name ``new`` (replacing it)."""
         if old == new:
             return
-        arity, tables = self.arity[old], self.table[old]
-        self._bind(new, arity, tables)
+        arity, tables, coef = self.arity[old], self.table[old], self.coef[old]
+        self._bind(new, arity, tables, coef)
         self._release(old)
 
     def names(self) -> list[str]:
