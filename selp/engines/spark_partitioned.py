@@ -41,6 +41,7 @@ from selp.engines.spark_frames import materialize
 from selp.engines.spark_values import keyed as keyed_by_label
 from selp.errors import SelpError
 from selp.language.validate import Component
+from selp.topk.packed import CODECS, DEFAULT_CODEC
 
 ENABLED_CONF = "spark.selp.partitionLocal"
 PARTITIONS_CONF = "spark.selp.partitionLocal.partitions"
@@ -59,7 +60,7 @@ class Settings:
     partitions: int
     broadcast_rows: int
     threads: int  # spark.task.cpus: the cores one DuckDB may use
-    codec: str = "zstd"  # the packed DTable's blob compression (selp.topk.packed.CODECS)
+    codec: str = DEFAULT_CODEC  # the packed DTable's blob compression (selp.topk.packed.CODECS)
 
 
 def _count(spark: SparkSession, key: str, default: int, least: int) -> int:
@@ -85,8 +86,6 @@ def settings(spark: SparkSession) -> Settings:
     partitions = _count(spark, PARTITIONS_CONF, 2 * parallelism, 1)
     rows = _count(spark, BROADCAST_ROWS_CONF, DEFAULT_BROADCAST_ROWS, 0)
     threads = int(spark.sparkContext.getConf().get("spark.task.cpus", "1"))
-    from selp.topk.packed import CODECS, DEFAULT_CODEC
-
     codec = spark.conf.get(BLOB_CODEC_CONF, DEFAULT_CODEC).strip().lower()
     if codec not in CODECS:
         raise SelpError(f"{BLOB_CODEC_CONF}={codec!r}: expected one of {', '.join(CODECS)}")

@@ -28,8 +28,8 @@ chunk of facts, leaves or entries, in a binary column, its buffers compressed (z
 is its bytes: the JVM copies them twice and keeps them, and at top-7 that was a fifth of the
 partition-local job (~0.01 s a byte an entry, 1,000-node closure); zstd at Arrow's default level
 halves them (2,099 -> 935 MB over the same passes) for less worker CPU than the copies it saves,
-lz4 takes off a third. Readers need nothing: an IPC stream names its codec. Unpacking (:class:`Unpack`, run by ``mapInArrow`` over the blobs)
-rebuilds exactly the rows the partition stands for: ``_f``, ``_g``, ``relation``, ``args``,
+lz4 takes off a third. Readers need nothing: an IPC stream names its codec. Unpacking
+(:class:`Unpack`, run by ``mapInArrow`` over the blobs) rebuilds exactly the rows the partition stands for: ``_f``, ``_g``, ``relation``, ``args``,
 ``_w``, ``_s``, ``_o``, ``_rule``, ``_ch``, ``rank``, vectorised (takes, a key mix and one
 kernel call per partition, no Python per entry).
 """
