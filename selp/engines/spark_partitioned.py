@@ -41,12 +41,14 @@ from selp.engines.spark_frames import materialize
 from selp.engines.spark_values import keyed as keyed_by_label
 from selp.errors import SelpError
 from selp.language.validate import Component
+from selp.topk.kernel import LOOPS
 from selp.topk.packed import CODECS, DEFAULT_CODEC
 
 ENABLED_CONF = "spark.selp.partitionLocal"
 PARTITIONS_CONF = "spark.selp.partitionLocal.partitions"
 BROADCAST_ROWS_CONF = "spark.selp.partitionLocal.broadcastRows"
 BLOB_CODEC_CONF = "spark.selp.partitionLocal.blobCodec"
+KBEST_LOOP_CONF = "spark.selp.partitionLocal.kbestLoop"
 DEFAULT_BROADCAST_ROWS = 2_000_000
 
 _REL, _KEY, _ROUND, _COUNT = "_rel", "_key", "_round", "_count"
@@ -61,6 +63,7 @@ class Settings:
     broadcast_rows: int
     threads: int  # spark.task.cpus: the cores one DuckDB may use
     codec: str = DEFAULT_CODEC  # the packed DTable's blob compression (selp.topk.packed.CODECS)
+    loop: str = LOOPS[0]  # the kernel's loop for k > 1 (selp.topk.kernel.kbest_loop)
 
 
 def _count(spark: SparkSession, key: str, default: int, least: int) -> int:
@@ -89,7 +92,10 @@ def settings(spark: SparkSession) -> Settings:
     codec = spark.conf.get(BLOB_CODEC_CONF, DEFAULT_CODEC).strip().lower()
     if codec not in CODECS:
         raise SelpError(f"{BLOB_CODEC_CONF}={codec!r}: expected one of {', '.join(CODECS)}")
-    return Settings(flag == "true", partitions, rows, max(1, threads), codec)
+    loop = spark.conf.get(KBEST_LOOP_CONF, LOOPS[0]).strip().lower()
+    if loop not in LOOPS:
+        raise SelpError(f"{KBEST_LOOP_CONF}={loop!r}: expected one of {', '.join(LOOPS)}")
+    return Settings(flag == "true", partitions, rows, max(1, threads), codec, loop)
 
 
 @dataclass

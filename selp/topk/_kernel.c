@@ -620,6 +620,8 @@ typedef struct {
     int64_t *dirty;    /* facts whose queue root changed since the last pop (ccap slots) */
     kheap_t hp;
     int64_t slots;     /* child slots of the entries added (the static path's second worker counts its places) */
+    int64_t *last, lcap;        /* recursive enumeration: per fact of the component its candidate to expand */
+    struct frame *stk; int64_t scap; /* recursive enumeration: the facts whose next entry is being found */
 } kbest_t;
 
 /* p (NULL, or from aligned_alloc, its first keep bytes kept) moved to a 64-byte aligned block of
@@ -751,7 +753,8 @@ static inline int64_t cand_join(const int64_t *IR, int64_t si, int64_t *FB, int6
     return nd;
 }
 
-/* Lazy k-best over one component: instance records IR at positions base..hi-1, FB the blocks of
+/* Lazy k-best over one component, each fact's entries up to kf (k, or 1 before the recursive
+ * enumeration below): instance records IR at positions base..hi-1, FB the blocks of
  * the non-leaf facts (fact f >= B->L at FB + (f - B->L) * fb). A leaf's one entry is read from
  * B->LV, 32 bytes per leaf: the leaves that a component's instances read (transitive closure:
  * ~3,000 `edge` facts) then take 96 KB, where blocks of fb int64 each (384 B at k = 7) took more
@@ -760,7 +763,7 @@ static inline int64_t cand_join(const int64_t *IR, int64_t si, int64_t *FB, int6
  * when out of memory or stopped. */
 static inline __attribute__((always_inline)) int
 comp_topk_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
-             int cmb, int om) {
+             int cmb, int om, int64_t kf) {
     int64_t k = B->k, fb = B->fb, se = B->se, sc = B->sc, M = B->M, L = B->L;
     const int64_t *LV = B->LV;
     int64_t nc = hi - base, nt = 0, nd = 0, rel = -1;
@@ -786,7 +789,7 @@ comp_topk_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *F
             int64_t *cr = C + c * sc;
             int64_t h = cr[C_HEAD] >> 1;
             int64_t *hb = FB + (h - L) * fb;
-            if (FB_CNT(hb) >= k) continue;
+            if (FB_CNT(hb) >= kf) continue;
             const int64_t *d = IR + cr[C_POS] * si;
             int64_t m = d[IR_M];
             int32_t *rk = (int32_t *)(cr + C_RANKS);
@@ -861,7 +864,7 @@ comp_topk_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *F
             b[0] = (b[0] + 1) | seen;
             rel = FB_WAIT(b, n); /* empty before: everything was tried before popping */
             FB_WAIT(b, n) = -1;
-            if (n + 1 >= k) { FB_ROOT(b, k) = -1; continue; } /* full: its queue and modifications are dropped */
+            if (n + 1 >= kf) { FB_ROOT(b, k) = -1; continue; } /* full: its queue and modifications are dropped */
         }
         /* modifications at positions >= the last rank above 1, never beyond rank k, never at
          * a leaf child */
@@ -895,17 +898,300 @@ comp_topk_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *F
     }
 }
 
-/* comp_topk_as compiled for each combination of the monoid's combine code and the origin mode:
+/* ---- top-k by recursive enumeration -----------------------------------------------------------
+ * The global loop above orders every candidate of a component in one heap, so that each fact's
+ * next entry is found among all of the component's: about five dependent heap, queue and
+ * waiting-list events an entry. Where the ranking is monotone -- a tree is never better than
+ * any of its subtrees -- a fact's next entry can be found from its own queue alone: Jimenez and
+ * Marzal's recursive enumeration [JM99], as Huang and Chiang's lazy k-best [HC05, Algorithm 3]
+ * on a hypergraph. Entry 1 of every fact comes from the global loop (kf = 1: Knuth's order is
+ * needed there, the graph being cyclic); then the next entry of fact v is the best candidate of
+ * v's queue once the successors of v's last popped candidate are in it, each successor asking
+ * for one child's next entry -- found the same way, recursively (an explicit stack). No
+ * component heap, no waiting lists: a pop, a successor or two and the entry written.
+ *
+ * Why it ends and is exact: a subtree is strictly before its tree in (key, size) when the
+ * ranking is monotone and every rule step inside the component adds size (rule_size >= 1), so a
+ * request for fact x's entry r + 1 made while finding v's next entry has x's entry r strictly
+ * before v's entries, and the chain of requests never comes back to a fact whose next entry is
+ * being found. Copy steps (size 0) inside a component, weights that break monotonicity (a
+ * product over weights above 1 maximised, a sum over negative ones minimised, NaN) and a minimum
+ * minimised take the global loop; so does a component where a request meets a fact on the stack
+ * (degenerate float ties): its blocks are reset and the global loop ranks it from scratch.
+ * The entries are those of the global loop up to the order among equal (key, size) -- which
+ * trees of equal weight and size are kept at the k-th place, and which of two candidates of one
+ * origin -- the freedom that every engine's DTable has (selp.topk.kernel). */
+
+#define FB_DONE ((int64_t)1 << 41) /* no entry beyond its count (its queue is empty) */
+#define FB_BUSY ((int64_t)1 << 42) /* its next entry is being found: a frame on the stack */
+
+struct frame { int64_t v, j; }; /* fact v, the next position of its candidate to expand (-2: not begun) */
+
+static int kbest_rea = 1; /* 0: the global loop for every k; 2: as 1, each nested request taken for a stack hit (selp_kbest_rea) */
+/* components ranked (k > 1) by: the recursive enumeration, the global loop after it met a fact
+ * on the stack, the global loop alone (selp_kbest_counts: the tests see which loop ran) */
+static int64_t kbest_counts[3];
+
+/* a weight that keeps the ranking monotone when combined in (see above) */
+static inline int mono_w(int cmb, double sign, double w) {
+    if (w != w) return 0;
+    if (cmb == 1) return sign > 0 ? w >= 0.0 : w <= 0.0;
+    if (cmb == 0) return sign > 0 ? w >= 1.0 : (w >= 0.0 && w <= 1.0);
+    return sign < 0; /* min, maximised */
+}
+
+/* The component's instances base..hi-1 allow the recursive enumeration (see above); its facts
+ * are *flo..*fhi (the heads: contiguous ids, see pack). */
+static int rea_ok(const int64_t *IR, int64_t si, int64_t base, int64_t hi, const int64_t *FB, const kbest_t *B,
+                  const prm_t *P, int64_t *flo, int64_t *fhi) {
+    int64_t lo = INT64_MAX, up = -1, L = B->L, k = B->k, fb = B->fb, se = B->se;
+    for (int64_t p = base; p < hi; p++) {
+        int64_t h = IR[p * si + IR_HEAD];
+        if (h < lo) lo = h;
+        if (h > up) up = h;
+    }
+    *flo = lo; *fhi = up;
+    if (up < 0) return 0;
+    for (int64_t p = base; p < hi; p++) {
+        const int64_t *d = IR + p * si;
+        int64_t r = d[IR_RULE];
+        if (!mono_w(P->combine, P->sign, P->rule_w[r])) return 0;
+        for (int64_t j = 0; j < d[IR_M]; j++) {
+            int64_t x = d[IR_KIDS + j];
+            if (x < L) {
+                if (!mono_w(P->combine, P->sign, as_f(B->LV[4 * x])) || B->LV[4 * x + 1] < 0) return 0;
+            } else if (x >= lo && x <= up) {
+                if (P->rule_size[r] < 1) return 0;
+            } else {
+                const int64_t *xb = FB + (x - L) * fb;
+                for (int32_t t = 0; t < FB_CNT(xb); t++) {
+                    const int64_t *e = xb + 2 + k + se * t;
+                    if (!mono_w(P->combine, P->sign, as_f(e[0])) || e[1] < 0) return 0;
+                }
+            }
+        }
+    }
+    return 1;
+}
+
+/* room for candidate n (C and dirty grow together: the global loop sizes dirty by ccap) */
+static int rea_room(kbest_t *B, int64_t n) {
+    if (n < B->ccap) return 0;
+    int64_t cap = 2 * B->ccap + B->M + 16;
+    int64_t *c = realloc64(B->C, (size_t)B->ccap * B->sc * sizeof(int64_t), (size_t)cap * B->sc * sizeof(int64_t));
+    if (!c) return -1;
+    B->C = c;
+    int64_t *d = realloc(B->dirty, (size_t)cap * sizeof(int64_t));
+    if (!d) return -1;
+    B->dirty = d; B->ccap = cap;
+    return 0;
+}
+
+/* candidate c's key from its children's entries at its ranks; c becomes a one-node queue */
+static inline void rea_key(const int64_t *FB, int64_t fb, int64_t k, int64_t se, int64_t L, const int64_t *LV,
+                           const prm_t *P, int cmb, int om, int64_t *cr, const int64_t *d) {
+    int64_t m = d[IR_M], rl = d[IR_RULE], o0 = 0;
+    const int32_t *rk = (const int32_t *)(cr + C_RANKS);
+    double w = P->rule_w[rl];
+    int64_t s = P->rule_size[rl];
+    uint64_t hh = (uint64_t)P->rule_hash[rl];
+    for (int64_t j = 0; j < m; j++) {
+        int64_t x = d[IR_KIDS + j];
+        const int64_t *e = x < L ? LV + 4 * x : FB_ENTRY(FB + (x - L) * fb, k, rk[j] - 1);
+        w = comb(cmb, w, as_f(e[0]));
+        s += e[1];
+        if (j == 0) o0 = e[2];
+        hh = origin_step(om, hh, e[2]);
+    }
+    cr[C_W] = as_i(P->sign * w); cr[C_S] = s;
+    cr[C_O] = P->rule_copy[rl] ? o0 : origin_end(om, hh, m);
+    cr[C_NEXT] = -1; cr[C_CHILD] = -1;
+}
+
+/* the first position a candidate's successors change: its last rank above 1 (one parent each) */
+static inline int64_t rea_first(const int64_t *cr, int64_t m) {
+    const int32_t *rk = (const int32_t *)(cr + C_RANKS);
+    for (int64_t j = m - 1; j >= 0; j--)
+        if (rk[j] > 1) return j;
+    return 0;
+}
+
+/* Entries 2..k of the component's facts flo..fhi (entry 1 found, queues empty). Returns 0; -1
+ * out of memory or stopped; -2 a request met a fact on the stack (the caller falls back). */
+static inline __attribute__((always_inline)) int
+comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
+            int cmb, int om, int64_t flo, int64_t fhi) {
+    int64_t k = B->k, fb = B->fb, se = B->se, sc = B->sc, L = B->L;
+    const int64_t *LV = B->LV;
+    int64_t nf = fhi - flo + 1, nc = 0;
+    if (nf > B->lcap) {
+        int64_t *l = realloc(B->last, (size_t)nf * sizeof(int64_t));
+        if (!l) return -1;
+        B->last = l; B->lcap = nf;
+    }
+    int64_t *last = B->last;
+    for (int64_t i = 0; i < nf; i++) last[i] = -1;
+    /* every instance's candidate at rank 1 joins its head's queue, but the one that is entry 1,
+     * whose successors come first */
+    for (int64_t p = base; p < hi; p++) {
+        const int64_t *d = IR + p * si;
+        int64_t h = d[IR_HEAD], m = d[IR_M];
+        int64_t *hb = FB + (h - L) * fb;
+        if (FB_CNT(hb) == 0 || FB_CNT(hb) >= k) continue; /* no tree at all, or k = 1 */
+        int ready = 1;
+        for (int64_t j = 0; j < m; j++) {
+            int64_t x = d[IR_KIDS + j];
+            if (x >= L && FB_CNT(FB + (x - L) * fb) == 0) { ready = 0; break; }
+        }
+        if (!ready) continue;
+        if (rea_room(B, nc)) return -1;
+        int64_t c = nc++, *cr = B->C + c * sc;
+        cr[C_POS] = p; cr[C_HEAD] = 2 * h;
+        int32_t *rk = (int32_t *)(cr + C_RANKS);
+        for (int64_t j = 0; j < m; j++) rk[j] = 1;
+        if (FB_ENTRY(hb, k, 0)[3] == p) { last[h - flo] = c; continue; }
+        rea_key(FB, fb, k, se, L, LV, P, cmb, om, cr, d);
+        FB_ROOT(hb, k) = ph_merge(B->C, sc, FB_ROOT(hb, k), c);
+    }
+    for (int64_t v0 = flo; v0 <= fhi; v0++) {
+        int64_t *b0 = FB + (v0 - L) * fb;
+        if (FB_CNT(b0) == 0) { b0[0] |= FB_DONE; continue; }
+        while (FB_CNT(b0) < k && !(b0[0] & FB_DONE)) {
+            if (stop_flag) return -1;
+            int64_t ns = 0;
+            if (B->scap < 1) {
+                struct frame *t = realloc(B->stk, 64 * sizeof(struct frame));
+                if (!t) return -1;
+                B->stk = t; B->scap = 64;
+            }
+            B->stk[ns++] = (struct frame){v0, -2};
+            while (ns > 0) {
+                struct frame *fr = B->stk + ns - 1;
+                int64_t v = fr->v, *b = FB + (v - L) * fb;
+                int64_t *C = B->C;
+                if (fr->j == -2) {
+                    b[0] |= FB_BUSY;
+                    int64_t c = last[v - flo];
+                    fr->j = c >= 0 ? rea_first(C + c * sc, IR[C[c * sc + C_POS] * si + IR_M]) : 0;
+                }
+                int64_t c = last[v - flo];
+                if (c >= 0) {
+                    /* the successors of v's last popped candidate join v's queue */
+                    int64_t pos = C[c * sc + C_POS];
+                    const int64_t *d = IR + pos * si;
+                    int64_t m = d[IR_M];
+                    int pushed = 0;
+                    for (; fr->j < m; fr->j++) {
+                        int64_t j = fr->j, x = d[IR_KIDS + j];
+                        int32_t r = ((const int32_t *)(B->C + c * sc + C_RANKS))[j];
+                        if (x < L || r >= k) continue; /* a leaf has one entry; no rank beyond k */
+                        int64_t *xb = FB + (x - L) * fb;
+                        if (FB_CNT(xb) < r + 1) {
+                            if (x < flo || x > fhi || (xb[0] & FB_DONE)) continue; /* x has no entry r + 1 */
+                            if ((xb[0] & FB_BUSY) || kbest_rea == 2) return -2; /* 2: the tests' way to the fallback */
+                            if (ns == B->scap) {
+                                struct frame *t = realloc(B->stk, (size_t)2 * B->scap * sizeof(struct frame));
+                                if (!t) return -1;
+                                B->stk = t; B->scap *= 2;
+                            }
+                            B->stk[ns++] = (struct frame){x, -2};
+                            pushed = 1;
+                            break;
+                        }
+                        if (rea_room(B, nc)) return -1;
+                        C = B->C;
+                        int64_t cn = nc++, *nr = C + cn * sc;
+                        const int64_t *cr = C + c * sc;
+                        memcpy(nr, cr, (size_t)sc * sizeof(int64_t));
+                        ((int32_t *)(nr + C_RANKS))[j] = r + 1;
+                        rea_key(FB, fb, k, se, L, LV, P, cmb, om, nr, d);
+                        FB_ROOT(b, k) = ph_merge(C, sc, FB_ROOT(b, k), cn);
+                    }
+                    if (pushed) continue; /* x's entry first; then this frame goes on at j */
+                    last[v - flo] = -1;
+                }
+                /* v's next entry: its queue's best, unless its origin is an entry's already */
+                int64_t root = FB_ROOT(b, k);
+                if (root < 0) { b[0] = (b[0] | FB_DONE) & ~FB_BUSY; ns--; continue; }
+                int64_t *cr = C + root * sc;
+                FB_ROOT(b, k) = ph_pairs(C, sc, cr[C_CHILD]);
+                int64_t s = cr[C_S], o = cr[C_O];
+                int32_t n = FB_CNT(b);
+                int64_t seen = FB_SEEN(o);
+                int dup = 0;
+                if (b[0] & seen)
+                    for (int32_t r = 0; r < n; r++)
+                        if (FB_ENTRY(b, k, r)[2] == o) { dup = 1; break; }
+                last[v - flo] = root;
+                if (dup) { fr->j = rea_first(cr, IR[cr[C_POS] * si + IR_M]); continue; } /* its successors, then the next */
+                int64_t *e = FB_ENTRY(b, k, n);
+                e[0] = as_i(P->sign * as_f(cr[C_W])); /* sign is +-1: exact */
+                e[1] = s; e[2] = o; e[3] = cr[C_POS];
+                B->slots += IR[cr[C_POS] * si + IR_M];
+                memcpy(e + E_RANKS, cr + C_RANKS, (size_t)(sc - C_RANKS) * sizeof(int64_t));
+                b[0] = ((b[0] + 1) | seen) & ~FB_BUSY;
+                if (n + 1 >= k) { FB_ROOT(b, k) = -1; b[0] |= FB_DONE; }
+                ns--;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The global loop (kf = k), or entry 1 by the global loop and the rest by the recursive
+ * enumeration (rea: its facts flo..fhi) */
+static inline __attribute__((always_inline)) int
+comp_topk_by(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
+             int cmb, int om, int rea, int64_t flo, int64_t fhi) {
+    if (!rea) {
+        __atomic_fetch_add(&kbest_counts[2], 1, __ATOMIC_RELAXED);
+        return comp_topk_as(IR, si, base, hi, FB, B, P, cmb, om, B->k);
+    }
+    int64_t slots = B->slots;
+    int r = comp_topk_as(IR, si, base, hi, FB, B, P, cmb, om, 1);
+    if (r) return r;
+    r = comp_rea_as(IR, si, base, hi, FB, B, P, cmb, om, flo, fhi);
+    if (r != -2) {
+        __atomic_fetch_add(&kbest_counts[0], 1, __ATOMIC_RELAXED);
+        return r;
+    }
+    __atomic_fetch_add(&kbest_counts[1], 1, __ATOMIC_RELAXED);
+    /* a request met a fact on the stack: the component again, by the global loop */
+    for (int64_t v = flo; v <= fhi; v++) fb_init(FB + (v - B->L) * B->fb, B->k, B->se, 0, 0.0, 0, 0);
+    B->slots = slots;
+    return comp_topk_as(IR, si, base, hi, FB, B, P, cmb, om, B->k);
+}
+
+/* comp_topk_by compiled for each combination of the monoid's combine code and the origin mode:
  * constants there, so the loop that forms a candidate's key has no branch on either (a plain
  * call reloads both from P after every store, as P may alias the records) */
 static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
                      const prm_t *P) {
     int om = P->origin_mode != 0;
+    int64_t flo = 0, fhi = -1;
+    int rea = kbest_rea && B->k > 1 && rea_ok(IR, si, base, hi, FB, B, P, &flo, &fhi);
     switch (P->combine) {
-    case 0: return om ? comp_topk_as(IR, si, base, hi, FB, B, P, 0, 1) : comp_topk_as(IR, si, base, hi, FB, B, P, 0, 0);
-    case 1: return om ? comp_topk_as(IR, si, base, hi, FB, B, P, 1, 1) : comp_topk_as(IR, si, base, hi, FB, B, P, 1, 0);
-    default: return om ? comp_topk_as(IR, si, base, hi, FB, B, P, 2, 1) : comp_topk_as(IR, si, base, hi, FB, B, P, 2, 0);
+    case 0: return om ? comp_topk_by(IR, si, base, hi, FB, B, P, 0, 1, rea, flo, fhi) : comp_topk_by(IR, si, base, hi, FB, B, P, 0, 0, rea, flo, fhi);
+    case 1: return om ? comp_topk_by(IR, si, base, hi, FB, B, P, 1, 1, rea, flo, fhi) : comp_topk_by(IR, si, base, hi, FB, B, P, 1, 0, rea, flo, fhi);
+    default: return om ? comp_topk_by(IR, si, base, hi, FB, B, P, 2, 1, rea, flo, fhi) : comp_topk_by(IR, si, base, hi, FB, B, P, 2, 0, rea, flo, fhi);
     }
+}
+
+/* Which loop ranks k > 1: 1 the recursive enumeration where it applies (the default), 0 the
+ * global loop everywhere (the pure-Python twin's: the tests compare the two bit for bit), 2 the
+ * recursive enumeration giving up at its first nested request (the tests reach the fallback so);
+ * -1 only asks. Returns the setting before. Not for use while a kernel runs. */
+EXPORT int selp_kbest_rea(int on) {
+    int was = kbest_rea;
+    if (on >= 0 && on <= 2) kbest_rea = on;
+    return was;
+}
+
+/* out[0..2] = the components counted so far (see kbest_counts); reset: zeroed after */
+EXPORT void selp_kbest_counts(int64_t *out, int reset) {
+    for (int i = 0; i < 3; i++) out[i] = __atomic_load_n(&kbest_counts[i], __ATOMIC_RELAXED);
+    if (reset)
+        for (int i = 0; i < 3; i++) __atomic_store_n(&kbest_counts[i], 0, __ATOMIC_RELAXED);
 }
 
 static void kbest_init(kbest_t *B, int64_t k, int64_t M) {
@@ -916,7 +1202,9 @@ static void kbest_init(kbest_t *B, int64_t k, int64_t M) {
     B->fb = (2 + k + B->se * k + 7) / 8 * 8;
 }
 
-static void kbest_free(kbest_t *B) { free(B->C); free(B->todo); free(B->dirty); free(B->hp.raw); }
+static void kbest_free(kbest_t *B) {
+    free(B->C); free(B->todo); free(B->dirty); free(B->hp.raw); free(B->last); free(B->stk);
+}
 
 EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double *leaf_w,
                         const int64_t *leaf_origin, const int32_t *inst_rule, const int64_t *inst_head,
@@ -1082,8 +1370,10 @@ done:
  * 9: selp_static's result has no origins and no child slot pointers (p[3], p[5] NULL:
  *    selp_entry_origins); its sizes are int32, its rules and ranks uint8 (*err 3: a size or
  *    rule did not fit; k > 255 is refused).
- * 10: the packed DTable's child slots written here (selp_pack_slots, selp_pack_static_slots). */
-EXPORT int64_t selp_abi(void) { return 10; }
+ * 10: the packed DTable's child slots written here (selp_pack_slots, selp_pack_static_slots).
+ * 11: k > 1 by recursive enumeration where the ranking is monotone (selp_kbest_rea); entries'
+ *     weights and sizes recomputed (selp_entry_values). */
+EXPORT int64_t selp_abi(void) { return 11; }
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
 EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origins, int64_t n, int mode) {
@@ -2026,10 +2316,29 @@ EXPORT void selp_static_arrays(const run_t *r, void **p) {
  * Children first, by a depth-first walk on the caller's stack of n slots (a chain of entries
  * can be as long as a group; its pages are touched only as deep as a walk goes, and it is
  * allocated once for many calls: one per fact drawn). Returns 0. */
+EXPORT int selp_entry_values(int64_t n, int64_t lo, int64_t hi, const int64_t *fp, const int64_t *nid,
+                             const uint8_t *rule, const int64_t *crp, const int32_t *kid, const uint8_t *cr,
+                             const int64_t *rule_hash, const uint8_t *rule_copy, int origin_mode, int64_t *out,
+                             uint8_t *done, int64_t *stack, const double *rule_w, const int64_t *rule_size,
+                             int combine, double *out_w, int64_t *out_s);
+
 EXPORT int selp_entry_origins(int64_t n, int64_t lo, int64_t hi, const int64_t *fp, const int64_t *nid,
                               const uint8_t *rule, const int64_t *crp, const int32_t *kid, const uint8_t *cr,
                               const int64_t *rule_hash, const uint8_t *rule_copy, int origin_mode, int64_t *out,
                               uint8_t *done, int64_t *stack) {
+    return selp_entry_values(n, lo, hi, fp, nid, rule, crp, kid, cr, rule_hash, rule_copy, origin_mode, out, done,
+                             stack, NULL, NULL, 0, NULL, NULL);
+}
+
+/* selp_entry_origins, and with rule_w non-NULL each entry's weight and size as well, into out_w
+ * and out_s (the leaves' set by the caller): the rule's weight combined with the children's in
+ * body order, the rule's size plus theirs -- the arithmetic of the kernel's loops, in the same
+ * order, so the same bits. A partition-local Spark task then ships neither (selp.topk.packed). */
+EXPORT int selp_entry_values(int64_t n, int64_t lo, int64_t hi, const int64_t *fp, const int64_t *nid,
+                             const uint8_t *rule, const int64_t *crp, const int32_t *kid, const uint8_t *cr,
+                             const int64_t *rule_hash, const uint8_t *rule_copy, int origin_mode, int64_t *out,
+                             uint8_t *done, int64_t *stack, const double *rule_w, const int64_t *rule_size,
+                             int combine, double *out_w, int64_t *out_s) {
     (void)n;
     for (int64_t e0 = lo; e0 < hi; e0++) {
         if (done[e0]) continue;
@@ -2050,6 +2359,16 @@ EXPORT int selp_entry_origins(int64_t n, int64_t lo, int64_t hi, const int64_t *
                 hh = origin_step(origin_mode, hh, o);
             }
             out[e] = rule_copy[rl] ? o0 : origin_end(origin_mode, hh, m);
+            if (rule_w) {
+                double w = rule_w[rl];
+                int64_t s = rule_size[rl];
+                for (int64_t t = crp[e]; t < crp[e + 1]; t++) {
+                    int64_t c = fp[nid[kid[t]]] + cr[t] - 1;
+                    w = comb(combine, w, out_w[c]);
+                    s += out_s[c];
+                }
+                out_w[e] = w; out_s[e] = s;
+            }
             done[e] = 1;
             sp--;
         }

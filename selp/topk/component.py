@@ -47,7 +47,7 @@ from selp.engines.embedded.component import ComponentTask, fixpoint
 from selp.engines.embedded.sql import columns, compile_body, ident
 from selp.engines.embedded.store import close, connect, table
 from selp.language.ast import Atom
-from selp.topk.kernel import Hypergraph, run_kernel
+from selp.topk.kernel import Hypergraph, compiled_available, run_kernel
 from selp.topk.packed import Packed, fact_keys, leaf_table, pack
 from selp.topk.partition_facts import entry_fact_ids, fact_args, id_tables, leaf_arrays
 
@@ -206,9 +206,14 @@ def _packed(task: DTableTask, res: Any, g: Hypergraph, members: list[str], offse
         rule_null[e] = codes.is_null().to_numpy(zero_copy_only=False)
         rule_code[e] = codes.fill_null(0).to_numpy(zero_copy_only=False)
     lower_owner = np.repeat(np.arange(n_members, n_facts, dtype=np.int64), np.diff(fp[n_members:n_facts + 1]))
-    leaves = leaf_table(fact_f[lower_owner], res.origin[lower0:lower0 + n_lower], seeds.select(["_o", "_ch"]) if seeds is not None else None)
-    return pack(facts, leaves, owner, res.w[:n], res.size[:n], rank, rule_code, rule_null, dictionary, off, slot_c,
-                slot_r, origin=res.origin[:n])
+    leaves = leaf_table(fact_f[lower_owner], res.origin[lower0:lower0 + n_lower], seeds.select(["_o", "_ch"]) if seeds is not None else None,
+                        np.concatenate([res.w[lower0:lower0 + n_lower], g.leaf_w[first_seed:]]),
+                        np.concatenate([res.size[lower0:lower0 + n_lower], g.leaf_size[first_seed:]]))
+    # weights and sizes are recomputed when unpacked (they were half a blob's bytes) where the
+    # compiled kernel is there to do it; origins travel (this path's kernel computed them anyway)
+    recompute = compiled_available()
+    return pack(facts, leaves, owner, None if recompute else res.w[:n], None if recompute else res.size[:n], rank,
+                rule_code, rule_null, dictionary, off, slot_c, slot_r, origin=res.origin[:n])
 
 
 def _slots(res: Any, g: Hypergraph, inst: np.ndarray, n: int, n_members: int, n_facts: int, lower0: int,

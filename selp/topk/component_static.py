@@ -179,17 +179,18 @@ def static_dtable(task: Any, con: Any, store: Store, seeds: Mapping[str, Any], i
     fact_f[:n] = fact_keys(task.salt, partition, n)
     if leaf_tables:
         fact_f[n:first_seed] = np.concatenate([t.column("_f").to_numpy(zero_copy_only=False).astype(np.int64) for t in leaf_tables])
-    return _packed(task, got, rel, n, args, first_seed, seed, fact_f, leaf_origin)
+    return _packed(task, got, rel, n, args, first_seed, seed, fact_f, leaf_origin, leaf_w, leaf_size)
 
 
 def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, seed: Any, fact_f: np.ndarray,
-            leaf_origin: np.ndarray) -> Packed | None:
+            leaf_origin: np.ndarray, leaf_w: np.ndarray, leaf_size: np.ndarray) -> Packed | None:
     """The member facts and their entries, packed (:func:`selp.topk.packed.pack`) straight from
     the static run's result arrays: entry ``e`` is its own instance (its rule and children in
     ``got.graph``), the entries of a fact are together and best first, and the children's input
     ids are the slots as they are -- the members' 0..n-1, the lower entries' and the seeds'
     leaves after them, in the order of the leaf table. No origin is read (the kernel computes
-    none until asked): unpacking recomputes them."""
+    none until asked), and no weight or size is shipped: unpacking recomputes all three from the
+    leaves' (half the bytes of a blob were the weights, which compress badly)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -221,9 +222,9 @@ def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, s
         rule_code[e] = codes.fill_null(0).to_numpy(zero_copy_only=False)
     facts = pa.table({"relation": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([rel], pa.string())),
                       "args": args})
-    leaves = leaf_table(fact_f[n:first_seed], leaf_origin[n:first_seed], seed.select(["_o", "_ch"]) if seed is not None else None)
-    return pack(facts, leaves, owner, res.w[lo:hi], res.size[lo:hi], rank, rule_code, rule_null, dictionary,
-                off, slot_c, slot_r)
+    leaves = leaf_table(fact_f[n:first_seed], leaf_origin[n:first_seed], seed.select(["_o", "_ch"]) if seed is not None else None,
+                        leaf_w[n:], leaf_size[n:])
+    return pack(facts, leaves, owner, None, None, rank, rule_code, rule_null, dictionary, off, slot_c, slot_r)
 
 
 def _slots(got: Any, L: int, lo: int, hi: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -66,6 +66,22 @@ every relative order that breaks ties is the global one, so the result is bit fo
 the global loop, which the pure-Python twin keeps. The compiled top-k also keeps each fact's
 ready candidates in a queue of its own, its heap holding one item per fact ([HC05]); its pops
 are the twin's single heap's, in the same order.
+The compiled top-k then takes another way to entries 2..k wherever the ranking is monotone (a
+tree never better than a subtree: the built-in monoids over their weights) and every rule step
+inside the component adds size: recursive enumeration ([JM99], [HC05] Algorithm 3). Entry 1
+comes from the global loop above; fact v's next entry is the best of v's own queue once the
+successors of v's last popped candidate are in it, each successor asking for one child's next
+entry, found the same way (recursively, on an explicit stack). That is a pop, a successor or
+two and an entry written, instead of the component heap's sift, the waiting lists and the
+releases: ~55 against ~90 ns an entry on the 1,000-node closure. A subtree is strictly before
+its tree in (key, size), so a chain of requests never returns to a fact whose next entry is
+being found; copy steps inside a component (size 0), rankings that are not monotone, and a
+component where a request meets a fact on the stack all take the global loop. It gives every
+fact the global loop's weights and sizes; among candidates of equal weight and size it may
+keep other trees (the freedom every engine's DTable has). :func:`kbest_loop` chooses the loop
+(the tests compare the twin with the global loop bit for bit, and the recursive enumeration with
+both on the rankings), as do ``SELP_KBEST_LOOP`` and Spark's
+``spark.selp.partitionLocal.kbestLoop``.
 When P_p's recursion is statically decomposable, :mod:`selp.topk.decomposed` skips the
 global instance array altogether: ``selp_static`` forms each component's instances itself, in
 the same order, and runs the same per-component loops (``comp_top1``/``comp_topk`` in C).
@@ -84,6 +100,7 @@ install time.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import heapq
 import os
@@ -91,7 +108,7 @@ import sys
 import threading
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -286,6 +303,44 @@ def run_kernel(graph: Hypergraph, combine: int, sign: float, k: int, backend: st
     return KernelResult(*_run_compiled(g, combine, sign, k))
 
 
+LOOPS = ("recursive", "global")
+_LOOP_CODE = {"recursive": 1, "global": 0, "fallback": 2}  # "fallback": the tests' way to that path
+LOOP_ENV = "SELP_KBEST_LOOP"  # the loop of a process (and of Spark's Python workers): A/B runs
+
+
+@contextlib.contextmanager
+def kbest_loop(loop: str) -> Iterator[None]:
+    """Within the block, the compiled kernel ranks k > 1 with ``loop``: "recursive" (the default:
+    entry 1 by the global loop, the others by recursive enumeration wherever the ranking is
+    monotone, see _kernel.c) or "global" (the global loop everywhere, as the pure-Python twin:
+    the same arrays bit for bit). The two give every fact the same weights and sizes; they may
+    keep different trees among equal weight and size. ("fallback", for the tests: the recursive
+    enumeration giving up at its first nested request, so that the global loop ranks those
+    components again.) Process-wide: not for use while another thread runs a kernel."""
+    if loop not in _LOOP_CODE:
+        raise ValueError(f"loop must be one of {', '.join(LOOPS)}, not {loop!r}")
+    lib = _compiled()
+    if lib is None:
+        yield
+        return
+    was = lib.selp_kbest_rea(_LOOP_CODE[loop])
+    try:
+        yield
+    finally:
+        lib.selp_kbest_rea(was)
+
+
+def kbest_counts(reset: bool = False) -> dict[str, int]:
+    """How many components this process's compiled kernel ranked with k > 1 by each loop:
+    "recursive", "fallback" (the recursive enumeration met a fact on the stack, so the global
+    loop ranked the component again) and "global". Zeroed after reading when ``reset``."""
+    lib = _compiled()
+    out = np.zeros(3, np.int64)
+    if lib is not None:
+        lib.selp_kbest_counts(out.ctypes.data, int(reset))
+    return dict(zip(("recursive", "fallback", "global"), (int(x) for x in out)))
+
+
 def compiled_available() -> bool:
     """Whether the C kernel was built (else every DTable on the embedded engine runs in Python)."""
     return _compiled() is not None
@@ -322,7 +377,7 @@ def kernel_threads() -> int:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
-_ABI = 10  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+_ABI = 11  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _kernel_file() -> str:
@@ -375,6 +430,15 @@ def _compiled() -> Any:
             getattr(lib, name).argtypes, getattr(lib, name).restype = [P], I64
         lib.selp_fill.argtypes, lib.selp_fill.restype = [P] * 8, ctypes.c_int
         lib.selp_free.argtypes, lib.selp_free.restype = [P], None
+        lib.selp_kbest_rea.argtypes, lib.selp_kbest_rea.restype = [ctypes.c_int], ctypes.c_int
+        lib.selp_kbest_counts.argtypes, lib.selp_kbest_counts.restype = [P, ctypes.c_int], None
+        loop = os.environ.get(LOOP_ENV, "").strip()
+        if loop:
+            if loop not in LOOPS:
+                from selp.errors import SelpError  # noqa: PLC0415 (only on this error)
+
+                raise SelpError(f"{LOOP_ENV} must be one of {', '.join(LOOPS)}, not {loop!r}")
+            lib.selp_kbest_rea(int(loop == "recursive"))
         lib.selp_stop.argtypes, lib.selp_stop.restype = [], None
         lib.selp_tree_count_bound.argtypes, lib.selp_tree_count_bound.restype = [I64, I64] + [P] * 4 + [I64], I64
         lib.selp_origin_of.argtypes, lib.selp_origin_of.restype = [I64, P, I64], I64
@@ -396,6 +460,8 @@ def _compiled() -> Any:
         lib.selp_static_bound.argtypes, lib.selp_static_bound.restype = [P], I64
         lib.selp_entry_origins.argtypes = [I64, I64, I64] + [P] * 8 + [ctypes.c_int, P, P, P]
         lib.selp_entry_origins.restype = ctypes.c_int
+        lib.selp_entry_values.argtypes = [I64, I64, I64] + [P] * 8 + [ctypes.c_int, P, P, P, P, P, ctypes.c_int, P, P]
+        lib.selp_entry_values.restype = ctypes.c_int
         # the packed DTable's child slots (selp.topk.packed)
         lib.selp_pack_slots.argtypes, lib.selp_pack_slots.restype = [I64] + [P] * 6 + [I64] * 5 + [P] * 3, None
         lib.selp_pack_static_slots.argtypes = [I64, I64, I64, P, P, P, P, I64, P, P, P]

@@ -9,16 +9,19 @@ A partition's DTable (:func:`selp.topk.component.partition_dtable`) is three Arr
 * **leaves**, once each: the entries computed elsewhere that the partition's entries point at
   -- lower relations' entries (``_f``, ``_o``) and the seed entries (``_o`` and their own child
   pointers ``_ch``, ``_seed`` true), which a member fact's entry copies;
-* **entries**, narrow integer and float columns only, each fact's entries together and best
-  first: ``_i`` (the fact's number), ``_w``, ``_s``, ``_rule`` (a dictionary code), ``rank``,
-  and ``_c``, the children as *slots* ``(c, r)``: ``r >= 1`` is the entry of rank ``r`` of member
-  fact ``c`` of the same partition, ``r == 0`` leaf ``c``. ``_o`` (the entry's origin) is
-  optional: without it, unpacking recomputes every origin with the kernel's own hashing
-  (``selp_entry_origins``: the rule's hash over the children's origins, children first) -- the
-  same function over the same inputs as when the kernel ranked, so the same values.
+* **entries**, narrow integer columns only, each fact's entries together and best first:
+  ``_i`` (the fact's number), ``_rule`` (a dictionary code), ``rank``, and ``_c``, the children
+  as *slots* ``(c, r)``: ``r >= 1`` is the entry of rank ``r`` of member fact ``c`` of the same
+  partition, ``r == 0`` leaf ``c``. ``_o`` (the entry's origin) and ``_w``/``_s`` (its weight
+  and tree size) are optional: without them, unpacking recomputes them with the kernel's own
+  arithmetic (``selp_entry_values``: the rule's hash over the children's origins, the rule's
+  weight combined with theirs in body order, its size plus theirs; children first, from the
+  leaves' ``_o``, ``_w`` and ``_s``) -- the same function over the same inputs as when the
+  kernel ranked, so the same bits (:class:`Steps` carries the rules' values). The weights were
+  half of a compressed blob: random doubles hardly compress.
 
 Against the rows they stand for (children as (fact key, origin) pairs of 16 bytes, 64-bit
-sizes, ranks and rule codes, an origin each), that is ~32 instead of ~72 bytes an entry of
+sizes, ranks and rule codes, an origin each), that is ~20 instead of ~72 bytes an entry of
 transitive closure, and the task never computes an origin. Everything that grows with the
 entries crosses the Python/JVM boundary, is copied by Spark and kept by the cut at that width.
 
@@ -78,7 +81,7 @@ class Packed:
     entries: pa.Table  # _i, _w, _s, _rule (dictionary), rank, _c (slots), optionally _o
     leaves: pa.Table  # _f, _o, _seed, _ch
 
-    def rows(self, salt: int, partition: int, rules: Mapping[str, tuple[int, bool]]) -> pa.Table:
+    def rows(self, salt: int, partition: int, rules: "Steps") -> pa.Table:
         """Every entry as the Spark DTable's row (:func:`unpack`)."""
         return pa.Table.from_batches(list(unpack(self, salt, partition, rules)), schema=_ROWS)
 
@@ -87,36 +90,49 @@ class Packed:
 _ROWS = pa.schema([("_f", pa.int64()), ("_g", pa.int32()), ("relation", pa.string()), ("args", pa.list_(pa.string())),
                    ("_w", pa.float64()), ("_s", pa.int64()), ("_o", pa.int64()), ("_rule", pa.string()), ("_ch", PTR_ARROW),
                    ("rank", pa.int32())])
-LEAF_SCHEMA = pa.schema([("_f", pa.int64()), ("_o", pa.int64()), ("_seed", pa.bool_()), ("_ch", PTR_ARROW)])
+LEAF_SCHEMA = pa.schema([("_f", pa.int64()), ("_o", pa.int64()), ("_w", pa.float64()), ("_s", pa.int64()),
+                         ("_seed", pa.bool_()), ("_ch", PTR_ARROW)])
 
 
-def leaf_table(f: np.ndarray, o: np.ndarray, seeds: Any | None) -> pa.Table:
+def leaf_table(f: np.ndarray, o: np.ndarray, seeds: Any | None, w: np.ndarray, s: np.ndarray) -> pa.Table:
     """The leaves: lower entries (fact keys ``f``, origins ``o``) first, then the rows of
-    ``seeds`` (an Arrow table with ``_o`` and ``_ch``, or None)."""
+    ``seeds`` (an Arrow table with ``_o`` and ``_ch``, or None); ``w`` and ``s``: every leaf's
+    weight and tree size as the kernel read them (lower entries', then seeds'), from which
+    unpacking recomputes the entries' own."""
+    n = 0 if seeds is None else seeds.num_rows
+    m = len(f)
+    if len(w) != m + n or len(s) != m + n:
+        raise ValueError(f"leaf weights and sizes: {len(w)}, {len(s)} for {m + n} leaves")
     lower = pa.table({"_f": pa.array(np.asarray(f, np.int64)), "_o": pa.array(np.asarray(o, np.int64)),
-                      "_seed": pa.array(np.zeros(len(f), np.bool_)), "_ch": pa.nulls(len(f), PTR_ARROW)}, schema=LEAF_SCHEMA)
-    if seeds is None or not seeds.num_rows:
+                      "_w": pa.array(np.asarray(w[:m], np.float64)), "_s": pa.array(np.asarray(s[:m], np.int64)),
+                      "_seed": pa.array(np.zeros(m, np.bool_)), "_ch": pa.nulls(m, PTR_ARROW)}, schema=LEAF_SCHEMA)
+    if not n:
         return lower
-    n = seeds.num_rows
     seed = pa.table({"_f": pa.array(np.zeros(n, np.int64)), "_o": seeds.column("_o").cast(pa.int64()),
+                     "_w": pa.array(np.asarray(w[m:], np.float64)), "_s": pa.array(np.asarray(s[m:], np.int64)),
                      "_seed": pa.array(np.ones(n, np.bool_)), "_ch": seeds.column("_ch").cast(PTR_ARROW)}, schema=LEAF_SCHEMA)
     return pa.concat_tables([lower, seed]).combine_chunks()
 
 
-def pack(facts: pa.Table, leaves: pa.Table, owner: np.ndarray, w: np.ndarray, size: np.ndarray, rank: np.ndarray,
-         rule_code: np.ndarray, rule_null: np.ndarray, dictionary: Any, slot_ptr: np.ndarray, slot_c: np.ndarray,
-         slot_r: np.ndarray, origin: np.ndarray | None = None) -> Packed:
+def pack(facts: pa.Table, leaves: pa.Table, owner: np.ndarray, w: np.ndarray | None, size: np.ndarray | None,
+         rank: np.ndarray, rule_code: np.ndarray, rule_null: np.ndarray, dictionary: Any, slot_ptr: np.ndarray,
+         slot_c: np.ndarray, slot_r: np.ndarray, origin: np.ndarray | None = None) -> Packed:
     """The entries' columns, narrowed (see the module docstring). Each fact's entries must be
     together and best first (rank 1, 2, ..): unpacking finds a child's entry by its fact's
     first entry and its rank. ``slot_ptr`` (E + 1): each entry's slots in ``slot_c``/``slot_r``;
-    ``origin`` (None: recomputed when unpacked)."""
+    ``origin`` (None: recomputed when unpacked); ``w`` and ``size`` both None: recomputed when
+    unpacked as well (the compiled kernel is then needed there)."""
+    if (w is None) != (size is None):
+        raise ValueError("pack: weights and sizes are shipped together or recomputed together")
     k = int(rank.max()) if len(rank) else 1
     rk = pa.uint8() if k <= 255 else pa.int32()
-    sz = pa.int32() if not len(size) or int(size.max()) < 2**31 else pa.int64()
     codes = pa.int8() if len(dictionary) < 128 else pa.int32()
     slots = pa.StructArray.from_arrays([pa.array(np.asarray(slot_c, np.int32)), pa.array(slot_r, rk)], names=["c", "r"])
-    cols = {
-        "_i": pa.array(np.asarray(owner, np.int32)), "_w": pa.array(np.asarray(w, np.float64)), "_s": pa.array(size, sz),
+    cols = {"_i": pa.array(np.asarray(owner, np.int32))}
+    if w is not None and size is not None:
+        sz = pa.int32() if not len(size) or int(size.max()) < 2**31 else pa.int64()
+        cols |= {"_w": pa.array(np.asarray(w, np.float64)), "_s": pa.array(size, sz)}
+    cols |= {
         "_rule": pa.DictionaryArray.from_arrays(pa.array(rule_code, codes, mask=rule_null), dictionary),
         "rank": pa.array(rank, rk),
         "_c": pa.ListArray.from_arrays(pa.array(np.asarray(slot_ptr, np.int32)), slots),
@@ -183,23 +199,40 @@ def _read(data: Any) -> pa.Table:
     return pa.ipc.open_stream(data).read_all()
 
 
-RuleHashes = Mapping[str, tuple[int, bool]]  # a recursive rule's name -> (origin prefix, copies its first child's origin)
+@dataclass(frozen=True)
+class Steps:
+    """How a component's entries were computed, which unpacking repeats for what a packed
+    partition leaves out (origins; weights and sizes): per recursive rule name its origin prefix
+    (Spark's), whether it copies its first child's origin, its weight and its size; the
+    monoid's combine code (:mod:`selp.topk.kernel`: 0 product, 1 sum, 2 min) and neutral
+    element. Any other rule name an entry carries is a seed's, copied from its leaf by a step
+    of weight ``one`` and size 0 -- as the kernel ranked it."""
+
+    rules: Mapping[str, tuple[int, bool, float, int]]
+    combine: int
+    one: float
+
+    @classmethod
+    def of(cls, task: Any) -> "Steps":
+        """The steps of a :class:`selp.topk.component.DTableTask`: the same values its kernel
+        arrays hold."""
+        return cls({r: (int(task.rule_hash[r]), task.rule_size[r] == 0, float(task.rule_weight[r]), int(task.rule_size[r]))
+                    for r in task.rule_hash}, int(task.combine), float(task.one))
 
 
 class Unpack:
     """The function ``mapInArrow`` runs over blob rows: the Spark DTable's rows of each
     partition's entries (see the module docstring); ``salt`` is the component's fact-key salt,
-    ``rules`` its recursive rules' origin prefixes (Spark's) and copy flags (any other rule
-    name an entry carries is a seed's, copied from its leaf).
+    ``rules`` its :class:`Steps`.
 
     ``keys`` (fact keys ``_f``) or ``facts`` (``(relation, args)`` pairs, args encoded) restrict
     it to the entries of those facts (``facts``: at least those, see ``_SEP``): a reader of a
     few facts (a tree, an explanation) then builds their rows only, not every entry's."""
 
-    def __init__(self, salt: int, rules: RuleHashes, keys: Sequence[int] | None = None,
+    def __init__(self, salt: int, rules: Steps, keys: Sequence[int] | None = None,
                  facts: Sequence[tuple[str, Sequence[str]]] | None = None) -> None:
         self.salt = salt
-        self.rules = dict(rules)
+        self.rules = rules
         self.keys = None if keys is None else np.unique(np.asarray(keys, np.int64))
         # a fact as one string: relation and arguments joined by a separator no encoding holds
         self.facts = None if facts is None else sorted({_fact_text(r, a) for r, a in facts})
@@ -246,26 +279,32 @@ def _column(t: pa.Table, name: str, dtype: Any) -> np.ndarray:
     return t.column(name).to_numpy().astype(dtype, copy=False) if t.num_rows else np.zeros(0, dtype)
 
 
-def _origins(p: Packed, start: np.ndarray, rules: RuleHashes) -> np.ndarray:
-    """Every entry's origin: the ``_o`` it came with, or the kernel's hashing over the leaves'
-    origins and the slots (the entries' order needs no sorting: the walk goes children first)."""
+def _values(p: Packed, start: np.ndarray, steps: Steps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every entry's origin, weight and size: the columns it came with, or what the kernel
+    recomputes from the leaves' and the steps (``selp_entry_values``: the same arithmetic in the
+    same order as when it ranked, so the same bits; the entries' order needs no sorting: the
+    walk goes children first)."""
     e = p.entries
-    if "_o" in e.column_names:
-        return _column(e, "_o", np.int64)
+    has_o, has_w = "_o" in e.column_names, "_w" in e.column_names
+    if has_o and has_w:
+        return _column(e, "_o", np.int64), _column(e, "_w", np.float64), _column(e, "_s", np.int64)
     from selp.topk.kernel import address as _ptr, library as _compiled
 
     lib = _compiled()
     if lib is None:
-        raise ImportError("the compiled kernel is needed to unpack this DTable's origins")
+        raise ImportError("the compiled kernel is needed to unpack this DTable (its origins, weights and sizes)")
     L, E = p.leaves.num_rows, e.num_rows
     rule = e.column("_rule").combine_chunks()
     names = rule.dictionary.to_pylist()
     if len(names) > 255:
         raise ValueError("more than 255 rule names in a packed DTable without origins")
     # rule table by dictionary code, then one row for a null rule: a seed's (copied)
-    table = [rules.get(n, (0, True)) for n in names] + [(0, True)]
-    rule_hash = np.array([h for h, _ in table], np.int64)
-    rule_copy = np.array([cp for _, cp in table], np.uint8)
+    seed_step = (0, True, steps.one, 0)
+    table = [steps.rules.get(n, seed_step) for n in names] + [seed_step]
+    rule_hash = np.array([t[0] for t in table], np.int64)
+    rule_copy = np.array([t[1] for t in table], np.uint8)
+    rule_w = np.array([t[2] for t in table], np.float64)
+    rule_size = np.array([t[3] for t in table], np.int64)
     code = rule.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     code[rule.is_null().to_numpy(zero_copy_only=False)] = len(names)
     rows = np.zeros(L + E, np.uint8)
@@ -284,15 +323,23 @@ def _origins(p: Packed, start: np.ndarray, rules: RuleHashes) -> np.ndarray:
     nid = np.arange(len(fp), dtype=np.int64)
     out = np.empty(L + E, np.int64)
     out[:L] = _column(p.leaves, "_o", np.int64)
+    out_w = np.empty(L + E, np.float64)
+    out_w[:L] = _column(p.leaves, "_w", np.float64)
+    out_s = np.empty(L + E, np.int64)
+    out_s[:L] = _column(p.leaves, "_s", np.int64)
     done = np.zeros(L + E, np.uint8)
     done[:L] = 1
     stack = np.empty(L + E + 1, np.int64)
-    lib.selp_entry_origins(L + E, L, L + E, _ptr(fp), _ptr(nid), _ptr(rows), _ptr(crp), _ptr(kid), _ptr(cr),
-                           _ptr(rule_hash), _ptr(rule_copy), 1, _ptr(out), _ptr(done), _ptr(stack))
-    return out[L:]
+    lib.selp_entry_values(L + E, L, L + E, _ptr(fp), _ptr(nid), _ptr(rows), _ptr(crp), _ptr(kid), _ptr(cr),
+                          _ptr(rule_hash), _ptr(rule_copy), 1, _ptr(out), _ptr(done), _ptr(stack), _ptr(rule_w),
+                          _ptr(rule_size), steps.combine, _ptr(out_w), _ptr(out_s))
+    origin = _column(e, "_o", np.int64) if has_o else out[L:]
+    if has_w:
+        return origin, _column(e, "_w", np.float64), _column(e, "_s", np.int64)
+    return origin, out_w[L:], out_s[L:]
 
 
-def unpack(p: Packed, salt: int, partition: int, rules: RuleHashes, wanted: Any = None) -> Iterator[pa.RecordBatch]:
+def unpack(p: Packed, salt: int, partition: int, rules: Steps, wanted: Any = None) -> Iterator[pa.RecordBatch]:
     """The entries of a packed partition as the Spark DTable's rows, in batches of at most
     :data:`CHUNK` (``wanted(partition, relation, args)``: the numbers of the facts to give, or
     None for all)."""
@@ -311,7 +358,7 @@ def unpack(p: Packed, salt: int, partition: int, rules: RuleHashes, wanted: Any 
     start = np.zeros(len(rel), np.int64)
     first = np.flatnonzero(rank == 1)
     start[i[first]] = first
-    origin = _origins(p, start, rules)
+    origin, w, size = _values(p, start, rules)
     leaf_f, leaf_o = _column(p.leaves, "_f", np.int64), _column(p.leaves, "_o", np.int64)
     leaf_seed = _column(p.leaves, "_seed", np.bool_)
     leaf_ch = p.leaves.column("_ch").combine_chunks() if p.leaves.num_rows else pa.array([], PTR_ARROW)
@@ -323,7 +370,6 @@ def unpack(p: Packed, salt: int, partition: int, rules: RuleHashes, wanted: Any 
     r_all = slots.field("r").to_numpy()
     rule = e.column("_rule").combine_chunks()
     rule = rule.dictionary_decode().cast(pa.string()) if isinstance(rule, pa.DictionaryArray) else rule.cast(pa.string())
-    w, size = _column(e, "_w", np.float64), _column(e, "_s", np.int64)
     # a chunk of entries at a time: its arrays stay in cache, and each becomes a batch
     for lo in range(0, len(i), CHUNK):
         hi = min(lo + CHUNK, len(i))

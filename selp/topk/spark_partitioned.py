@@ -50,8 +50,9 @@ from selp.language.ast import Atom
 from selp.language.validate import Component
 from selp.engines.spark_frames import cut
 from selp.topk.component import DTableTask, partition_dtable
+from selp.topk.kernel import LOOPS, kbest_loop
 from selp.topk.component_static import static_reason
-from selp.topk.packed import Unpack, blob_schema, blobs
+from selp.topk.packed import Steps, Unpack, blob_schema, blobs
 from selp.topk.embedded import COMPILED
 from selp.topk.spark_dtable import PTR, materialize_observed
 
@@ -145,11 +146,13 @@ class PartitionDTable:
     """The function ``mapInArrow`` runs per partition: seed entries and keyed inputs' entries
     (tagged ``_seed``) plus the broadcast entries into :func:`partition_dtable`."""
 
-    def __init__(self, task: DTableTask, keyed: tuple[str, ...], broadcast: Any, codec: str) -> None:
+    def __init__(self, task: DTableTask, keyed: tuple[str, ...], broadcast: Any, codec: str,
+                 loop: str = LOOPS[0]) -> None:
         self.task = task
         self.keyed = keyed
         self.broadcast = broadcast  # pyspark Broadcast of {relation: Arrow table (c0.., _w, _s, _o)}
         self.codec = codec  # the blobs' compression (selp.topk.packed.CODECS)
+        self.loop = loop  # the kernel's loop for k > 1 (selp.topk.kernel.kbest_loop)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.compute as pc
@@ -174,7 +177,8 @@ class PartitionDTable:
         if self.broadcast is not None:
             inputs.update(self.broadcast.value)
         partition = TaskContext.get().partitionId()
-        out = partition_dtable(self.task, seeds, inputs, partition)
+        with kbest_loop(self.loop):
+            out = partition_dtable(self.task, seeds, inputs, partition)
         if out is not None:
             yield from blobs(out, partition, sorted(self.task.component.members), self.codec)
 
@@ -232,15 +236,15 @@ def run_partition_local(engine: Any, comp: Component, d: Decomposition, conf: Se
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # pyspark's pandas-version check; no pandas here
-        mapped = rows.mapInArrow(PartitionDTable(dtask, tuple(sorted(d.keyed)), bc, conf.codec), blob_schema(len(members)))
+        mapped = rows.mapInArrow(PartitionDTable(dtask, tuple(sorted(d.keyed)), bc, conf.codec, conf.loop), blob_schema(len(members)))
     # the one job: every partition's DTable, packed and cut, with the counts observed on the way
     packed, counts = materialize_observed(mapped, [F.sum(f"n{i}").alias(f"n{i}") for i in range(len(members))])
     if bc is not None:
         bc.unpersist()
     admitted = {rel: int(counts[f"n{i}"] or 0) for i, rel in enumerate(members) if counts[f"n{i}"]}
     n = sum(admitted.values())
-    # what unpacking needs to recompute the origins the static path does not ship
-    rules = {r: (dtask.rule_hash[r], dtask.rule_size[r] == 0) for r in dtask.rule_hash}
+    # what unpacking needs to recompute what the partitions do not ship (origins, weights, sizes)
+    rules = Steps.of(dtask)
     # the rows of the entries, unpacked when first read (the ranks, pointers, trees, a later
     # component) and kept from then on: a DTable nobody reads is never unpacked
     def read(**only: Any) -> DataFrame:

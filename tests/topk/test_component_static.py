@@ -15,10 +15,11 @@ import pytest
 from selp.engines.embedded.component import ComponentTask, fixpoint
 from selp.engines.embedded.store import close, connect
 from selp.language import parse_program
+from selp.topk import component
 from selp.topk.component import DTableTask, partition_dtable
 from selp.topk.component_static import static_dtable, static_reason
 from selp.topk.kernel import PRODUCT, SUM, compiled_available
-from selp.topk.packed import PTR_ARROW, Packed
+from selp.topk.packed import PTR_ARROW, Packed, Steps
 
 pytestmark = pytest.mark.skipif(not compiled_available(), reason="the compiled kernel was not built")
 
@@ -71,14 +72,14 @@ def _case(rng: np.random.Generator, which: int, k: int, combine: int) -> tuple[D
 def _rows(p: Packed | None, task: DTableTask, partition: int) -> tuple:
     """The rows the packed partition unpacks into (as Spark reads them), sorted."""
     assert p is not None
-    rules = {r: (task.rule_hash[r], task.rule_size[r] == 0) for r in task.rule_hash}
+    rules = Steps.of(task)
     e = p.rows(task.salt, partition, rules).to_pydict()
     rows = sorted(zip(e["_f"], e["rank"], e["_w"], e["_s"], e["_o"], map(str, e["_rule"]), map(str, e["_ch"])))
     return p.facts.to_pydict()["args"], rows
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_component_by_component_ranks_a_partition_as_the_whole_partition_path(seed):
+def test_component_by_component_ranks_a_partition_as_the_whole_partition_path(seed, monkeypatch):
     rng = np.random.default_rng(seed)
     k = [1, 2, 3, 7][seed % 4]
     task, seeds, inputs = _case(rng, seed % len(PROGRAMS), k, [PRODUCT, SUM][seed // 4 % 2])
@@ -94,8 +95,15 @@ def test_component_by_component_ranks_a_partition_as_the_whole_partition_path(se
     # the same Arrow types too, but for the origins the static path leaves to the unpacking
     assert static is not None and full is not None and "_o" not in static.entries.column_names
     assert static.entries.schema == full.entries.drop_columns(["_o"]).schema
+    # weights and sizes travel neither way: unpacking recomputes them (bit for bit, below)
+    assert not {"_w", "_s"} & set(static.entries.column_names)
     by_component, whole = _rows(static, task, 5), _rows(full, task, 5)
     assert by_component == whole
+    # the weights and sizes the kernel ranked by, shipped, are the ones unpacking recomputes
+    monkeypatch.setattr(component, "compiled_available", lambda: False)
+    shipped = partition_dtable(task, seeds, inputs, 5)
+    assert shipped is not None and {"_w", "_s"} <= set(shipped.entries.column_names)
+    assert _rows(shipped, task, 5) == whole
     assert max(r[1] for r in whole[1]) == k  # not vacuous: some fact has k entries
 
 

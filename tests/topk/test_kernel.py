@@ -18,6 +18,7 @@ right against independent computations.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import math
@@ -31,7 +32,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from helpers.budget import examples
-from selp.topk.kernel import Hypergraph, KernelResult, modifications, origin_of, origin_of_compiled, run_kernel, spark_origin_of
+from selp.topk.kernel import (
+    Hypergraph, KernelResult, compiled_available, kbest_counts, kbest_loop, modifications, origin_of, origin_of_compiled, run_kernel, spark_origin_of,
+)
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 FIELDS = ("fact_ptr", "w", "size", "origin", "inst", "child_rank_ptr", "child_rank")
@@ -133,6 +136,14 @@ def hypergraphs(draw, acyclic: bool, weights: tuple[float, ...] | None, identity
 MONOTONE = [(0, -1.0, PRODUCT_W, 1.0), (1, 1.0, SUM_W, 0.0)]
 
 
+def _global(g: Hypergraph, combine: int, sign: float, k: int) -> KernelResult:
+    """The compiled kernel with the pure-Python twin's loop (the global one), whose arrays the
+    twin must give bit for bit; the recursive enumeration is compared on what it must give
+    alike (the weights and sizes of every fact's entries, see below)."""
+    with kbest_loop("global"):
+        return run_kernel(g, combine, sign, k, backend="compiled")
+
+
 def _same(a: KernelResult, b: KernelResult) -> None:
     for name in FIELDS:
         x, y = getattr(a, name), getattr(b, name)
@@ -178,7 +189,7 @@ def _check_invariants(g: Hypergraph, res: KernelResult, combine: int, sign: floa
 def test_compiled_equals_python(data, acyclic: bool, combine: int, sign: float, k: int) -> None:
     g = data.draw(hypergraphs(acyclic, None, None))
     a = run_kernel(g, combine, sign, k, backend="python")
-    b = run_kernel(g, combine, sign, k, backend="compiled")
+    b = _global(g, combine, sign, k)
     _same(a, b)
     _check_invariants(g, a, combine, sign, k)
 
@@ -190,7 +201,7 @@ def test_compiled_equals_python_monotone(data, acyclic: bool, monoid, k: int) ->
     combine, sign, weights, identity = monoid
     g = data.draw(hypergraphs(acyclic, weights, identity, max_facts=12, max_inst=30))
     a = run_kernel(g, combine, sign, k, backend="python")
-    _same(a, run_kernel(g, combine, sign, k, backend="compiled"))
+    _same(a, _global(g, combine, sign, k))
     _check_invariants(g, a, combine, sign, k)
     for f in range(g.n_facts):  # best first, by (weight, size)
         keys = [(sign * a.w[e], a.size[e]) for e in range(a.fact_ptr[f], a.fact_ptr[f + 1])]
@@ -247,7 +258,7 @@ def test_independent_components_get_the_answers_they_have_alone(data, acyclic: b
     u, fid, iid = _copies(g, n, np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))))
     alone = run_kernel(g, combine, sign, k, backend="python")
     both = run_kernel(u, combine, sign, k, backend="python")
-    _same(both, run_kernel(u, combine, sign, k, backend="compiled"))
+    _same(both, _global(u, combine, sign, k))
     for c in range(n):
         for f in range(g.n_facts):
             a = range(alone.fact_ptr[f], alone.fact_ptr[f + 1])
@@ -268,7 +279,7 @@ def test_spark_origins_and_leaf_sizes_compiled_equals_python(data, acyclic: bool
     g.leaf_size = np.array(data.draw(st.lists(st.integers(0, 5), min_size=g.n_facts, max_size=g.n_facts)), np.int64)
     g.origin_mode = 1
     a = run_kernel(g, combine, sign, k, backend="python")
-    _same(a, run_kernel(g, combine, sign, k, backend="compiled"))
+    _same(a, _global(g, combine, sign, k))
     fp = a.fact_ptr
     for f in np.flatnonzero(g.leaf):
         assert a.size[fp[f]] == g.leaf_size[f]
@@ -306,7 +317,7 @@ def test_the_compiled_kernel_is_built_and_used_by_default() -> None:
                    np.array([False]))
     r = run_kernel(g, 0, -1.0, 2)
     assert r.w.tolist() == [0.5, 0.45]
-    _same(r, run_kernel(g, 0, -1.0, 2, backend="compiled"))
+    _same(r, _global(g, 0, -1.0, 2))
 
 
 # --- brute force -----------------------------------------------------------------------------------
@@ -367,7 +378,7 @@ def test_against_brute_force(data, monoid, k: int) -> None:
     g = data.draw(hypergraphs(True, weights, identity, max_facts=9, max_inst=14))
     expected = _brute_force(g, combine, sign, k)
     res = run_kernel(g, combine, sign, k, backend="python")
-    _same(res, run_kernel(g, combine, sign, k, backend="compiled"))
+    _same(res, _global(g, combine, sign, k))
     for f in range(g.n_facts):
         got = [(float(res.w[e]), int(res.size[e])) for e in range(res.fact_ptr[f], res.fact_ptr[f + 1])]
         assert got == expected[f], f
@@ -479,7 +490,7 @@ def test_larger_random_graph_compiled_equals_python(k: int, combine: int) -> Non
                    heads, child_ptr, rng.integers(0, F, child_ptr[-1]), rng.choice([0.5, 0.75, 1.0], R),
                    np.where(rule_copy, 0, 1), rng.integers(-(2**63), 2**63 - 1, R), rule_copy)
     a = run_kernel(g, combine, -1.0, k, backend="python")
-    _same(a, run_kernel(g, combine, -1.0, k, backend="compiled"))
+    _same(a, _global(g, combine, -1.0, k))
     assert (np.diff(a.fact_ptr) > 0).sum() > leaf.sum()  # the instances do derive things
     assert k == 1 or a.n_entries > F
     _check_invariants(g, a, combine, -1.0, k)
@@ -560,7 +571,7 @@ def test_transitive_closure_against_best_walks(seed: int, k: int) -> None:
     expected = _best_walks(ew, n_nodes, k)
     assert set(expected) == set(pid)
     res = run_kernel(g, 0, -1.0, k, backend="python")
-    _same(res, run_kernel(g, 0, -1.0, k, backend="compiled"))
+    _same(res, _global(g, 0, -1.0, k))
     for p, f in pid.items():
         got = res.w[res.fact_ptr[f]:res.fact_ptr[f + 1]].tolist()
         assert got == pytest.approx(expected[p], rel=1e-12), p
@@ -696,3 +707,106 @@ def test_thread_count_comes_from_selp_threads_else_the_cores(monkeypatch) -> Non
     assert kernel_threads() == 64
     monkeypatch.delenv("SELP_THREADS")
     assert kernel_threads() == len(os.sched_getaffinity(0))
+
+
+# --- the recursive enumeration (k > 1 where the ranking is monotone) -------------------------------
+
+
+def _ranking(res: KernelResult, n_facts: int) -> list[list[tuple[float, int]]]:
+    return [[(float(res.w[e]), int(res.size[e])) for e in range(res.fact_ptr[f], res.fact_ptr[f + 1])] for f in range(n_facts)]
+
+
+def _recursive(g: Hypergraph, combine: int, sign: float, k: int, loop: str = "recursive") -> tuple[KernelResult, dict]:
+    kbest_counts(reset=True)
+    with kbest_loop(loop):
+        res = run_kernel(g, combine, sign, k, backend="compiled")
+    return res, kbest_counts(reset=True)
+
+
+@pytest.mark.skipif(not compiled_available(), reason="the compiled kernel was not built")
+@given(st.data(), st.booleans(), st.sampled_from(MONOTONE), st.integers(2, 5))
+@SLOW
+def test_recursive_enumeration_ranks_every_fact_as_the_global_loop(data, acyclic: bool, monoid, k: int) -> None:
+    """Cycles, copy steps, ties of a real monoid: every fact gets the same weights and sizes,
+    best first, and every entry is what its instance and children make (distinct origins)."""
+    combine, sign, weights, identity = monoid
+    g = data.draw(hypergraphs(acyclic, weights, identity, max_facts=12, max_inst=30))
+    res, _ = _recursive(g, combine, sign, k)
+    _check_invariants(g, res, combine, sign, k)
+    assert _ranking(res, g.n_facts) == _ranking(_global(g, combine, sign, k), g.n_facts)
+
+
+@pytest.mark.skipif(not compiled_available(), reason="the compiled kernel was not built")
+@given(st.data(), st.sampled_from(MONOTONE), st.integers(2, 5))
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+def test_recursive_enumeration_against_brute_force(data, monoid, k: int) -> None:
+    combine, sign, weights, identity = monoid
+    g = data.draw(hypergraphs(True, weights, identity, max_facts=9, max_inst=14))
+    expected = _brute_force(g, combine, sign, k)
+    res, _ = _recursive(g, combine, sign, k)
+    assert _ranking(res, g.n_facts) == [expected[f] for f in range(g.n_facts)]
+
+
+@pytest.mark.skipif(not compiled_available(), reason="the compiled kernel was not built")
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("k", [2, 3, 7])
+def test_recursive_enumeration_ranks_transitive_closure_and_is_the_loop_that_ran(seed: int, k: int) -> None:
+    """On a cyclic closure (every path component one strongly connected component), the k best
+    walks -- and the recursive enumeration, not the global loop, found them."""
+    n_nodes = 12
+    ew, pid, g = _tc(n_nodes, 30, seed)
+    expected = _best_walks(ew, n_nodes, k)
+    res, counts = _recursive(g, 0, -1.0, k)
+    assert counts["recursive"] > 0 and counts["global"] == counts["fallback"] == 0
+    for p, f in pid.items():
+        got = res.w[res.fact_ptr[f]:res.fact_ptr[f + 1]].tolist()
+        assert got == pytest.approx(expected[p], rel=1e-12), p
+
+
+@pytest.mark.skipif(not compiled_available(), reason="the compiled kernel was not built")
+def test_rankings_the_recursive_enumeration_cannot_take_go_to_the_global_loop() -> None:
+    """A minimum minimised, a product of weights above 1 maximised, and a copy step inside a
+    cycle (a tree no larger than its subtree) are ranked by the global loop, as the twin."""
+    ew, pid, g = _tc(10, 25, 0)
+    for combine, sign in ((2, 1.0), (0, -1.0)):
+        h = g if combine == 2 else dataclasses.replace(g, rule_w=np.array([1.5, 2.0]))
+        res, counts = _recursive(h, combine, sign, 3)
+        assert counts["recursive"] == 0 and counts["global"] > 0
+        _same(res, run_kernel(h, combine, sign, 3, backend="python"))
+    # e (a leaf), a :- e, b :- a (a copy step), a :- b: the cycle a, b, a adds no size
+    copying = Hypergraph(np.array([True, False, False]), np.array([0.9, 0.0, 0.0]), np.array([7, 0, 0]),
+                         np.array([0, 1, 2], np.int32), np.array([1, 2, 1]), np.array([0, 1, 2, 3]), np.array([0, 1, 2]),
+                         np.array([0.9, 1.0, 0.5]), np.array([1, 0, 1]), np.array([11, 0, 33]), np.array([False, True, False]))
+    res, counts = _recursive(copying, 0, -1.0, 3)
+    assert res.fact_ptr[-1] - res.fact_ptr[-2] == 3  # b has three trees: not vacuous
+    assert counts["recursive"] == 0 and counts["global"] > 0
+    _same(res, run_kernel(copying, 0, -1.0, 3, backend="python"))
+
+
+@pytest.mark.skipif(not compiled_available(), reason="the compiled kernel was not built")
+@pytest.mark.parametrize("k", [2, 5])
+def test_a_component_the_recursive_enumeration_gives_up_is_ranked_again_by_the_global_loop(k: int) -> None:
+    """The fallback (a request meeting a fact on the stack; forced here at every nested request):
+    the component's blocks are reset and the global loop's arrays come out, bit for bit."""
+    ew, pid, g = _tc(12, 30, 1)
+    res, counts = _recursive(g, 0, -1.0, k, loop="fallback")
+    assert counts["fallback"] > 0
+    _same(res, _global(g, 0, -1.0, k))
+
+
+@pytest.mark.skipif(not compiled_available(), reason="the compiled kernel was not built")
+def test_the_loop_is_named_or_refused(monkeypatch) -> None:
+    with pytest.raises(ValueError, match="recursive, global"):
+        with kbest_loop("fast"):
+            pass
+    from selp.errors import SelpError
+    from selp.topk import kernel
+
+    monkeypatch.setenv(kernel.LOOP_ENV, "quick")
+    monkeypatch.setattr(kernel, "_LIB", [])
+    try:
+        with pytest.raises(SelpError, match="SELP_KBEST_LOOP must be one of recursive, global, not 'quick'"):
+            kernel._compiled()
+    finally:
+        monkeypatch.delenv(kernel.LOOP_ENV)
+        kernel._LIB.clear()

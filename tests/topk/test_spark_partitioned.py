@@ -321,3 +321,30 @@ def test_blob_codec_setting_changes_the_bytes_not_the_dtable(spark, tmp_path):
             run_topk_spark(task, str(db), spark)
     finally:
         spark.conf.unset("spark.selp.partitionLocal.blobCodec")
+
+
+def test_kbest_loop_setting_ranks_alike_and_a_bad_value_is_named(spark, tmp_path):
+    """``spark.selp.partitionLocal.kbestLoop``: the recursive enumeration (the default) and the
+    global loop give every answer the same ranking, untied trees origin for origin."""
+    from selp.errors import SelpError
+
+    db = tmp_path / "db"
+    _graph(db, 9)
+    analysis = analyze(parse_program(PATH))
+    task = make_task(analysis, load_database(analysis, db).types, get_monoid("confidence"), 4, parse_pattern("path(*, *)"), "path(*, *)")
+    got = {}
+    for loop in ("global", "recursive"):
+        spark.conf.set("spark.selp.partitionLocal.kbestLoop", loop)
+        try:
+            got[loop] = _entries(_run(spark, task, db, True)[0])
+        finally:
+            spark.conf.unset("spark.selp.partitionLocal.kbestLoop")
+    assert any(len(es) == 4 for es in got["global"].values())  # not vacuous: facts with k trees
+    assert {f: [e[:2] for e in es] for f, es in got["global"].items()} == {f: [e[:2] for e in es] for f, es in got["recursive"].items()}
+    assert _untied(got["global"]) == _untied(got["recursive"])
+    spark.conf.set("spark.selp.partitionLocal.kbestLoop", "fastest")
+    try:
+        with pytest.raises(SelpError, match=r"spark.selp.partitionLocal.kbestLoop='fastest': expected one of recursive, global"):
+            run_topk_spark(task, str(db), spark)
+    finally:
+        spark.conf.unset("spark.selp.partitionLocal.kbestLoop")
