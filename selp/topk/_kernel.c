@@ -1138,17 +1138,97 @@ comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB
     return 0;
 }
 
-/* The global loop (kf = k), or entry 1 by the global loop and the rest by the recursive
- * enumeration (rea: its facts flo..fhi) */
+/* Entry 1 by Knuth's loop over compact records (comp_top1), where the whole hypergraph is ranked
+ * (selp_topk): the fact blocks are k times an entry wide (384 bytes at k = 7), and on TC at 1M
+ * output tuples, whose value components are ~40,000 facts each, the global loop taking entry 1
+ * over them (kf = 1) cost twice top-1. FR holds a record per fact (fr_init): the leaves', each
+ * finished component's entry 1 (published after it, rea_publish), the component's own; the
+ * uses lists are the component's (children outside it have their entry already). */
+typedef struct {
+    int64_t *FR;                      /* F records of 8 int64 */
+    int32_t *rem;                     /* per instance position (I) */
+    int64_t *uptr, *fill, *uses, *todo;
+    int64_t ucap, fcap, lcap, tcap;
+    heap_t hp;
+} top1_t;
+
+static int top1_grow(void **p, int64_t *cap, int64_t n, size_t size) {
+    if (n <= *cap) return 0;
+    int64_t c = 2 * n + 64;
+    void *q = realloc(*p, (size_t)c * size);
+    if (!q) return -1;
+    *p = q; *cap = c;
+    return 0;
+}
+
+static int rea_top1(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
+                    top1_t *T, int64_t flo, int64_t fhi) {
+    int64_t nf = fhi - flo + 1, L = B->L, k = B->k, fb = B->fb, se = B->se;
+    if (top1_grow((void **)&T->uptr, &T->ucap, nf + 2, sizeof(int64_t))) return -1;
+    if (top1_grow((void **)&T->fill, &T->fcap, nf + 2, sizeof(int64_t))) return -1;
+    if (top1_grow((void **)&T->todo, &T->tcap, hi - base + 1, sizeof(int64_t))) return -1;
+    int64_t *uptr = T->uptr;
+    /* rem and uses over the component's own children (flo..fhi): see uses_of */
+    memset(uptr, 0, ((size_t)nf + 2) * sizeof(int64_t));
+    for (int64_t p = base; p < hi; p++) {
+        const int64_t *d = IR + p * si;
+        int32_t n = 0;
+        for (int64_t j = 0; j < d[IR_M]; j++) {
+            int64_t x = d[IR_KIDS + j];
+            if (x >= flo && x <= fhi) { uptr[x - flo + 1]++; n++; }
+            else if (x >= L && T->FR[8 * x + 3] == -2) n = INT32_MAX / 2; /* a child without a tree: never */
+        }
+        T->rem[p] = n;
+    }
+    for (int64_t f = 0; f < nf; f++) uptr[f + 1] += uptr[f];
+    if (top1_grow((void **)&T->uses, &T->lcap, uptr[nf] + 1, sizeof(int64_t))) return -1;
+    memcpy(T->fill, uptr, (size_t)nf * sizeof(int64_t));
+    for (int64_t p = base; p < hi; p++) {
+        const int64_t *d = IR + p * si;
+        for (int64_t j = 0; j < d[IR_M]; j++) {
+            int64_t x = d[IR_KIDS + j];
+            if (x >= flo && x <= fhi) T->uses[T->fill[x - flo]++] = T->rem[p] == 1 ? ~p : p;
+        }
+    }
+    for (int64_t v = flo; v <= fhi; v++) fr_init(T->FR + 8 * v, 0, 0.0, 0, 0);
+    if (comp_top1(IR, si, base, hi, T->FR, T->rem, uptr, T->uses, flo, T->todo, &T->hp, P)) return -1;
+    /* each fact's entry 1 into its block: its instance with every rank 1 */
+    for (int64_t v = flo; v <= fhi; v++) {
+        const int64_t *q = T->FR + 8 * v;
+        if (q[3] == -2) continue;
+        int64_t *b = FB + (v - L) * fb, *e = FB_ENTRY(b, k, 0), m = IR[q[3] * si + IR_M];
+        e[0] = q[0]; e[1] = q[1]; e[2] = q[2]; e[3] = q[3];
+        int32_t *rk = (int32_t *)(e + E_RANKS);
+        for (int64_t j = 0; j < m; j++) rk[j] = 1;
+        b[0] = (b[0] + 1) | FB_SEEN(q[2]);
+        B->slots += m;
+    }
+    return 0;
+}
+
+/* facts flo..fhi's entry 1 (or none) into their records, for the components above */
+static void rea_publish(const int64_t *FB, const kbest_t *B, top1_t *T, int64_t flo, int64_t fhi) {
+    int64_t se = B->se;
+    for (int64_t v = flo; v <= fhi; v++) {
+        const int64_t *b = FB + (v - B->L) * B->fb;
+        int64_t *q = T->FR + 8 * v;
+        if (FB_CNT(b) == 0) { q[3] = -2; continue; }
+        const int64_t *e = FB_ENTRY(b, B->k, 0);
+        q[0] = e[0]; q[1] = e[1]; q[2] = e[2]; q[3] = e[3];
+    }
+}
+
+/* The global loop (kf = k), or entry 1 by the global loop -- or by comp_top1 where T is given --
+ * and the rest by the recursive enumeration (rea: its facts flo..fhi) */
 static inline __attribute__((always_inline)) int
 comp_topk_by(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
-             int cmb, int om, int rea, int64_t flo, int64_t fhi) {
+             int cmb, int om, int rea, int64_t flo, int64_t fhi, top1_t *T) {
     if (!rea) {
         __atomic_fetch_add(&kbest_counts[2], 1, __ATOMIC_RELAXED);
         return comp_topk_as(IR, si, base, hi, FB, B, P, cmb, om, B->k);
     }
     int64_t slots = B->slots;
-    int r = comp_topk_as(IR, si, base, hi, FB, B, P, cmb, om, 1);
+    int r = T ? rea_top1(IR, si, base, hi, FB, B, P, T, flo, fhi) : comp_topk_as(IR, si, base, hi, FB, B, P, cmb, om, 1);
     if (r) return r;
     r = comp_rea_as(IR, si, base, hi, FB, B, P, cmb, om, flo, fhi);
     if (r != -2) {
@@ -1165,16 +1245,34 @@ comp_topk_by(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *F
 /* comp_topk_by compiled for each combination of the monoid's combine code and the origin mode:
  * constants there, so the loop that forms a candidate's key has no branch on either (a plain
  * call reloads both from P after every store, as P may alias the records) */
-static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
-                     const prm_t *P) {
+static int comp_topk_t(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
+                       const prm_t *P, top1_t *T) {
     int om = P->origin_mode != 0;
     int64_t flo = 0, fhi = -1;
     int rea = kbest_rea && B->k > 1 && rea_ok(IR, si, base, hi, FB, B, P, &flo, &fhi);
+    int r;
     switch (P->combine) {
-    case 0: return om ? comp_topk_by(IR, si, base, hi, FB, B, P, 0, 1, rea, flo, fhi) : comp_topk_by(IR, si, base, hi, FB, B, P, 0, 0, rea, flo, fhi);
-    case 1: return om ? comp_topk_by(IR, si, base, hi, FB, B, P, 1, 1, rea, flo, fhi) : comp_topk_by(IR, si, base, hi, FB, B, P, 1, 0, rea, flo, fhi);
-    default: return om ? comp_topk_by(IR, si, base, hi, FB, B, P, 2, 1, rea, flo, fhi) : comp_topk_by(IR, si, base, hi, FB, B, P, 2, 0, rea, flo, fhi);
+    case 0: r = om ? comp_topk_by(IR, si, base, hi, FB, B, P, 0, 1, rea, flo, fhi, T) : comp_topk_by(IR, si, base, hi, FB, B, P, 0, 0, rea, flo, fhi, T); break;
+    case 1: r = om ? comp_topk_by(IR, si, base, hi, FB, B, P, 1, 1, rea, flo, fhi, T) : comp_topk_by(IR, si, base, hi, FB, B, P, 1, 0, rea, flo, fhi, T); break;
+    default: r = om ? comp_topk_by(IR, si, base, hi, FB, B, P, 2, 1, rea, flo, fhi, T) : comp_topk_by(IR, si, base, hi, FB, B, P, 2, 0, rea, flo, fhi, T); break;
     }
+    if (!r && T) {
+        if (!rea) { /* the range rea_ok finds, for the records */
+            flo = INT64_MAX; fhi = -1;
+            for (int64_t p = base; p < hi; p++) {
+                int64_t h = IR[p * si + IR_HEAD];
+                if (h < flo) flo = h;
+                if (h > fhi) fhi = h;
+            }
+        }
+        rea_publish(FB, B, T, flo, fhi);
+    }
+    return r;
+}
+
+static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
+                     const prm_t *P) {
+    return comp_topk_t(IR, si, base, hi, FB, B, P, NULL);
 }
 
 /* Which loop ranks k > 1: 1 the recursive enumeration where it applies (the default), 0 the
@@ -1235,9 +1333,19 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
         fb_init(FB + x * fb, k, se, leaf[f], lw, ls, leaf_origin[f]);
         if (leaf[f]) { LV[4 * x] = as_i(lw); LV[4 * x + 1] = ls; LV[4 * x + 2] = leaf_origin[f]; LV[4 * x + 3] = 0; }
     }
+    /* entry 1 of a component the recursive enumeration ranks: comp_top1 (see top1_t) */
+    top1_t T = {0};
+    if (kbest_rea && k > 1) {
+        T.FR = malloc(((size_t)F * 8 + 1) * sizeof(int64_t));
+        T.rem = malloc(((size_t)I + 1) * sizeof(int32_t));
+        if (!T.FR || !T.rem) goto fail_t;
+        for (int64_t x = 0; x < L; x++) fr_init(T.FR + 8 * x, 1, as_f(LV[4 * x]), LV[4 * x + 1], LV[4 * x + 2]);
+        for (int64_t x = L; x < F; x++) fr_init(T.FR + 8 * x, 0, 0.0, 0, 0); /* no entry until published */
+    }
     /* one component after another (see "Components"): the heap holds one component's candidates */
     for (int64_t comp = 0; comp < run->ncomp; comp++)
-        if (comp_topk(IR, si, cptr[comp], cptr[comp + 1], FB + L * fb, &B, &P)) goto fail;
+        if (comp_topk_t(IR, si, cptr[comp], cptr[comp + 1], FB + L * fb, &B, &P, T.FR ? &T : NULL)) goto fail_t;
+    free(T.FR); free(T.rem); free(T.uptr); free(T.fill); free(T.uses); free(T.todo); free(T.hp.a);
     for (int64_t f = 0; f < F; f++) {
         int64_t *b = FB + f * fb;
         run->n_entries += FB_CNT(b);
@@ -1249,6 +1357,8 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
     kbest_free(&B);
     free(LV);
     return run;
+fail_t:
+    free(T.FR); free(T.rem); free(T.uptr); free(T.fill); free(T.uses); free(T.todo); free(T.hp.a);
 fail:
     kbest_free(&B);
     free(LV);
