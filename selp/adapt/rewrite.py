@@ -61,19 +61,28 @@ def unfold(q: Query, defs: Defs) -> Query:
     return out
 
 
-def _match(pattern: list, target: list, s: dict, used: set[int]) -> Iterator[tuple[dict, frozenset[int]]]:
+MATCH_STEPS = 20_000  # atom pairs tried per (CQ, view rule): embeddings are n!/(n-m)! at worst
+
+
+def _match(pattern: list, target: list, s: dict, used: set[int], budget: list[int]) -> Iterator[tuple[dict, frozenset[int]]]:
     """Embeddings of pattern atoms into distinct target atoms: substitutions of the pattern's
-    variables (one-way matching: target terms are fixed)."""
+    variables (one-way matching: target terms are fixed). ``budget`` ([steps left], shared by
+    the whole enumeration): once spent, no further embedding is looked for -- a CQ with many
+    atoms of one relation has factorially many, and a fold not found only leaves the search a
+    plan fewer (recomputation remains), where enumerating them all hung the search."""
     if not pattern:
         yield s, frozenset(used)
         return
     (rel, args), rest = pattern[0], pattern[1:]
     for j, (trel, targs) in enumerate(target):
+        if budget[0] <= 0:
+            return
+        budget[0] -= 1
         if j in used or trel != rel or len(targs) != len(args):
             continue
         s2 = dict(s)
         if all(_bind(a, t, s2) for a, t in zip(args, targs)):
-            yield from _match(rest, target, s2, used | {j})
+            yield from _match(rest, target, s2, used | {j}, budget)
 
 
 def _bind(p: Term, t: Term, s: dict) -> bool:
@@ -147,7 +156,7 @@ def _fold_pieces(cq: CQ, view: str, defn: Query, dkey: tuple) -> list[tuple[int,
             continue
         existential = d.vars() - {v for t in d.head for v in term_vars(t)}
         seen: set[str] = set()
-        for theta, used in _match(list(d.body), list(cq.body), {}, set()):
+        for theta, used in _match(list(d.body), list(cq.body), {}, set(), [MATCH_STEPS]):
             context = [atom for j, atom in enumerate(cq.body) if j not in used]
             # the view's '!=' constraints must be the CQ's too (else the CQ would not cancel);
             # they move into the view, the others stay in the context

@@ -80,7 +80,7 @@ import duckdb
 con = duckdb.connect()
 con.execute("SET enable_progress_bar = false")
 csv = sys.argv[1].replace("'", "''")
-print(con.execute(sys.argv[2].format(csv=csv)).fetchone()[0])
+print(con.execute(sys.argv[2].format(csv=csv)).fetchall()[0][0])
 """
 
 NEMO_PROGRAM = """\

@@ -123,7 +123,7 @@ class _Fixpoint:
         create_table(self.con, name, self.kinds[rel], more + extra)
 
     def count(self, name: str) -> int:
-        return int(self.q(f"SELECT count(*) FROM {name}").fetchone()[0])
+        return int(self.q(f"SELECT count(*) FROM {name}").fetchall()[0][0])
 
     def body_sql(self, rule: Rule, tables: Any, extra: list[str]) -> str:
         """``rule`` compiled by the embedded engine's compiler, ``tables(i, relation)`` naming what

@@ -165,9 +165,11 @@ class Former:
             return None
         if kind.sql == "VARCHAR":
             self._dictionary()
-            got = self.con.execute(f"SELECT code FROM {_DICT} WHERE v = {lit}").fetchone()
-            return -1 if got is None else int(got[0])  # -1: no fact holds it (codes are >= 0)
-        return int(self.con.execute(f"SELECT {lit}").fetchone()[0])
+            # fetchall, not fetchone: a result left unfinished makes the next relation query
+            # on this connection fail (DuckDB 2: "connection has an unfinished result")
+            got = self.con.execute(f"SELECT code FROM {_DICT} WHERE v = {lit}").fetchall()
+            return -1 if not got else int(got[0][0])  # -1: no fact holds it (codes are >= 0)
+        return int(self.con.execute(f"SELECT {lit}").fetchall()[0][0])
 
     def _head_index(self, rel: str) -> int | None:
         """The C index of ``rel``'s facts, None when it cannot be built."""

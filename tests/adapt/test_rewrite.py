@@ -102,3 +102,21 @@ def test_fold_needs_the_views_inequalities() -> None:
     got = [_texts("q", f) for f in folds(_query("q(x) :- r(x, y), t(x), y != 1.", "q"), "v", view)]
     assert got == [{"q(V0) :- t(V0), v(V0)."}]
     assert list(folds(_query("q(x) :- r(x, y), t(x).", "q"), "v", view)) == []
+
+
+def test_folding_a_query_of_many_alike_atoms_ends() -> None:
+    """A CQ of 14 atoms of one relation and a view of 7 have 14!/7! (~17 million) embeddings:
+    the matcher stops when its budget of atom pairs is spent (enumerating them all hung the
+    search; a fold not found only costs the search a plan), and the folds found are folds."""
+    from selp.adapt import rewrite
+    from selp.language.ast import Var
+
+    target = [("r", (Var(f"x{i}"), Var(f"y{i}"))) for i in range(14)]
+    pattern = [("r", (Var(f"a{i}"), Var(f"b{i}"))) for i in range(7)]
+    budget = [rewrite.MATCH_STEPS]
+    found = sum(1 for _ in rewrite._match(pattern, target, {}, set(), budget))
+    assert budget[0] == 0 and 0 < found < 14 * 13 * 12 * 11 * 10 * 9 * 8
+    body = ", ".join(f"r(x{i}, y{i})" for i in range(14))
+    view = ", ".join(f"r(a{i}, b{i})" for i in range(7))
+    got = list(folds(_query(f"q(x0) :- {body}.", "q"), "v", _query(f"v(a0) :- {view}.", "v")))
+    assert got and all(any("v(" in text for text in _texts("q", f)) for f in got)

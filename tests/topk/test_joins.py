@@ -123,3 +123,22 @@ def test_which_rules_the_join_plans() -> None:
     kinds = column_kinds(analysis, {r: ("int",) * n for r, n in analysis.arities.items()})
     planned = {r.name: plan(r, kinds, lambda rel: False) is not None for r in program.rules}
     assert planned == {"r1": True, "r2": True, "r3": False, "r4": False, "r5": False}
+
+
+def test_a_head_constant_leaves_the_connection_usable():
+    """Coding a rule's constants must finish each query it runs: DuckDB refuses further relation
+    queries on a connection with an unfinished result (a Spark partition with a rule such as
+    ``p0(1, y) :- p0(x, y)`` failed there, reading its facts' arguments afterwards)."""
+    from selp.engines.embedded.physical import Kind
+    from selp.engines.embedded.store import close, connect
+    from selp.language.ast import Const
+    from selp.topk.joins import Former
+
+    con = connect()
+    try:
+        con.execute("CREATE TABLE t AS SELECT 1 AS a")
+        former = Former(con, {}, lambda rel: (rel, False))
+        assert former._const(Const(7), Kind("int", False)) == 7
+        assert con.sql("SELECT a FROM t").to_arrow_table().num_rows == 1
+    finally:
+        close(con)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.topk import ranking
+from helpers.topk import ranking, write_db
 from selp.database import load_database
 from selp.language import parse_program
 from selp.language.pattern_parser import parse_pattern
@@ -348,3 +348,24 @@ def test_kbest_loop_setting_ranks_alike_and_a_bad_value_is_named(spark, tmp_path
             run_topk_spark(task, str(db), spark)
     finally:
         spark.conf.unset("spark.selp.partitionLocal.kbestLoop")
+
+
+HEAD_CONSTANT = """
+.decl e0(c1: int, c2: int)
+r1 (2): p0(x, x) :- e0(x, -2).
+r2 (2): p0(1, y) :- p0(x, y).
+"""
+
+
+def test_a_recursive_rule_with_a_head_constant_ranks_as_embedded(spark, tmp_path):
+    """A constant in a recursive rule's head is coded by a query on the partition's DuckDB
+    connection, which must not leave it unusable (found by the aggregate property test: the
+    partition failed reading its facts' arguments)."""
+    analysis = analyze(parse_program(HEAD_CONSTANT))
+    write_db(tmp_path, analysis, {"e0": {(-2, -2), (0, -2), (0, 1), (1, -2)}}, {"e0": {(-2, -2): "0.5", (0, -2): "0"}})
+    task = make_task(analysis, load_database(analysis, tmp_path).types, get_monoid("cost"), 3, parse_pattern("p0(*, *)"), "p0(*, *)")
+    local, plan = _run(spark, task, tmp_path, True)
+    assert any("partition-local" in str(s) or s.get("decomposition") for s in plan), plan
+    embedded = topk(analysis, str(tmp_path), "p0(*, *)", 3, "cost", engine="embedded")
+    assert ranking(local.answers(), True) == ranking(embedded.answers(), True)
+    assert any(len(es) > 1 for es in local.answers().values())  # not vacuous: several trees of a fact

@@ -149,7 +149,7 @@ def _apply(store: Store, rel: str, spec: aggregate.Spec, delta: str) -> int:
     cols = columns(len(store.kinds[rel]))
     keys = [cols[i] for i in spec.keys]
     new = ident(f"n:{rel}")
-    n = int(con.execute(f"SELECT COUNT(*) FROM {new}").fetchone()[0])
+    n = int(con.execute(f"SELECT COUNT(*) FROM {new}").fetchall()[0][0])
     if n:
         on = " AND ".join(f"f.{c} = n.{c}" for c in keys) or "TRUE"
         con.execute(f"DELETE FROM {table(rel)} AS f WHERE EXISTS (SELECT 1 FROM {new} AS n WHERE {on})")

@@ -165,7 +165,7 @@ def semi_naive(store: Store, comp: Component, members: set[str], progress: Progr
                 create_table(con, new[rel], store.kinds[rel])
         size = 0
         for rel in sorted(members):
-            size += int(con.execute(f"INSERT INTO {table(rel)} SELECT * FROM {new[rel]}").fetchone()[0])
+            size += int(con.execute(f"INSERT INTO {table(rel)} SELECT * FROM {new[rel]}").fetchall()[0][0])
             con.execute(f"DROP TABLE IF EXISTS {delta[rel]}")
             con.execute(f"ALTER TABLE {new[rel]} RENAME TO {ident(f'd:{rel}')}")
         if progress:

@@ -90,7 +90,7 @@ def connect(threads: int | None = None, memory_limit: str | None = None) -> Any:
 def close(con: Any) -> None:
     """Close a connection made by :func:`connect` and remove its spill directory."""
     try:
-        spill = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+        spill = con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
     except Exception:  # noqa: BLE001 - already closed
         spill = None
     try:
@@ -123,7 +123,7 @@ class Store:
 
     def count(self, rel: str) -> int:
         """Number of tuples of ``rel``."""
-        return int(self.con.execute(f"SELECT count(*) FROM {table(rel)}").fetchone()[0])
+        return int(self.con.execute(f"SELECT count(*) FROM {table(rel)}").fetchall()[0][0])
 
     def rows(self, rel: str, name: str | None = None) -> set[Row]:
         """The tuples of ``rel`` (or of table ``name`` with ``rel``'s columns) as Python values."""
@@ -283,7 +283,7 @@ def _read(con: Any, analysis: Analysis, tf: TableFile) -> _Raw:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {staging} AS SELECT {', '.join(select)}, row_number() OVER () AS rn FROM {source}")
         if tf.format == "parquet":
             nulls = [f"count(*) - count(f{j})" for j in range(len(positions))]
-            if nulls and any(con.execute(f"SELECT {', '.join(nulls)} FROM {staging}").fetchone()):
+            if nulls and any(con.execute(f"SELECT {', '.join(nulls)} FROM {staging}").fetchall()[0]):
                 raise _Refused()
         checks = []
         for j in range(len(positions)):
@@ -296,7 +296,7 @@ def _read(con: Any, analysis: Analysis, tf: TableFile) -> _Raw:
             checks.append(f"bool_or(starts_with({f}, chr(0)))")
             checks.append(f"bool_and({is_number})")
             checks.append(f"first({f}) FILTER (WHERE NOT {is_number})")
-        got = con.execute(f"SELECT count(*), {', '.join(checks) or 'NULL'} FROM {staging}").fetchone()
+        got = con.execute(f"SELECT count(*), {', '.join(checks) or 'NULL'} FROM {staging}").fetchall()[0]
     except _Refused:
         raise
     except Exception:  # noqa: BLE001 - any DuckDB reading error: the reference loader explains it
@@ -449,7 +449,7 @@ def write_store(store: Store, rels: Iterable[str], out_dir: str | Path, fmt: str
                     order += [f"TRY_CAST({c} AS {k.number_sql})"]
                 order += [c]
                 if fmt == "parquet" and k.logical != "str":
-                    has_null = store.con.execute(f"SELECT bool_or(starts_with({c}, chr(0))) FROM {table(rel)} AS src").fetchone()[0]
+                    has_null = store.con.execute(f"SELECT bool_or(starts_with({c}, chr(0))) FROM {table(rel)} AS src").fetchall()[0][0]
                     if not has_null:
                         text = f"CAST({c} AS {k.number_sql})"
             else:
