@@ -720,21 +720,14 @@ static int64_t ph_pairs(int64_t *C, int64_t sc, int64_t first) {
     return r;
 }
 
-/* Candidate c (record cr, instance record d, head h with block hb), each of whose children has
- * its entry at the candidate's rank: its key formed from theirs and c merged into h's queue, h
- * listed as dirty (dirty[nd], the new count returned) when its root changed. */
-static inline int64_t cand_join(const int64_t *IR, int64_t si, int64_t *FB, int64_t fb, int64_t k, int64_t se,
-                                int64_t sc, int64_t L, const int64_t *LV, const prm_t *P, int cmb, int om,
-                                int64_t *C, int64_t c, int64_t *cr, const int64_t *d, int64_t h, int64_t *hb,
-                                int64_t *dirty, int64_t nd) {
-    (void)IR; (void)si;
-    int64_t m = d[IR_M];
+/* candidate c's key from its children's entries at its ranks; c becomes a one-node queue */
+static inline void cand_key(const int64_t *FB, int64_t fb, int64_t k, int64_t se, int64_t L, const int64_t *LV,
+                           const prm_t *P, int cmb, int om, int64_t *cr, const int64_t *d) {
+    int64_t m = d[IR_M], rl = d[IR_RULE], o0 = 0;
     const int32_t *rk = (const int32_t *)(cr + C_RANKS);
-    int64_t rl = d[IR_RULE];
     double w = P->rule_w[rl];
     int64_t s = P->rule_size[rl];
     uint64_t hh = (uint64_t)P->rule_hash[rl];
-    int64_t o0 = 0;
     for (int64_t j = 0; j < m; j++) {
         int64_t x = d[IR_KIDS + j];
         const int64_t *e = x < L ? LV + 4 * x : FB_ENTRY(FB + (x - L) * fb, k, rk[j] - 1);
@@ -743,9 +736,20 @@ static inline int64_t cand_join(const int64_t *IR, int64_t si, int64_t *FB, int6
         if (j == 0) o0 = e[2];
         hh = origin_step(om, hh, e[2]);
     }
-    int64_t o = P->rule_copy[rl] ? o0 : origin_end(om, hh, m);
-    cr[C_W] = as_i(P->sign * w); cr[C_S] = s; cr[C_O] = o;
+    cr[C_W] = as_i(P->sign * w); cr[C_S] = s;
+    cr[C_O] = P->rule_copy[rl] ? o0 : origin_end(om, hh, m);
     cr[C_NEXT] = -1; cr[C_CHILD] = -1;
+}
+
+/* Candidate c (record cr, instance record d, head h with block hb), each of whose children has
+ * its entry at the candidate's rank: its key formed from theirs and c merged into h's queue, h
+ * listed as dirty (dirty[nd], the new count returned) when its root changed. */
+static inline int64_t cand_join(const int64_t *IR, int64_t si, int64_t *FB, int64_t fb, int64_t k, int64_t se,
+                                int64_t sc, int64_t L, const int64_t *LV, const prm_t *P, int cmb, int om,
+                                int64_t *C, int64_t c, int64_t *cr, const int64_t *d, int64_t h, int64_t *hb,
+                                int64_t *dirty, int64_t nd) {
+    (void)IR; (void)si;
+    cand_key(FB, fb, k, se, L, LV, P, cmb, om, cr, d);
     int64_t root = FB_ROOT(hb, k);
     int64_t nr = ph_merge(C, sc, root, c);
     FB_ROOT(hb, k) = nr;
@@ -940,17 +944,21 @@ static inline int mono_w(int cmb, double sign, double w) {
     return sign < 0; /* min, maximised */
 }
 
-/* The component's instances base..hi-1 allow the recursive enumeration (see above); its facts
- * are *flo..*fhi (the heads: contiguous ids, see pack). */
-static int rea_ok(const int64_t *IR, int64_t si, int64_t base, int64_t hi, const int64_t *FB, const kbest_t *B,
-                  const prm_t *P, int64_t *flo, int64_t *fhi) {
-    int64_t lo = INT64_MAX, up = -1, L = B->L, k = B->k, fb = B->fb, se = B->se;
+/* The component's facts: the heads of its instances base..hi-1, contiguous ids lo..up (see pack). */
+static void heads_range(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *flo, int64_t *fhi) {
+    int64_t lo = INT64_MAX, up = -1;
     for (int64_t p = base; p < hi; p++) {
         int64_t h = IR[p * si + IR_HEAD];
         if (h < lo) lo = h;
         if (h > up) up = h;
     }
     *flo = lo; *fhi = up;
+}
+
+/* The component's instances base..hi-1, of facts lo..up, allow the recursive enumeration (see above). */
+static int rea_ok(const int64_t *IR, int64_t si, int64_t base, int64_t hi, const int64_t *FB, const kbest_t *B,
+                  const prm_t *P, int64_t lo, int64_t up) {
+    int64_t L = B->L, k = B->k, fb = B->fb, se = B->se;
     if (up < 0) return 0;
     for (int64_t p = base; p < hi; p++) {
         const int64_t *d = IR + p * si;
@@ -985,27 +993,6 @@ static int rea_room(kbest_t *B, int64_t n) {
     if (!d) return -1;
     B->dirty = d; B->ccap = cap;
     return 0;
-}
-
-/* candidate c's key from its children's entries at its ranks; c becomes a one-node queue */
-static inline void rea_key(const int64_t *FB, int64_t fb, int64_t k, int64_t se, int64_t L, const int64_t *LV,
-                           const prm_t *P, int cmb, int om, int64_t *cr, const int64_t *d) {
-    int64_t m = d[IR_M], rl = d[IR_RULE], o0 = 0;
-    const int32_t *rk = (const int32_t *)(cr + C_RANKS);
-    double w = P->rule_w[rl];
-    int64_t s = P->rule_size[rl];
-    uint64_t hh = (uint64_t)P->rule_hash[rl];
-    for (int64_t j = 0; j < m; j++) {
-        int64_t x = d[IR_KIDS + j];
-        const int64_t *e = x < L ? LV + 4 * x : FB_ENTRY(FB + (x - L) * fb, k, rk[j] - 1);
-        w = comb(cmb, w, as_f(e[0]));
-        s += e[1];
-        if (j == 0) o0 = e[2];
-        hh = origin_step(om, hh, e[2]);
-    }
-    cr[C_W] = as_i(P->sign * w); cr[C_S] = s;
-    cr[C_O] = P->rule_copy[rl] ? o0 : origin_end(om, hh, m);
-    cr[C_NEXT] = -1; cr[C_CHILD] = -1;
 }
 
 /* the first position a candidate's successors change: its last rank above 1 (one parent each) */
@@ -1050,7 +1037,7 @@ comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB
         int32_t *rk = (int32_t *)(cr + C_RANKS);
         for (int64_t j = 0; j < m; j++) rk[j] = 1;
         if (FB_ENTRY(hb, k, 0)[3] == p) { last[h - flo] = c; continue; }
-        rea_key(FB, fb, k, se, L, LV, P, cmb, om, cr, d);
+        cand_key(FB, fb, k, se, L, LV, P, cmb, om, cr, d);
         FB_ROOT(hb, k) = ph_merge(B->C, sc, FB_ROOT(hb, k), c);
     }
     for (int64_t v0 = flo; v0 <= fhi; v0++) {
@@ -1104,7 +1091,7 @@ comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB
                         const int64_t *cr = C + c * sc;
                         memcpy(nr, cr, (size_t)sc * sizeof(int64_t));
                         ((int32_t *)(nr + C_RANKS))[j] = r + 1;
-                        rea_key(FB, fb, k, se, L, LV, P, cmb, om, nr, d);
+                        cand_key(FB, fb, k, se, L, LV, P, cmb, om, nr, d);
                         FB_ROOT(b, k) = ph_merge(C, sc, FB_ROOT(b, k), cn);
                     }
                     if (pushed) continue; /* x's entry first; then this frame goes on at j */
@@ -1248,25 +1235,16 @@ comp_topk_by(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *F
 static int comp_topk_t(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B,
                        const prm_t *P, top1_t *T) {
     int om = P->origin_mode != 0;
-    int64_t flo = 0, fhi = -1;
-    int rea = kbest_rea && B->k > 1 && rea_ok(IR, si, base, hi, FB, B, P, &flo, &fhi);
+    int64_t flo, fhi;
+    heads_range(IR, si, base, hi, &flo, &fhi);
+    int rea = kbest_rea && B->k > 1 && rea_ok(IR, si, base, hi, FB, B, P, flo, fhi);
     int r;
     switch (P->combine) {
     case 0: r = om ? comp_topk_by(IR, si, base, hi, FB, B, P, 0, 1, rea, flo, fhi, T) : comp_topk_by(IR, si, base, hi, FB, B, P, 0, 0, rea, flo, fhi, T); break;
     case 1: r = om ? comp_topk_by(IR, si, base, hi, FB, B, P, 1, 1, rea, flo, fhi, T) : comp_topk_by(IR, si, base, hi, FB, B, P, 1, 0, rea, flo, fhi, T); break;
     default: r = om ? comp_topk_by(IR, si, base, hi, FB, B, P, 2, 1, rea, flo, fhi, T) : comp_topk_by(IR, si, base, hi, FB, B, P, 2, 0, rea, flo, fhi, T); break;
     }
-    if (!r && T) {
-        if (!rea) { /* the range rea_ok finds, for the records */
-            flo = INT64_MAX; fhi = -1;
-            for (int64_t p = base; p < hi; p++) {
-                int64_t h = IR[p * si + IR_HEAD];
-                if (h < flo) flo = h;
-                if (h > fhi) fhi = h;
-            }
-        }
-        rea_publish(FB, B, T, flo, fhi);
-    }
+    if (!r && T) rea_publish(FB, B, T, flo, fhi);
     return r;
 }
 
