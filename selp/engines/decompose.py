@@ -56,9 +56,10 @@ of one of its values -- we take the first argument -- sends every rule instance 
 partition: the partition-local fixpoint and DTable of :mod:`selp.engines.spark_partitioned` and
 :mod:`selp.topk.spark_partitioned` are exact with the inputs *keyed* on that label, and the
 negated relations broadcast. Nonlinear rules satisfy the claim too, but the partition tasks
-are only exercised on linear ones, so they are refused (conservative). Unlike a position, a value
-component does not split a partition further into groups that never meet (a symmetry rule links
-the groups of one position), so this kind never takes the component-by-component ranking.
+are only exercised on linear ones, so they are refused (conservative). A partition holds several
+value components, whose facts never meet either: the component-by-component ranking takes them
+one at a time, grouping the partition's facts by the classes of their values
+(:func:`selp.topk.decomposed.value_classes`) where a position would group them by a column.
 """
 
 from __future__ import annotations

@@ -1460,8 +1460,23 @@ done:
  *    rule did not fit; k > 255 is refused).
  * 10: the packed DTable's child slots written here (selp_pack_slots, selp_pack_static_slots).
  * 11: k > 1 by recursive enumeration where the ranking is monotone (selp_kbest_rea); entries'
- *     weights and sizes recomputed (selp_entry_values). */
-EXPORT int64_t selp_abi(void) { return 11; }
+ *     weights and sizes recomputed (selp_entry_values).
+ * 12: value classes for the static path's groups (selp_value_classes). */
+EXPORT int64_t selp_abi(void) { return 12; }
+
+/* The classes of V values linked by P pairs (a[i], b[i]): root[v] becomes the smallest value of
+ * v's class (union-find, the smaller root kept, path halving). The static path groups a
+ * component's facts by the class of their values when the decomposition is by value components
+ * (selp.topk.decomposed.value_classes). */
+EXPORT void selp_value_classes(int64_t V, int64_t P, const int64_t *a, const int64_t *b, int64_t *root) {
+    for (int64_t v = 0; v < V; v++) root[v] = v;
+    for (int64_t i = 0; i < P; i++) {
+        int64_t x = uf_find(root, a[i]), y = uf_find(root, b[i]);
+        if (x < y) root[y] = x;
+        else if (y < x) root[x] = y;
+    }
+    for (int64_t v = 0; v < V; v++) root[v] = root[root[v]]; /* roots come first: one pass settles each */
+}
 
 /* The origin hash of a rule step in either mode (0: mix64, 1: Spark's xxhash64 chain). */
 EXPORT int64_t selp_origin_of_mode(int64_t rule_hash, const int64_t *child_origins, int64_t n, int mode) {
@@ -2071,9 +2086,19 @@ static void *work(void *arg) {
     uses_t U = {0};
     int64_t *cnt = NULL, *stack = NULL;
     heap_t hp = {NULL, 0, 0};
+    /* k > 1 by recursive enumeration: entry 1 by comp_top1 over compact records (see top1_t),
+     * not by the global loop over the group's k-entry blocks (TC at 1M: 40,000-fact groups) */
+    top1_t T1 = {0};
+    int64_t trem = 0;
+    int use_t = k > 1 && kbest_rea;
     W->err = 1;
     if (!ST || !J) goto done;
     if (k == 1) memcpy(ST, S->LR, (size_t)L * 8 * sizeof(int64_t));
+    if (use_t) {
+        T1.FR = malloc(((size_t)(L + S->big) * 8 + 1) * sizeof(int64_t));
+        if (!T1.FR) goto done;
+        for (int64_t x = 0; x < L; x++) fr_init(T1.FR + 8 * x, 1, as_f(S->LV[4 * x]), S->LV[4 * x + 1], S->LV[4 * x + 2]);
+    }
     for (int64_t j = 0; j < nj; j++) { J[j] = *S->joins[j]; J[j].grp = &G; J[j].err = 0; }
     for (int64_t g; (g = W->first >= 0 ? W->first : claim(S, W->id)) >= 0;) {
         W->first = -1;
@@ -2155,7 +2180,14 @@ static void *work(void *arg) {
                 A->bound = b < 0 ? -1 : (b > A->bound ? b : A->bound);
             }
             B.slots = 0;
-            if (comp_topk(G.IR, si, 0, n, ST, &B, P)) goto done;
+            if (use_t) {
+                if (n > trem) {
+                    if (grow((void **)&T1.rem, n, sizeof(int32_t))) goto done;
+                    trem = n;
+                }
+                for (int64_t i = 0; i < nf; i++) fr_init(T1.FR + 8 * (L + i), 0, 0.0, 0, 0); /* no entry yet */
+            }
+            if (comp_topk_t(G.IR, si, 0, n, ST, &B, P, use_t ? &T1 : NULL)) goto done;
             int64_t ne = 0;
             for (int64_t i = 0; i < nf; i++) ne += FB_CNT(ST + i * rec);
             if (A->top) { /* its places below the last group's: counted while ranking */
@@ -2182,6 +2214,7 @@ done:
     if (W->err) S->abort = 1;
     free(ST); free(J); free(G.tab); free(G.IR); free(U.rem); free(U.uptr); free(U.fill); free(U.uses); free(U.todo);
     free(hp.a); free(cnt); free(stack);
+    free(T1.FR); free(T1.rem); free(T1.uptr); free(T1.fill); free(T1.uses); free(T1.todo); free(T1.hp.a);
     kbest_free(&B);
     return NULL;
 }

@@ -42,7 +42,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from selp.engines.decompose import Decomposition, decompose
+from selp.engines.decompose import Decomposition, decompose_any
 from selp.engines.embedded.component import ComponentTask
 from selp.engines.embedded.physical import column_kinds
 from selp.engines.embedded.sql import ident
@@ -67,7 +67,8 @@ def _plans(comp: ComponentTask, kinds: Mapping[str, tuple[Any, ...]]) -> StaticP
     if len(comp.members) != 1:
         return f"{len(comp.members)} mutually recursive relations (one is needed)"
     analysis = comp.analysis()
-    d = decompose(analysis.components[0])
+    # by a position, else by value components (a symmetry rule): groups by value classes
+    d = decompose_any(analysis.components[0])
     if not isinstance(d, Decomposition):
         return d.reason
     rel = comp.members[0]
@@ -80,7 +81,7 @@ def _plans(comp: ComponentTask, kinds: Mapping[str, tuple[Any, ...]]) -> StaticP
         if p is None:
             return f"rule {rule.name} is not formed by the kernel's join"
         recursive.append((p, idx))
-    return StaticPlan(rel, d.position, [], recursive)
+    return StaticPlan(rel, d.position, [], recursive, "values" if d.kind == "values" else "position")
 
 
 def static_reason(comp: ComponentTask, k: int, edb: Any) -> str:

@@ -51,6 +51,9 @@ class StaticPlan:
     position: int
     exit_rules: list[tuple[Plan, int]]
     recursive: list[tuple[Plan, int]]
+    # "position": groups by the value at ``position``; "values": by value classes
+    # (:func:`value_classes`, a decomposition by value components: a symmetry rule)
+    kind: str = "position"
 
 
 def static_plan(analysis: Any, kinds: dict[str, tuple[Any, ...]], is_filter: Any,
@@ -96,6 +99,50 @@ def _group_order(key: np.ndarray) -> np.ndarray:
         if int(key.max()) - lo < 1 << 16:
             return np.argsort((key - lo).astype(np.uint16), kind="stable")
     return np.argsort(key, kind="stable")
+
+
+def value_classes(former: Former, sp: StaticPlan) -> np.ndarray:
+    """A group label per fact of ``sp.relation`` (in ``former.coded`` order) when its recursion
+    decomposes by value components (:func:`selp.engines.decompose.decompose_values`): the class
+    of its values, where the values of one fact -- of the relation, or of a relation a positive
+    body atom of a recursive rule reads (filters too) -- are one class.
+
+    Why every recursive instance then lies in its driver's group: the instance's body atoms are
+    connected through shared variables (the decomposition's condition 1), so the values of the
+    facts matching them are one class; the head's values are values of body variables
+    (condition 2), so the head -- a fact of the relation -- is in the driver's class. The classes
+    may be coarser than the value components (integer values and string codes share a number
+    space here only if they collide, which merges classes: correct, only larger groups)."""
+    rels = [sp.relation] + sorted({a[0] for p, _ in sp.recursive for a in p.atoms} - {sp.relation})
+    cols: list[list[np.ndarray]] = []
+    for rel in rels:
+        _, cs = former.coded(rel, "")
+        # a string's code and an integer are different values: strings get odd numbers
+        cols.append([c * 2 + 1 if k.sql == "VARCHAR" else c * 2 for c, k in zip(cs, former.kinds[rel])])
+    flat = np.concatenate([c for cs in cols for c in cs])
+    if not len(flat):
+        return np.zeros(0, np.int64)
+    lo, hi = int(flat.min()), int(flat.max())
+    if hi - lo <= 4 * len(flat) + 1024:
+        dense, V = flat - lo, hi - lo + 1  # a dense range (node numbers): no sort
+    else:
+        u, dense = np.unique(flat, return_inverse=True)
+        V = len(u)
+    dense = np.ascontiguousarray(dense, np.int64)
+    # each fact links its first value with every other one
+    a, b, at, firsts = [], [], 0, []
+    for cs in cols:
+        n = len(cs[0])
+        firsts.append(dense[at:at + n])
+        for i in range(1, len(cs)):
+            a.append(dense[at:at + n])
+            b.append(dense[at + i * n:at + (i + 1) * n])
+        at += n * len(cs)
+    root = np.empty(V, np.int64)
+    pa = np.ascontiguousarray(np.concatenate(a)) if a else np.zeros(0, np.int64)
+    pb = np.ascontiguousarray(np.concatenate(b)) if b else np.zeros(0, np.int64)
+    _compiled().selp_value_classes(V, len(pa), _ptr(pa), _ptr(pb), _ptr(root))
+    return root[firsts[0]]
 
 
 # The result's narrow fields (kernel ABI 9: each a few bytes an entry of fresh memory less): a
@@ -261,7 +308,7 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
     if int(leaf.sum()) != L or leaf[first:first + n].any():
         return NOT_FORMED  # some other fact is not a leaf: not the shape this path handles
     ids, cols = former.coded(sp.relation, "")
-    key = cols[sp.position]
+    key = cols[sp.position] if sp.kind == "position" else value_classes(former, sp)
     if len(ids) > 1 and not np.all(ids[1:] > ids[:-1]):
         by_id = np.argsort(ids, kind="stable")
         ids, key = ids[by_id], key[by_id]
@@ -271,7 +318,7 @@ def run_static(sp: StaticPlan, former: Former, exit_instances: Callable[[Rule], 
     nid[np.flatnonzero(leaf)] = np.arange(L, dtype=np.int64)
     nid[ids[order]] = L + np.arange(n, dtype=np.int64)
     gcols = [np.ascontiguousarray(c[order]) for c in cols]
-    ks = gcols[sp.position]
+    ks = key[order]  # the group labels in group order
     gptr = np.concatenate(([0], np.flatnonzero(ks[1:] != ks[:-1]) + 1, [n])).astype(np.int64) if n else np.zeros(1, np.int64)
     ng = len(gptr) - 1
     # the exit rules' instances, formed by the kernel's join (their children are leaves),

@@ -377,7 +377,7 @@ def kernel_threads() -> int:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
-_ABI = 11  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+_ABI = 12  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _kernel_file() -> str:
@@ -458,6 +458,7 @@ def _compiled() -> Any:
         lib.selp_static.restype = P
         lib.selp_static_arrays.argtypes, lib.selp_static_arrays.restype = [P, P], None
         lib.selp_static_bound.argtypes, lib.selp_static_bound.restype = [P], I64
+        lib.selp_value_classes.argtypes, lib.selp_value_classes.restype = [I64, I64, P, P, P], None
         lib.selp_entry_origins.argtypes = [I64, I64, I64] + [P] * 8 + [ctypes.c_int, P, P, P]
         lib.selp_entry_origins.restype = ctypes.c_int
         lib.selp_entry_values.argtypes = [I64, I64, I64] + [P] * 8 + [ctypes.c_int, P, P, P, P, P, ctypes.c_int, P, P]

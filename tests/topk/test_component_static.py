@@ -29,7 +29,12 @@ PROGRAMS = [
     ("r2 (0.7): reach(x, z) :- reach(x, y), edge(y, z).", "reach", {"edge": 2}),
     ("r2 (0.9): p(x, z) :- e(x, y), f(y, w), p(w, z).\nr3 (0.6): p(x, z) :- e(x, y), p(y, z), g(y).",
      "p", {"e": 2, "f": 2, "g": 1}),
+    # decomposable by value components only (a symmetry rule): grouped by value classes
+    ("r2 (0.8): tc(x, y) :- tc(y, x).\nr3 (0.7): tc(x, y) :- tc(x, z), edge(z, y).", "tc", {"edge": 2}),
+    # the head shares no value with the recursive atom: only the input facts link them
+    ("r2 (0.9): p(x, y) :- p(z, w), e(w, x), e(z, y).\nr3 (0.8): p(x, y) :- p(y, x).", "p", {"e": 2}),
 ]
+VALUE_PROGRAMS = (3, 4)
 
 
 def _case(rng: np.random.Generator, which: int, k: int, combine: int) -> tuple[DTableTask, dict, dict]:
@@ -78,11 +83,11 @@ def _rows(p: Packed | None, task: DTableTask, partition: int) -> tuple:
     return p.facts.to_pydict()["args"], rows
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(12))
 def test_component_by_component_ranks_a_partition_as_the_whole_partition_path(seed, monkeypatch):
     rng = np.random.default_rng(seed)
     k = [1, 2, 3, 7][seed % 4]
-    task, seeds, inputs = _case(rng, seed % len(PROGRAMS), k, [PRODUCT, SUM][seed // 4 % 2])
+    task, seeds, inputs = _case(rng, seed % len(PROGRAMS), k, [PRODUCT, SUM][seed // 5 % 2])
     assert static_reason(task.component, k, set(inputs)) == ""
     # the static path serves this partition (it does not fall back on its own)
     con = connect()
@@ -157,3 +162,51 @@ def test_child_slots_from_the_kernel_are_the_numpy_ones(seed, monkeypatch):
         assert with_c.entries.equals(with_numpy.entries) and with_c.leaves.equals(with_numpy.leaves)
         slots = with_c.entries.column("_c").combine_chunks().flatten()
         assert pa.compute.sum(pa.compute.equal(slots.field("r"), 0)).as_py() > 0  # leaf slots (EDB, seeds) too
+
+
+@pytest.mark.parametrize("which", VALUE_PROGRAMS)
+@pytest.mark.parametrize("k", [1, 3])
+def test_value_components_are_ranked_group_by_group(which, k, monkeypatch):
+    """A component that decomposes by value components only (a symmetry rule links the groups of
+    every position) is ranked component by component, its facts grouped by the classes of their
+    values -- the input facts' values included, which alone link a head to its recursive atom in
+    the second program. Several groups, each ranked on its own, give the whole path's entries."""
+    import selp.topk.decomposed as decomposed
+
+    groups = []
+    run_static = decomposed.run_static
+
+    def counting(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        got = run_static(*args, **kw)
+        groups.append(getattr(got, "groups", got))
+        return got
+
+    monkeypatch.setattr("selp.topk.component_static.run_static", counting)
+    def islands(t: pa.Table) -> pa.Table:  # only facts whose values agree mod 3: three islands at least
+        cols = [c for c in t.column_names if c.startswith("c")]
+        keep = [len({int(v) % 3 for v in vals}) == 1 for vals in zip(*(t.column(c).to_pylist() for c in cols))]
+        return t.filter(pa.array(keep))
+
+    for seed in range(3):
+        task, seeds, inputs = _case(np.random.default_rng(1000 + seed), which, k, PRODUCT)
+        seeds, inputs = {r: islands(t) for r, t in seeds.items()}, {r: islands(t) for r, t in inputs.items()}
+        assert static_reason(task.component, k, set(inputs)) == ""
+        static = partition_dtable(replace(task, by_component=True), seeds, inputs, 2)
+        assert _rows(static, task, 2) == _rows(partition_dtable(task, seeds, inputs, 2), task, 2)
+    assert all(isinstance(g, int) for g in groups), groups  # the static path served every partition
+    assert max(groups) > 1  # not vacuous: a partition of several groups
+
+
+def test_value_classes_are_the_connected_components_of_the_pairs():
+    """The kernel's union-find (``selp_value_classes``) labels each value with the smallest value
+    of its class: the connected components of the graph of the pairs (numpy's union-find of the
+    Spark labelling, :func:`selp.engines.spark_values.components`, as the oracle)."""
+    from selp.engines.spark_values import components
+    from selp.topk.kernel import address, library
+
+    rng = np.random.default_rng(7)
+    for n, p in ((1, 0), (50, 20), (400, 300), (2000, 1990)):
+        a, b = rng.integers(0, n, p), rng.integers(0, n, p)
+        root = np.empty(n, np.int64)
+        library().selp_value_classes(n, p, address(a), address(b), address(root))
+        assert np.array_equal(root, components(a, b, n))

@@ -292,7 +292,8 @@ def test_symmetry_rule_runs_partition_local_on_value_components(spark, tmp_path,
         ev.close()
     task = make_task(analysis, load_database(analysis, db).types, get_monoid("confidence"), k, parse_pattern("tc(*, *)"), "tc(*, *)")
     local, plan = _run(spark, task, db, True)
-    assert any(s.get("decomposition") == "value components" for s in plan), plan
+    # ranked group by group: a partition's facts grouped by the classes of their values
+    assert any(s.get("decomposition") == "value components" and s.get("ranking") == "component by component" for s in plan), plan
     embedded = topk(analysis, str(db), "tc(*, *)", k, "confidence", engine="embedded")
     assert ranking(local.answers(), True) == ranking(embedded.answers(), True)
     assert local.answers()
