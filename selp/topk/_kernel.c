@@ -676,18 +676,21 @@ static void fb_init(int64_t *b, int64_t k, int64_t se, int is_leaf, double w, in
  * global loop (the heap's minimum is the minimum of all ready candidates either way), so the
  * entries are the same, tie for tie. */
 
-static inline int c_less(const int64_t *C, int64_t sc, int64_t a, int64_t b) {
+/* q: the recursive enumeration's candidates, whose id (the last tie-break) is their C_HEAD
+ * field, not their record's index: a record is reused for a successor (see comp_rea_as) while
+ * the ids stay those of a fresh record each, the order in which the candidates were formed */
+static inline int c_less(const int64_t *C, int64_t sc, int64_t a, int64_t b, int q) {
     const int64_t *x = C + a * sc, *y = C + b * sc;
-    return less4(as_f(x[C_W]), x[C_S], x[C_O], a, as_f(y[C_W]), y[C_S], y[C_O], b);
+    return less4(as_f(x[C_W]), x[C_S], x[C_O], q ? x[C_HEAD] : a, as_f(y[C_W]), y[C_S], y[C_O], q ? y[C_HEAD] : b);
 }
 
 /* two queues merged: the worse root becomes the first child of the better */
-static inline int64_t ph_merge(int64_t *C, int64_t sc, int64_t a, int64_t b) {
+static inline int64_t ph_merge(int64_t *C, int64_t sc, int64_t a, int64_t b, int q) {
     if (a < 0) return b;
     if (b < 0) return a;
     /* swapped by a mask: which root wins is data, and a branch on it is wrong about half the
      * time */
-    int64_t t = (a ^ b) & -(int64_t)c_less(C, sc, b, a);
+    int64_t t = (a ^ b) & -(int64_t)c_less(C, sc, b, a, q);
     a ^= t; b ^= t;
     C[b * sc + C_NEXT] = C[a * sc + C_CHILD];
     C[a * sc + C_CHILD] = b;
@@ -696,7 +699,7 @@ static inline int64_t ph_merge(int64_t *C, int64_t sc, int64_t a, int64_t b) {
 
 /* the queue of a removed root's children (first, linked by C_NEXT): merged in pairs left to
  * right, then the pairs right to left */
-static int64_t ph_pairs(int64_t *C, int64_t sc, int64_t first) {
+static int64_t ph_pairs(int64_t *C, int64_t sc, int64_t first, int q) {
     int64_t acc = -1; /* the merged pairs, last first, linked by C_NEXT */
     while (first >= 0) {
         int64_t a = first, b = C[a * sc + C_NEXT];
@@ -704,7 +707,7 @@ static int64_t ph_pairs(int64_t *C, int64_t sc, int64_t first) {
         if (b >= 0) {
             first = C[b * sc + C_NEXT];
             C[b * sc + C_NEXT] = -1;
-            a = ph_merge(C, sc, a, b);
+            a = ph_merge(C, sc, a, b, q);
         } else {
             first = -1;
         }
@@ -715,7 +718,7 @@ static int64_t ph_pairs(int64_t *C, int64_t sc, int64_t first) {
     while (acc >= 0) {
         int64_t n = C[acc * sc + C_NEXT];
         C[acc * sc + C_NEXT] = -1;
-        r = ph_merge(C, sc, r, acc);
+        r = ph_merge(C, sc, r, acc, q);
         acc = n;
     }
     return r;
@@ -752,7 +755,7 @@ static inline int64_t cand_join(const int64_t *IR, int64_t si, int64_t *FB, int6
     (void)IR; (void)si;
     cand_key(FB, fb, k, se, L, LV, P, cmb, om, cr, d);
     int64_t root = FB_ROOT(hb, k);
-    int64_t nr = ph_merge(C, sc, root, c);
+    int64_t nr = ph_merge(C, sc, root, c, 0);
     FB_ROOT(hb, k) = nr;
     if (nr != root && !(hb[0] & FB_DIRTY)) { hb[0] |= FB_DIRTY; dirty[nd++] = h; }
     return nd;
@@ -847,7 +850,7 @@ comp_topk_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *F
         int64_t *b = FB + (h - L) * fb;
         if (FB_ROOT(b, k) != c) continue; /* stale: a better candidate is the root, or the fact is full */
         /* c leaves its fact's queue; the new root needs an item */
-        FB_ROOT(b, k) = ph_pairs(C, sc, cr[C_CHILD]);
+        FB_ROOT(b, k) = ph_pairs(C, sc, cr[C_CHILD], 0);
         if (FB_ROOT(b, k) >= 0) { b[0] |= FB_DIRTY; dirty[nd++] = h; }
         double kw = as_f(cr[C_W]);
         int64_t s = cr[C_S], o = cr[C_O];
@@ -1011,7 +1014,7 @@ comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB
             int cmb, int om, int64_t flo, int64_t fhi) {
     int64_t k = B->k, fb = B->fb, se = B->se, sc = B->sc, L = B->L;
     const int64_t *LV = B->LV;
-    int64_t nf = fhi - flo + 1, nc = 0;
+    int64_t nf = fhi - flo + 1, nc = 0, nseq = 0; /* records used; candidate ids given (see c_less) */
     if (nf > B->lcap) {
         int64_t *l = realloc(B->last, (size_t)nf * sizeof(int64_t));
         if (!l) return -1;
@@ -1058,12 +1061,12 @@ comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB
         if (!ready) continue;
         if (rea_room(B, nc)) return -1;
         int64_t c = nc++, *cr = B->C + c * sc;
-        cr[C_POS] = p; cr[C_HEAD] = 2 * h;
+        cr[C_POS] = p; cr[C_HEAD] = nseq++;
         int32_t *rk = (int32_t *)(cr + C_RANKS);
         for (int64_t j = 0; j < m; j++) rk[j] = 1;
         if (FB_ENTRY(hb, k, 0)[3] == horig[p]) { last[h - flo] = c; continue; }
         cand_key(FB, fb, k, se, L, LV, P, cmb, om, cr, d);
-        FB_ROOT(hb, k) = ph_merge(B->C, sc, FB_ROOT(hb, k), c);
+        FB_ROOT(hb, k) = ph_merge(B->C, sc, FB_ROOT(hb, k), c, 1);
     }
     for (int64_t v0 = flo; v0 <= fhi; v0++) {
         int64_t *b0 = FB + (v0 - L) * fb;
@@ -1093,6 +1096,14 @@ comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB
                     const int64_t *d = IR + pos * si;
                     int64_t m = d[IR_M];
                     int pushed = 0;
+                    /* the last position that can have a successor: that successor takes c's own
+                     * record (c is dead once its successors are formed), so a candidate with one
+                     * such child -- every candidate of a linear rule -- allocates nothing and its
+                     * successor stays in the cache lines just read */
+                    int64_t lastj = -1;
+                    const int32_t *rk0 = (const int32_t *)(B->C + c * sc + C_RANKS);
+                    for (int64_t j = m - 1; j >= fr->j; j--)
+                        if (d[IR_KIDS + j] >= L && rk0[j] < k) { lastj = j; break; }
                     for (; fr->j < m; fr->j++) {
                         int64_t j = fr->j, x = d[IR_KIDS + j];
                         int32_t r = ((const int32_t *)(B->C + c * sc + C_RANKS))[j];
@@ -1110,14 +1121,19 @@ comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB
                             pushed = 1;
                             break;
                         }
-                        if (rea_room(B, nc)) return -1;
-                        C = B->C;
-                        int64_t cn = nc++, *nr = C + cn * sc;
-                        const int64_t *cr = C + c * sc;
-                        memcpy(nr, cr, (size_t)sc * sizeof(int64_t));
+                        int64_t cn, *nr;
+                        if (j == lastj) {
+                            cn = c; nr = C + c * sc;
+                        } else {
+                            if (rea_room(B, nc)) return -1;
+                            C = B->C;
+                            cn = nc++; nr = C + cn * sc;
+                            memcpy(nr, C + c * sc, (size_t)sc * sizeof(int64_t));
+                        }
                         ((int32_t *)(nr + C_RANKS))[j] = r + 1;
+                        nr[C_HEAD] = nseq++;
                         cand_key(FB, fb, k, se, L, LV, P, cmb, om, nr, d);
-                        FB_ROOT(b, k) = ph_merge(C, sc, FB_ROOT(b, k), cn);
+                        FB_ROOT(b, k) = ph_merge(C, sc, FB_ROOT(b, k), cn, 1);
                     }
                     if (pushed) continue; /* x's entry first; then this frame goes on at j */
                     last[v - flo] = -1;
@@ -1126,7 +1142,7 @@ comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB
                 int64_t root = FB_ROOT(b, k);
                 if (root < 0) { b[0] = (b[0] | FB_DONE) & ~FB_BUSY; ns--; continue; }
                 int64_t *cr = C + root * sc;
-                FB_ROOT(b, k) = ph_pairs(C, sc, cr[C_CHILD]);
+                FB_ROOT(b, k) = ph_pairs(C, sc, cr[C_CHILD], 1);
                 int64_t s = cr[C_S], o = cr[C_O];
                 int32_t n = FB_CNT(b);
                 int64_t seen = FB_SEEN(o);
