@@ -2241,6 +2241,10 @@ static void *work(void *arg) {
             for (int64_t i = 0; i < nf; i++) {
                 int64_t *b = ST + i * rec, se = B.se;
                 S->fp[L + off + i] = A->n;
+                if (i + 4 < nf) { /* the instance records read a few facts on: each is a miss otherwise */
+                    const int64_t *b4 = ST + (i + 4) * rec;
+                    for (int32_t r = 0; r < FB_CNT(b4); r++) __builtin_prefetch(G.IR + FB_ENTRY(b4, k, r)[3] * si);
+                }
                 for (int32_t r = 0; r < FB_CNT(b); r++) {
                     int64_t *e = FB_ENTRY(b, k, r);
                     const int64_t *d = G.IR + e[3] * si;
