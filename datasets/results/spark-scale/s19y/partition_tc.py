@@ -4,7 +4,7 @@ the whole-partition path against component by component (value components), CPU 
 of REPS), k = 1, 3, 7, and the entry counts of both.
 
 Usage: PYTHONPATH=TREE python partition_tc.py EDGE_CSV PARTS WHICH [REPS]
-EDGE_CSV: ``selp gen tc`` output (edge.csv); the partition is the seeds (one per edge row, exit
+EDGE_CSV: ``selp gen tc --scale 1000000 --out DIR`` writes DIR/edge.csv; the partition is the seeds (one per edge row, exit
 rule r1) whose value component has label % PARTS == WHICH, with those components' edges as the
 keyed input, as Spark's value-component partitioning sends them. Entry weights, sizes and
 origins of the inputs are made up (seeded): the work is the real graph's."""
