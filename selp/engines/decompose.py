@@ -242,7 +242,8 @@ def _inputs(recursive: list[tuple[Rule, Atom]], members: set[str], p: int) -> tu
 class SingleRelation:
     """A program whose only derived relation (filter relations aside) is one decomposable
     recursive relation: every other fact is an input, so every rule instance lies in one group
-    of the relation's facts by their value at ``decomposition.position``."""
+    of the relation's facts: by their value at ``decomposition.position``, or by the class of
+    their values for a decomposition by value components (kind ``values``)."""
 
     relation: str
     decomposition: Decomposition
@@ -263,7 +264,7 @@ def single_relation(analysis: Any, is_filter: Callable[[str], bool]) -> SingleRe
     comp = next(c for c in analysis.components if rel in c.relations)
     if len(comp.relations) != 1:
         return NotDecomposable(f"{rel} is mutually recursive with {len(comp.relations) - 1} relation(s)")
-    d = decompose(comp)
+    d = decompose_any(comp)  # by a position, else by value components (a symmetry rule)
     if not isinstance(d, Decomposition):
         return d
     return SingleRelation(rel, d)

@@ -16,7 +16,8 @@ them, so every entry -- weight, size, origin, rule, children, ranks -- is the gl
 
 Where it applies (:func:`static_plan`, else the global path runs and the stats line says why
 not): every derived relation of P_p other than filter relations (demand, witness copies) is one
-relation R, recursive, decomposable (``decompose``), not also loaded as EDB; every rule of R is
+relation R, recursive, decomposable (``decompose``; or by value components, a symmetry rule,
+then grouped by :func:`value_classes` instead of a key), not also loaded as EDB; every rule of R is
 one the kernel's join can form (:func:`selp.topk.joins.plan`); the monoid has a compiled form
 and the C kernel is built. Every other fact is then a leaf, and every rule instance lies in one
 group.
@@ -82,7 +83,7 @@ def static_plan(analysis: Any, kinds: dict[str, tuple[Any, ...]], is_filter: Any
     order = {r.name: i for i, r in enumerate(analysis.program.rules)}
     exits.sort(key=lambda x: order[x[0].rule.name])
     recursive.sort(key=lambda x: order[x[0].rule.name])
-    return StaticPlan(rel, d.position, exits, recursive)
+    return StaticPlan(rel, d.position, exits, recursive, "values" if d.kind == "values" else "position")
 
 
 def _driver(rule: Rule, rel: str) -> int:

@@ -70,9 +70,14 @@ def formed_text(formed: Mapping[str, Any], why_not: str = "") -> str:
     """Which path formed the rule instances, for progress and stats lines."""
     if formed.get("components"):
         return (f"instances of {formed.get('kernel', 0)} rule(s) formed and ranked component by component"
-                f" ({formed['components']} component(s) of {formed.get('relation', '?')} by position {formed.get('position', 0)})")
+                f" ({formed['components']} component(s) of {formed.get('relation', '?')} by {_grouped_by(formed)})")
     text = f"instances of {formed.get('kernel', 0)} rule(s) formed by the kernel's join, {formed.get('sql', 0)} by DuckDB"
     return f"{text} (not component by component: {why_not})" if why_not else text
+
+
+def _grouped_by(formed: Mapping[str, Any]) -> str:
+    """How the static path grouped the facts: by a column, or by the classes of their values."""
+    return "value classes" if formed.get("grouping") == "values" else f"position {formed.get('position', 0)}"
 
 
 def _h64(text: str) -> int:
@@ -274,7 +279,7 @@ def _run_static(task: Task, store: Store, meta: _Meta, leaves: tuple[np.ndarray,
     if isinstance(got, str):
         return got
     meta.formed.update(kernel=len(sp.exit_rules) + len(sp.recursive), components=got.groups,
-                       relation=sp.relation, position=sp.position)
+                       relation=sp.relation, position=sp.position, grouping=sp.kind)
     return got
 
 

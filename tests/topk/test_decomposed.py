@@ -32,6 +32,8 @@ SHAPES = RIGHT + (
     "r7 (0.5): path(x, z) :- path(x, z), mark(z).\n"  # a copy-like step through a keyed relation
 )
 NONLINEAR = "r1 (0.5): path(x, y) :- edge(x, y).\nr2 (0.5): path(x, z) :- path(x, y), path(y, z).\n"
+# a symmetry rule: no position is passed, the facts split by the classes of their values
+SYMMETRIC = LEFT + "r3 (0.25): path(x, y) :- path(y, x).\n"
 
 
 def _db(tmp_path: Path, program: str, weights: dict | None = None) -> tuple[str, str]:
@@ -92,6 +94,22 @@ def test_goal_directed_explain_runs_component_by_component(tmp_path: Path, monke
     want = {f: es for f, es in full.items() if node.matches_fact(*f)}
     got = {f: es for f, es in static.answers().items() if node.matches_fact(*f)}
     assert got and got == want == {f: es for f, es in whole.answers().items() if node.matches_fact(*f)}
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 6])
+@pytest.mark.parametrize("weighted", [False, True], ids=["ties", "weights"])
+def test_value_components_give_the_global_paths_entries(tmp_path: Path, monkeypatch, k: int, weighted: bool) -> None:
+    """A symmetry rule (the TC benchmark's shape) decomposes by value components only: the facts
+    are grouped by the classes of their values -- the graph's two islands -- and every entry is
+    the global path's, the ranking the reference engine's."""
+    edges = [e for e in EDGES if e != (0, 10)]  # two islands: {0, 1, 2, 3} and {10, 11, 12}
+    weights = {e: round(0.5 + 0.04 * i, 2) for i, e in enumerate(edges)} if weighted else None
+    prog, db = edge_db(tmp_path, edges, SYMMETRIC, weights)
+    static, whole = _both(monkeypatch, prog, db, "path(*, *)", k)
+    assert static.meta.formed.get("components") == 2 and "2 component(s) of path by value classes" in static.stats_note
+    got = static.answers()
+    assert got and got == whole.answers()
+    assert ranking(got, True) == ranking(topk(prog, db, "path(*, *)", k, engine="reference").answers(), True)
 
 
 @pytest.mark.parametrize(("program", "pattern", "why"), [
