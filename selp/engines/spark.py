@@ -227,7 +227,7 @@ class _Evaluator:
             step["reason"] = f"its broadcast inputs hold {rows} rows, over {BROADCAST_LIMIT_CONF}={self.local.broadcast_rows}"
             return None
         if d.kind == "values":
-            frames = [(self._frame(rel, "full"), self.analysis.arities[rel]) for rel in d.graph]
+            frames = [(self._frame(rel, "full"), self.analysis.arities[rel], self._size(rel, "full") or 0) for rel in d.graph]
             labels = value_labels(self.spark, frames, self.local.broadcast_rows)
             if isinstance(labels, str):
                 step["reason"] = f"value components: {labels} ({BROADCAST_LIMIT_CONF})"

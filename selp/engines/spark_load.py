@@ -70,6 +70,9 @@ class SparkDatabase:
     types: dict[str, tuple[str, ...]]
     columns: dict[str, tuple[str, ...]]
     warnings: list[str] = field(default_factory=list)
+    # relations no fact of which was given twice (file rows and inline facts are as many as the
+    # distinct facts): a fact has at most one weight cell, so none needs the last one picked
+    single_weights: set[str] = field(default_factory=set)
 
 
 def is_local_path(path: str | Path) -> bool:
@@ -417,7 +420,9 @@ def load_spark_database(analysis: Analysis, db_dir: str | Path | None, spark: Sp
         if wparts:
             weights[rel] = union_all(wparts)
     columns = {rel: column_names(program, rel, n) for rel, n in analysis.arities.items()}
-    return SparkDatabase(frames, weights, sizes, types, columns, warnings)
+    single = {rel for rel in weights
+              if (sources[rel].rows if rel in sources else 0) + len(inline.get(rel, [])) == sizes[rel]}
+    return SparkDatabase(frames, weights, sizes, types, columns, warnings, single)
 
 
 
@@ -461,4 +466,5 @@ def spark_database_from_facts(analysis: Analysis, facts: Mapping[str, Iterable[t
             wschema = StructType(rel_schema(arity).fields + [StructField(WEIGHT_COLUMN, StringType(), False)])
             weights[rel] = spark.createDataFrame(inline_weights[rel], wschema)
     columns = {rel: column_names(analysis.program, rel, n) for rel, n in analysis.arities.items()}
-    return SparkDatabase(frames, weights, sizes, types, columns)
+    single = {rel for rel in weights if len(edb.get(rel, [])) == sizes[rel]}
+    return SparkDatabase(frames, weights, sizes, types, columns, single_weights=single)

@@ -2,8 +2,9 @@
 components (:func:`selp.engines.decompose.decompose_values`), on Spark.
 
 The graph links the values of one input fact: each fact gives the pairs (first value, value at
-column i), which connect all of its values. When the pairs are at most the partition-local
-broadcast limit they are collected once to the driver (Arrow, no row objects) and a union-find
+column i), which connect all of its values. When the pairs (one a fact and column after the
+first, counted from the row counts the engine keeps) are at most the partition-local broadcast
+limit they are collected once to the driver (Arrow, no row objects; one narrow job) and a union-find
 over numpy arrays labels every value with its component's smallest value id -- vectorised
 hooking of roots onto smaller roots plus pointer jumping, a few passes over the pairs. The
 labels come back as a small frame ``(_v, _label)`` that is broadcast-joined to the rows to key
@@ -52,24 +53,31 @@ def components(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
     return parent
 
 
-def value_labels(spark: SparkSession, frames: Iterable[tuple[DataFrame, int]], limit: int) -> DataFrame | str:
+def value_labels(spark: SparkSession, frames: Iterable[tuple[DataFrame, int, int]], limit: int) -> DataFrame | str:
     """The frame ``(_v, _label)`` of the values of ``frames`` (each a relation frame, columns
-    c0.., with its arity) and their components' labels, or why it was not computed (more than
-    ``limit`` value pairs)."""
+    c0.., with its arity and its number of rows) and their components' labels, or why it was not
+    computed (more than ``limit`` value pairs).
+
+    One narrow job: each fact gives the pairs (c0, ci), i >= 1 (a unary fact the pair (c0, c0)),
+    collected without deduplication -- the union-find takes a pair twice as once, and the row
+    counts the callers know bound the pairs before any job (a distinct and a count were two
+    shuffle jobs, 0.65 s of a 1.3 s eval of TC at 1M tuples)."""
     pairs = []
-    for df, arity in frames:
-        for i in range(max(arity, 1)):
-            pairs.append(df.select(F.col("c0").cast("string").alias("a"), F.col(f"c{min(i, arity - 1)}").cast("string").alias("b")))
+    n_pairs = 0
+    for df, arity, rows in frames:
+        if arity == 0:
+            continue  # a nullary fact has no value
+        for i in range(1, arity) if arity > 1 else (0,):
+            pairs.append(df.select(F.col("c0").cast("string").alias("a"), F.col(f"c{i}").cast("string").alias("b")))
+        n_pairs += rows * max(arity - 1, 1)
     if not pairs:
         return "no input facts"
+    if n_pairs > limit:
+        return f"{n_pairs} value pairs to label, over the broadcast limit {limit}"
     union = pairs[0]
     for p in pairs[1:]:
         union = union.unionByName(p)
-    edges = union.where(F.col("a").isNotNull() & F.col("b").isNotNull()).distinct()
-    n_edges = edges.count()
-    if n_edges > limit:
-        return f"{n_edges} value pairs to label, over the broadcast limit {limit}"
-    tbl = edges.toArrow()
+    tbl = union.where(F.col("a").isNotNull() & F.col("b").isNotNull()).toArrow()
     both = pa.chunked_array(tbl.column("a").chunks + tbl.column("b").chunks, pa.string()).combine_chunks()
     enc = pc.dictionary_encode(both)
     idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)

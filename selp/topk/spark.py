@@ -388,13 +388,17 @@ class _Engine:
         if raw_df is None or monoid.fact_weight_override is not None:
             return None
         keys = rel_columns(n)
-        # the last cell wins when a fact is weighted twice, as in selp.database (file order,
-        # then inline facts: the order of the union the loader built)
-        raw_df = (
-            raw_df.withColumn("_seq", F.monotonically_increasing_id())
-            .groupBy(*keys)
-            .agg(F.max_by(F.col("_weight"), F.col("_seq")).alias("_raw"))
-        )
+        if rel in self.db.single_weights:
+            # no fact was given twice: its one cell is its weight (no shuffle to pick the last)
+            raw_df = raw_df.select(*keys, F.col("_weight").alias("_raw"))
+        else:
+            # the last cell wins when a fact is weighted twice, as in selp.database (file order,
+            # then inline facts: the order of the union the loader built)
+            raw_df = (
+                raw_df.withColumn("_seq", F.monotonically_increasing_id())
+                .groupBy(*keys)
+                .agg(F.max_by(F.col("_weight"), F.col("_seq")).alias("_raw"))
+            )
         raw = F.col("_raw")
         native = self.wt.native(raw)
         if native is None:

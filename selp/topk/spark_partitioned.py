@@ -91,8 +91,8 @@ def choose(engine: Any, comp: Component, conf: Settings) -> tuple[Decomposition 
         step["reason"] = f"its broadcast inputs hold {rows} entries, over {BROADCAST_ROWS_CONF}={conf.broadcast_rows}"
         return None, step
     if d.kind == "values":
-        got = [(e.select(*[F.element_at("args", i + 1).alias(f"c{i}") for i in range(engine.arity[rel])]), engine.arity[rel])
-               for rel in d.graph if (e := _entries_of(engine, rel)) is not None]
+        got = [(e.select(*[F.element_at("args", i + 1).alias(f"c{i}") for i in range(engine.arity[rel])]), engine.arity[rel],
+                _entry_count(engine, rel)) for rel in d.graph if (e := _entries_of(engine, rel)) is not None]
         labels = value_labels(engine.spark, got, conf.broadcast_rows)
         if isinstance(labels, str):
             step["reason"] = f"value components: {labels} ({BROADCAST_ROWS_CONF})"

@@ -502,3 +502,20 @@ def test_labeled_nulls_given_as_python_values_stay_labeled_nulls(spark):
     got = get_engine("spark").evaluate(analysis, facts, spark=spark)
     assert got == get_engine("reference").evaluate(analysis, facts)
     assert got["p"] == {(f, "b"), (2, g), (3, "c")} and (g,) in got["q"]
+
+
+def test_weights_need_no_last_cell_pick_only_where_no_fact_is_given_twice(spark, tmp_path: Path) -> None:
+    """The loader marks a relation whose file rows and inline facts are as many as its distinct
+    facts: each fact has at most one weight cell, so the top-k reads it without grouping. A fact
+    written twice (in the file, or in the file and inline) keeps the grouping (the last cell wins)."""
+    from selp.engines.spark_load import load_spark_database
+
+    (tmp_path / "a.csv").write_text("x,y,_weight\n1,2,0.5\n2,3,0.25\n", encoding="utf-8")
+    (tmp_path / "b.csv").write_text("x,y,_weight\n1,2,0.5\n1,2,0.25\n", encoding="utf-8")
+    (tmp_path / "c.csv").write_text("x,y,_weight\n1,2,0.5\n", encoding="utf-8")
+    analysis = analyze(parse_program(
+        ".decl a(x: int, y: int)\n.decl b(x: int, y: int)\n.decl c(x: int, y: int)\n(0.75): c(1, 2).\n"
+        "r1: p(x) :- a(x, _), b(x, _), c(x, _).\n"))
+    db = load_spark_database(analysis, tmp_path, spark)
+    assert db.sizes == {"a": 2, "b": 1, "c": 1}
+    assert db.single_weights == {"a"}
