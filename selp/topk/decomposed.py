@@ -111,12 +111,14 @@ def value_classes(former: Former, sp: StaticPlan) -> np.ndarray:
     Why every recursive instance then lies in its driver's group: the instance's body atoms are
     connected through shared variables (the decomposition's condition 1), so the values of the
     facts matching them are one class; the head's values are values of body variables
-    (condition 2), so the head -- a fact of the relation -- is in the driver's class. The classes
-    may be coarser than the value components (integer values and string codes share a number
-    space here only if they collide, which merges classes: correct, only larger groups)."""
+    (condition 2), so the head -- a fact of the relation -- is in the driver's class. An integer
+    v is numbered 2v and a string's code c 2c + 1, so the two never meet (but for integers
+    beyond +-2^62, whose doubling wraps: two classes merged, which only makes a group larger)."""
     rels = [sp.relation] + sorted({a[0] for p, _ in sp.recursive for a in p.atoms} - {sp.relation})
     cols: list[list[np.ndarray]] = []
     for rel in rels:
+        if not former.kinds[rel]:
+            continue  # a nullary fact has no value (the decomposition keeps it out of the rules)
         _, cs = former.coded(rel, "")
         # a string's code and an integer are different values: strings get odd numbers
         cols.append([c * 2 + 1 if k.sql == "VARCHAR" else c * 2 for c, k in zip(cs, former.kinds[rel])])
