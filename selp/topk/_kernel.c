@@ -1189,6 +1189,15 @@ static int top1_grow(void **p, int64_t *cap, int64_t n, size_t size) {
     return 0;
 }
 
+/* T's records of the L leaves, from their entries LV (weight, size, origin) */
+static void top1_leaves(top1_t *T, int64_t L, const int64_t *LV) {
+    for (int64_t x = 0; x < L; x++) fr_init(T->FR + 8 * x, 1, as_f(LV[4 * x]), LV[4 * x + 1], LV[4 * x + 2]);
+}
+
+static void top1_free(top1_t *T) {
+    free(T->FR); free(T->rem); free(T->uptr); free(T->fill); free(T->uses); free(T->todo); free(T->hp.a);
+}
+
 static int rea_top1(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
                     top1_t *T, int64_t flo, int64_t fhi) {
     int64_t nf = fhi - flo + 1, L = B->L, k = B->k, fb = B->fb, se = B->se;
@@ -1359,13 +1368,13 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
         T.FR = malloc(((size_t)F * 8 + 1) * sizeof(int64_t));
         T.rem = malloc(((size_t)I + 1) * sizeof(int32_t));
         if (!T.FR || !T.rem) goto fail_t;
-        for (int64_t x = 0; x < L; x++) fr_init(T.FR + 8 * x, 1, as_f(LV[4 * x]), LV[4 * x + 1], LV[4 * x + 2]);
+        top1_leaves(&T, L, LV);
         for (int64_t x = L; x < F; x++) fr_init(T.FR + 8 * x, 0, 0.0, 0, 0); /* no entry until published */
     }
     /* one component after another (see "Components"): the heap holds one component's candidates */
     for (int64_t comp = 0; comp < run->ncomp; comp++)
         if (comp_topk_t(IR, si, cptr[comp], cptr[comp + 1], FB + L * fb, &B, &P, T.FR ? &T : NULL)) goto fail_t;
-    free(T.FR); free(T.rem); free(T.uptr); free(T.fill); free(T.uses); free(T.todo); free(T.hp.a);
+    top1_free(&T);
     for (int64_t f = 0; f < F; f++) {
         int64_t *b = FB + f * fb;
         run->n_entries += FB_CNT(b);
@@ -1378,7 +1387,7 @@ EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double 
     free(LV);
     return run;
 fail_t:
-    free(T.FR); free(T.rem); free(T.uptr); free(T.fill); free(T.uses); free(T.todo); free(T.hp.a);
+    top1_free(&T);
 fail:
     kbest_free(&B);
     free(LV);
@@ -2139,7 +2148,7 @@ static void *work(void *arg) {
     if (use_t) {
         T1.FR = malloc(((size_t)(L + S->big) * 8 + 1) * sizeof(int64_t));
         if (!T1.FR) goto done;
-        for (int64_t x = 0; x < L; x++) fr_init(T1.FR + 8 * x, 1, as_f(S->LV[4 * x]), S->LV[4 * x + 1], S->LV[4 * x + 2]);
+        top1_leaves(&T1, L, S->LV);
     }
     for (int64_t j = 0; j < nj; j++) { J[j] = *S->joins[j]; J[j].grp = &G; J[j].err = 0; }
     for (int64_t g; (g = W->first >= 0 ? W->first : claim(S, W->id)) >= 0;) {
@@ -2260,7 +2269,7 @@ done:
     if (W->err) S->abort = 1;
     free(ST); free(J); free(G.tab); free(G.IR); free(U.rem); free(U.uptr); free(U.fill); free(U.uses); free(U.todo);
     free(hp.a); free(cnt); free(stack);
-    free(T1.FR); free(T1.rem); free(T1.uptr); free(T1.fill); free(T1.uses); free(T1.todo); free(T1.hp.a);
+    top1_free(&T1);
     kbest_free(&B);
     return NULL;
 }

@@ -81,7 +81,7 @@ def _plans(comp: ComponentTask, kinds: Mapping[str, tuple[Any, ...]]) -> StaticP
         if p is None:
             return f"rule {rule.name} is not formed by the kernel's join"
         recursive.append((p, idx))
-    return StaticPlan(rel, d.position, [], recursive, "values" if d.kind == "values" else "position")
+    return StaticPlan(rel, d.position, [], recursive, d.kind)
 
 
 def static_reason(comp: ComponentTask, k: int, edb: Any) -> str:

@@ -83,7 +83,7 @@ def static_plan(analysis: Any, kinds: dict[str, tuple[Any, ...]], is_filter: Any
     order = {r.name: i for i, r in enumerate(analysis.program.rules)}
     exits.sort(key=lambda x: order[x[0].rule.name])
     recursive.sort(key=lambda x: order[x[0].rule.name])
-    return StaticPlan(rel, d.position, exits, recursive, "values" if d.kind == "values" else "position")
+    return StaticPlan(rel, d.position, exits, recursive, d.kind)
 
 
 def _driver(rule: Rule, rel: str) -> int:

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from selp.engines.embedded.component import ComponentTask
+from selp.engines.spark_values import components
 from selp.language import parse_program
 from selp.topk.component import DTableTask, partition_dtable
 from selp.topk.kernel import PRODUCT
@@ -30,22 +31,7 @@ rng = np.random.default_rng(0)
 prog = parse_program("r2 (0.8): tc(x, y) :- tc(y, x).\nr3 (0.7): tc(x, y) :- tc(x, z), edge(z, y).\n")
 comp = ComponentTask(("tc",), tuple(prog.rules), {"tc": 2, "edge": 2}, {"tc": ("int", "int"), "edge": ("int", "int")})
 # the value components of the edge graph: label = smallest node of the component
-label = {}
-parent = {}
-
-
-def find(x):
-    while parent.setdefault(x, x) != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
-
-
-for a, b in E:
-    ra, rb = find(a), find(b)
-    if ra != rb:
-        parent[max(ra, rb)] = min(ra, rb)
-lab = np.array([find(a) for a in E[:, 0]])
+lab = components(E[:, 0].astype(np.int64), E[:, 1].astype(np.int64), int(E.max()) + 1)[E[:, 0]]
 sel = (lab % parts) == which
 n = int(sel.sum())
 o = rng.integers(-2**62, 2**62, len(E))
