@@ -332,11 +332,15 @@ typedef struct {
 /* Knuth's loop over one component: instance records IR at positions lo..hi-1; FR the fact
  * records (below); rem[p] the children of instance p without their entry; the instances
  * released by fact h are uses[uptr[h - fbase]..uptr[h - fbase + 1]) (~p: h was p's only child
- * left); todo has room for hi - lo positions. The heap is empty on return. Returns 0, -1 when
- * out of memory or stopped. */
+ * left); todo has room for hi - lo positions. key (NULL: not asked) gets, per instance p, the
+ * key of its tree of every child's entry 1 -- key[3 (p - lo)..]: weight times sign, size,
+ * origin; size KEY_NONE stays where a child has no entry: what the recursive enumeration's
+ * first candidates are, formed here while their children's records are at hand. The heap is
+ * empty on return. Returns 0, -1 when out of memory or stopped. */
+#define KEY_NONE INT64_MIN /* never a tree's size: rule steps add 0 or 1, a leaf's is >= 0 (rea_ok) */
 static int comp_top1(const int64_t *IR, int64_t si, int64_t lo, int64_t hi, int64_t *FR, int32_t *rem,
                      const int64_t *uptr, const int64_t *uses, int64_t fbase, int64_t *todo, heap_t *hp,
-                     const prm_t *P) {
+                     const prm_t *P, int64_t *key) {
     int64_t nt = 0;
     for (int64_t p = hi - 1; p >= lo; p--)
         if (rem[p] == 0) todo[nt++] = p;
@@ -345,7 +349,7 @@ static int comp_top1(const int64_t *IR, int64_t si, int64_t lo, int64_t hi, int6
             int64_t p = todo[--nt];
             const int64_t *d = IR + p * si;
             int64_t *hq = FR + 8 * d[IR_HEAD];
-            if (hq[3] != -2) continue; /* the head is final already */
+            if (hq[3] != -2 && !key) continue; /* the head is final already */
             int64_t r = d[IR_RULE], m = d[IR_M];
             double w = P->rule_w[r];
             int64_t s = P->rule_size[r];
@@ -358,6 +362,11 @@ static int comp_top1(const int64_t *IR, int64_t si, int64_t lo, int64_t hi, int6
             }
             int64_t o = P->rule_copy[r] ? FR[8 * d[IR_KIDS] + 2] : origin_end(P->origin_mode, hh, m);
             double kw = P->sign * w;
+            if (key) {
+                int64_t *kq = key + 3 * (p - lo);
+                kq[0] = as_i(kw); kq[1] = s; kq[2] = o;
+                if (hq[3] != -2) continue;
+            }
             if (hq[7] >= 0 && !less4(kw, s, o, p, as_f(hq[4]), hq[5], hq[6], hq[7])) continue;
             hq[4] = as_i(kw); hq[5] = s; hq[6] = o; hq[7] = p;
             /* the heap holds facts: an item is live while it is its fact's best candidate */
@@ -451,7 +460,7 @@ EXPORT run_t *selp_top1(int64_t F, int64_t I, const uint8_t *leaf, const double 
     uses_of(IR, si, 0, I, L, 0, F, rem, uptr, uses, fill);
     /* one component after another (see "Components"): the heap holds one component's facts */
     for (int64_t comp = 0; comp < run->ncomp; comp++)
-        if (comp_top1(IR, si, cptr[comp], cptr[comp + 1], FR, rem, uptr, uses, 0, todo, &hp, &P)) goto fail;
+        if (comp_top1(IR, si, cptr[comp], cptr[comp + 1], FR, rem, uptr, uses, 0, todo, &hp, &P, NULL)) goto fail;
     /* the entries: slot f holds fact f's entry if it has one */
     for (int64_t f = 0; f < F; f++) {
         int64_t *q = FR + 8 * f, *e = run->S + 4 * f;
@@ -611,6 +620,10 @@ static void kheap_pop(kheap_t *h, const int64_t *C, int64_t sc) {
     kheap_replace(h, C, sc, (uint64_t)t[0], t[1]);
 }
 
+/* the linear enumeration's stream head (see rea_linear): key (weight times sign), size, origin;
+ * its child's rank (0: the stream ended); the child's position (-1: leaves only) */
+typedef struct { int64_t w, s, o; int32_t r, j; } lslot_t;
+
 typedef struct {
     int64_t k, fb, se, sc, M;
     int64_t L;         /* facts below L are leaves: their entry is LV[4 * f] (weight, size, origin) */
@@ -622,6 +635,13 @@ typedef struct {
     int64_t slots;     /* child slots of the entries added (the static path's second worker counts its places) */
     int64_t *last, lcap;        /* recursive enumeration: per fact of the component its candidate to expand */
     int64_t *hir, *horig, hcap; /* recursive enumeration: the component's instances in head order, their positions */
+    int64_t *hkey;              /* recursive enumeration: their first candidates' keys, in head order (comp_top1's) */
+    int64_t *lhp, lhpcap;       /* linear enumeration (rea_linear): per fact its first instance in head order */
+    lslot_t *lsl; int64_t lslcap;
+    uint32_t *lhv; int64_t lhvcap;
+    int64_t *le3, le3cap;
+    int32_t *leq; int64_t leqcap;
+    uint8_t *ler; int64_t lercap;
     struct frame *stk; int64_t scap; /* recursive enumeration: the facts whose next entry is being found */
 } kbest_t;
 
@@ -937,8 +957,9 @@ struct frame { int64_t v, j; }; /* fact v, the next position of its candidate to
 
 static int kbest_rea = 1; /* 0: the global loop for every k; 2: as 1, each nested request taken for a stack hit (selp_kbest_rea) */
 /* components ranked (k > 1) by: the recursive enumeration, the global loop after it met a fact
- * on the stack, the global loop alone (selp_kbest_counts: the tests see which loop ran) */
-static int64_t kbest_counts[3];
+ * on the stack, the global loop alone, and of the first the linear enumeration (rea_linear)
+ * (selp_kbest_counts: the tests see which loop ran) */
+static int64_t kbest_counts[4];
 
 /* a weight that keeps the ranking monotone when combined in (see above) */
 static inline int mono_w(int cmb, double sign, double w) {
@@ -1007,11 +1028,200 @@ static inline int64_t rea_first(const int64_t *cr, int64_t m) {
     return 0;
 }
 
+/* ---- the recursive enumeration over linear instances -------------------------------------
+ * Where every instance of the component has at most one child in it and its other children are
+ * leaves -- every component the static path ranks for Spark's partition-local DTable, whose
+ * recursive rules are linear -- an instance's candidates are one sorted stream: its in-component
+ * child's entries 1, 2, .. in order, each combined with the same leaves (a monotone ranking keeps
+ * the stream sorted). A fact's next entry is then the best head of its instances' streams, and
+ * taking it advances that one stream by one rank: Jimenez and Marzal's enumeration [JM99] with
+ * a fact's candidate queue replaced by its streams' heads, scanned (a fact has a few instances).
+ * Where the general loop above reads, per entry, the fact's block, its last candidate's record,
+ * that candidate's instance, the child's block and entry -- ~45 MB of records on TC at 1M's
+ * 40,000-fact groups, each read a cache miss -- this one reads compact arrays: the facts' counts
+ * (8 bytes a fact), the streams' heads (32 bytes an instance, a fact's together), the entries'
+ * keys (24 bytes an entry); the blocks are written once at the end.
+ * The entries are the general loop's: the same candidates in the same (key, size, origin)
+ * order, the same same-origin duplicates skipped, the same nested requests (so the same facts
+ * met on the stack send the component to the global loop). Two candidates can differ only in
+ * their last tie-break, the candidate id here an instance's position there the order formed --
+ * which needs equal origins, one tree's twice, skipped as a duplicate either way. */
+
+#define LV_CNT 0xff        /* HV: entries so far (k <= 255) */
+#define LV_BUSY (1u << 8)  /* its next entry is being found */
+#define LV_DONE (1u << 9)  /* no entry beyond its count */
+#define LV_SEEN(o) (1u << (16 + ((uint64_t)(o) >> 60))) /* a filter of the entries' origins (see FB_SEEN) */
+
+static int lin_room(void **p, int64_t *cap, int64_t n, size_t size) {
+    if (n <= *cap) return 0;
+    void *q = realloc(*p, (size_t)n * size);
+    if (!q) return -1;
+    *p = q; *cap = n;
+    return 0;
+}
+
+/* stream q's head at rank r of its child (at position j): the key cand_key forms, its children
+ * folded in their order (a float product is not associative), the child's entry from E3 */
+static inline void lin_key(const int64_t *d, const int64_t *E3, int64_t k, int64_t flo, const int64_t *LV,
+                           const prm_t *P, int cmb, int om, lslot_t *sl, int32_t j, int32_t r) {
+    int64_t m = d[IR_M], rl = d[IR_RULE], o0 = 0;
+    double w = P->rule_w[rl];
+    int64_t s = P->rule_size[rl];
+    uint64_t hh = (uint64_t)P->rule_hash[rl];
+    for (int64_t t = 0; t < m; t++) {
+        int64_t x = d[IR_KIDS + t];
+        const int64_t *e = t == j ? E3 + 3 * ((x - flo) * k + r - 1) : LV + 4 * x;
+        w = comb(cmb, w, as_f(e[0]));
+        s += e[1];
+        if (t == 0) o0 = e[2];
+        hh = origin_step(om, hh, e[2]);
+    }
+    sl->w = as_i(P->sign * w); sl->s = s;
+    sl->o = P->rule_copy[rl] ? o0 : origin_end(om, hh, m);
+}
+
+/* Entries 2..k of facts flo..fhi (entry 1 in their blocks, from FR's records), over the
+ * instances IR (si int64 each) in head order -- fact v's are hptr[v - flo]..hptr[v - flo + 1],
+ * their original positions horig, their first candidates' keys hkey (comp_top1's). Returns as
+ * comp_rea_as. */
+static inline __attribute__((always_inline)) int
+rea_linear(const int64_t *IR, int64_t si, const int64_t *hptr, const int64_t *horig, const int64_t *hkey,
+           int64_t *FB, kbest_t *B, const prm_t *P, int cmb, int om, int64_t flo, int64_t fhi) {
+    int64_t k = B->k, fb = B->fb, se = B->se, L = B->L, nf = fhi - flo + 1, n = hptr[nf];
+    const int64_t *LV = B->LV;
+    if (lin_room((void **)&B->lsl, &B->lslcap, n + 1, sizeof(lslot_t)) ||
+        lin_room((void **)&B->lhv, &B->lhvcap, 2 * nf + 1, sizeof(int32_t)) ||
+        lin_room((void **)&B->le3, &B->le3cap, 3 * nf * k + 1, sizeof(int64_t)) ||
+        lin_room((void **)&B->leq, &B->leqcap, nf * k + 1, sizeof(int32_t)) ||
+        lin_room((void **)&B->ler, &B->lercap, nf * k + 1, sizeof(uint8_t)))
+        return -1;
+    lslot_t *SL = B->lsl;
+    uint32_t *HV = (uint32_t *)B->lhv; /* per fact: count and flags, then the stream taken last (-1 none) */
+    int64_t *E3 = B->le3;              /* per fact k entries: weight, size, origin */
+    int32_t *EQ = B->leq;              /* per entry its stream */
+    uint8_t *ER = B->ler;              /* per entry its child's rank */
+    for (int64_t v = 0; v < nf; v++) {
+        const int64_t *b = FB + (flo + v - L) * fb;
+        int32_t *hv = (int32_t *)HV + 2 * v;
+        hv[1] = -1;
+        int64_t first = -3;
+        if (FB_CNT(b) == 0) { HV[2 * v] = LV_DONE; }
+        else {
+            const int64_t *e = FB_ENTRY(b, k, 0);
+            int64_t *x = E3 + 3 * v * k;
+            x[0] = e[0]; x[1] = e[1]; x[2] = e[2];
+            first = e[3];
+            HV[2 * v] = 1 | LV_SEEN(e[2]) | (k <= 1 ? LV_DONE : 0);
+        }
+        for (int64_t q = hptr[v]; q < hptr[v + 1]; q++) {
+            const int64_t *d = IR + q * si, *kq = hkey + 3 * q;
+            lslot_t *sl = SL + q;
+            sl->j = -1;
+            for (int64_t t = 0; t < d[IR_M]; t++)
+                if (d[IR_KIDS + t] >= L) { sl->j = (int32_t)t; break; }
+            if (kq[1] == KEY_NONE) { sl->r = 0; continue; } /* a child without an entry: no stream */
+            sl->w = kq[0]; sl->s = kq[1]; sl->o = kq[2]; sl->r = 1;
+            if (horig[q] == first) hv[1] = (int32_t)q; /* entry 1's stream: advanced first */
+        }
+    }
+    for (int64_t v0 = 0; v0 < nf; v0++) {
+        while (!(HV[2 * v0] & LV_DONE) && (int64_t)(HV[2 * v0] & LV_CNT) < k) {
+            if (stop_flag) return -1;
+            int64_t ns = 0;
+            if (B->scap < 1) {
+                struct frame *t = realloc(B->stk, 64 * sizeof(struct frame));
+                if (!t) return -1;
+                B->stk = t; B->scap = 64;
+            }
+            B->stk[ns++] = (struct frame){v0, 0};
+            while (ns > 0) {
+                int64_t v = B->stk[ns - 1].v;
+                uint32_t *hv = HV + 2 * v;
+                hv[0] |= LV_BUSY;
+                int32_t q = (int32_t)hv[1];
+                if (q >= 0) {
+                    /* the stream taken last moves on by one rank of its child */
+                    lslot_t *sl = SL + q;
+                    int32_t r = sl->r;
+                    if (sl->j < 0 || r >= k) { sl->r = 0; hv[1] = (uint32_t)-1; }
+                    else {
+                        const int64_t *d = IR + (int64_t)q * si;
+                        int64_t x = d[IR_KIDS + sl->j] - flo;
+                        uint32_t hx = HV[2 * x];
+                        if ((int64_t)(hx & LV_CNT) < r + 1) {
+                            if (hx & LV_DONE) { sl->r = 0; hv[1] = (uint32_t)-1; }
+                            else if ((hx & LV_BUSY) || kbest_rea == 2) return -2;
+                            else {
+                                if (ns == B->scap) {
+                                    struct frame *t = realloc(B->stk, (size_t)2 * B->scap * sizeof(struct frame));
+                                    if (!t) return -1;
+                                    B->stk = t; B->scap *= 2;
+                                }
+                                B->stk[ns++] = (struct frame){x, 0};
+                                continue; /* x's entry r + 1 first; then v again */
+                            }
+                        } else {
+                            lin_key(d, E3, k, flo, LV, P, cmb, om, sl, sl->j, r + 1);
+                            sl->r = r + 1;
+                            hv[1] = (uint32_t)-1;
+                        }
+                    }
+                }
+                /* v's next entry: its streams' best head, unless its origin is an entry's already */
+                int64_t best = -1;
+                for (int64_t t = hptr[v]; t < hptr[v + 1]; t++) {
+                    const lslot_t *a = SL + t;
+                    if (a->r > 0 && (best < 0 || less4(as_f(a->w), a->s, a->o, t, as_f(SL[best].w), SL[best].s, SL[best].o, best)))
+                        best = t;
+                }
+                if (best < 0) { hv[0] = (hv[0] | LV_DONE) & ~LV_BUSY; ns--; continue; }
+                const lslot_t *sl = SL + best;
+                int64_t o = sl->o, c = hv[0] & LV_CNT;
+                uint32_t seen = LV_SEEN(o);
+                int dup = 0;
+                int64_t *ev = E3 + 3 * v * k;
+                if (hv[0] & seen)
+                    for (int64_t t = 0; t < c; t++)
+                        if (ev[3 * t + 2] == o) { dup = 1; break; }
+                hv[1] = (uint32_t)best;
+                if (dup) continue; /* its stream moves on, then the next */
+                int64_t *e = ev + 3 * c;
+                e[0] = as_i(P->sign * as_f(sl->w)); /* sign is +-1: exact */
+                e[1] = sl->s; e[2] = o;
+                EQ[v * k + c] = (int32_t)best;
+                ER[v * k + c] = (uint8_t)sl->r;
+                hv[0] = ((hv[0] + 1) | seen | (c + 1 >= k ? LV_DONE : 0)) & ~LV_BUSY;
+                ns--;
+            }
+        }
+    }
+    /* the entries into the blocks (the output reads them there) */
+    for (int64_t v = 0; v < nf; v++) {
+        int64_t *b = FB + (flo + v - L) * fb;
+        int64_t c = HV[2 * v] & LV_CNT;
+        if (c == 0) continue;
+        for (int64_t t = 1; t < c; t++) {
+            const int64_t *x = E3 + 3 * (v * k + t);
+            int64_t q = EQ[v * k + t];
+            const int64_t *d = IR + q * si;
+            int64_t m = d[IR_M];
+            int64_t *e = FB_ENTRY(b, k, t);
+            e[0] = x[0]; e[1] = x[1]; e[2] = x[2]; e[3] = horig[q];
+            int32_t *rk = (int32_t *)(e + E_RANKS);
+            for (int64_t j = 0; j < m; j++) rk[j] = 1;
+            if (SL[q].j >= 0) rk[SL[q].j] = ER[v * k + t];
+            B->slots += m;
+        }
+        b[0] = (b[0] & ~(int64_t)0xffffffff) | c;
+    }
+    return 0;
+}
+
 /* Entries 2..k of the component's facts flo..fhi (entry 1 found, queues empty). Returns 0; -1
  * out of memory or stopped; -2 a request met a fact on the stack (the caller falls back). */
 static inline __attribute__((always_inline)) int
 comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
-            int cmb, int om, int64_t flo, int64_t fhi) {
+            int cmb, int om, int64_t flo, int64_t fhi, const int64_t *key) {
     int64_t k = B->k, fb = B->fb, se = B->se, sc = B->sc, L = B->L;
     const int64_t *LV = B->LV;
     int64_t nf = fhi - flo + 1, nc = 0, nseq = 0; /* records used; candidate ids given (see c_less) */
@@ -1033,39 +1243,77 @@ comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB
         B->hir = x;
         x = realloc(B->horig, ((size_t)n + 1) * sizeof(int64_t));
         if (!x) return -1;
-        B->horig = x; B->hcap = n;
+        B->horig = x;
+        x = realloc(B->hkey, ((size_t)n * 3 + 1) * sizeof(int64_t));
+        if (!x) return -1;
+        B->hkey = x; B->hcap = n;
     }
-    int64_t *hir = B->hir, *horig = B->horig;
+    int64_t *hir = B->hir, *horig = B->horig, *hkey = B->hkey;
+    /* linear: every instance has at most one child in the component, its others are leaves
+     * (rea_linear; it takes comp_top1's keys, and int32 positions) */
+    int lin = key != NULL && n < INT32_MAX && nf < INT32_MAX;
     for (int64_t i = 0; i < nf; i++) last[i] = 0;
-    for (int64_t p = base; p < hi; p++) last[IR[p * si + IR_HEAD] - flo]++;
+    for (int64_t p = base; p < hi; p++) {
+        const int64_t *d = IR + p * si;
+        last[d[IR_HEAD] - flo]++;
+        int nin = 0;
+        for (int64_t j = 0; j < d[IR_M]; j++) {
+            int64_t x = d[IR_KIDS + j];
+            if (x >= L) nin += x >= flo && x <= fhi ? 1 : 2;
+        }
+        if (nin > 1) lin = 0;
+    }
     for (int64_t i = 0, t = 0; i < nf; i++) { int64_t c = last[i]; last[i] = t; t += c; }
+    if (lin) {
+        if (lin_room((void **)&B->lhp, &B->lhpcap, nf + 1, sizeof(int64_t))) return -1;
+        memcpy(B->lhp, last, (size_t)nf * sizeof(int64_t));
+        B->lhp[nf] = n;
+    }
     for (int64_t p = base; p < hi; p++) {
         int64_t q = last[IR[p * si + IR_HEAD] - flo]++;
         memcpy(hir + q * si, IR + p * si, (size_t)si * sizeof(int64_t));
         horig[q] = p;
+        if (key) memcpy(hkey + 3 * q, key + 3 * (p - base), 3 * sizeof(int64_t));
     }
     IR = hir;
+    if (lin) {
+        int r = rea_linear(hir, si, B->lhp, horig, hkey, FB, B, P, cmb, om, flo, fhi);
+        if (r == 0) __atomic_fetch_add(&kbest_counts[3], 1, __ATOMIC_RELAXED);
+        return r;
+    }
     for (int64_t i = 0; i < nf; i++) last[i] = -1;
     /* every instance's candidate at rank 1 joins its head's queue, but the one that is entry 1,
-     * whose successors come first */
+     * whose successors come first. Its key is comp_top1's where that ran (key): read in head
+     * order with the instances, where forming it here read each child's block -- a cache miss
+     * an instance, a fifth of the enumeration's time on TC at 1M */
     for (int64_t p = 0; p < n; p++) {
         const int64_t *d = IR + p * si;
         int64_t h = d[IR_HEAD], m = d[IR_M];
         int64_t *hb = FB + (h - L) * fb;
         if (FB_CNT(hb) == 0 || FB_CNT(hb) >= k) continue; /* no tree at all, or k = 1 */
-        int ready = 1;
-        for (int64_t j = 0; j < m; j++) {
-            int64_t x = d[IR_KIDS + j];
-            if (x >= L && FB_CNT(FB + (x - L) * fb) == 0) { ready = 0; break; }
+        const int64_t *kq = hkey + 3 * p;
+        if (key) {
+            if (kq[1] == KEY_NONE) continue; /* a child without an entry */
+        } else {
+            int ready = 1;
+            for (int64_t j = 0; j < m; j++) {
+                int64_t x = d[IR_KIDS + j];
+                if (x >= L && FB_CNT(FB + (x - L) * fb) == 0) { ready = 0; break; }
+            }
+            if (!ready) continue;
         }
-        if (!ready) continue;
         if (rea_room(B, nc)) return -1;
         int64_t c = nc++, *cr = B->C + c * sc;
         cr[C_POS] = p; cr[C_HEAD] = nseq++;
         int32_t *rk = (int32_t *)(cr + C_RANKS);
         for (int64_t j = 0; j < m; j++) rk[j] = 1;
         if (FB_ENTRY(hb, k, 0)[3] == horig[p]) { last[h - flo] = c; continue; }
-        cand_key(FB, fb, k, se, L, LV, P, cmb, om, cr, d);
+        if (key) {
+            cr[C_W] = kq[0]; cr[C_S] = kq[1]; cr[C_O] = kq[2];
+            cr[C_NEXT] = -1; cr[C_CHILD] = -1;
+        } else {
+            cand_key(FB, fb, k, se, L, LV, P, cmb, om, cr, d);
+        }
         FB_ROOT(hb, k) = ph_merge(B->C, sc, FB_ROOT(hb, k), c, 1);
     }
     for (int64_t v0 = flo; v0 <= fhi; v0++) {
@@ -1178,6 +1426,7 @@ typedef struct {
     int64_t *uptr, *fill, *uses, *todo;
     int64_t ucap, fcap, lcap, tcap;
     heap_t hp;
+    int64_t *key, kcap;               /* per instance its first candidate's key (comp_top1's key) */
 } top1_t;
 
 static int top1_grow(void **p, int64_t *cap, int64_t n, size_t size) {
@@ -1195,7 +1444,7 @@ static void top1_leaves(top1_t *T, int64_t L, const int64_t *LV) {
 }
 
 static void top1_free(top1_t *T) {
-    free(T->FR); free(T->rem); free(T->uptr); free(T->fill); free(T->uses); free(T->todo); free(T->hp.a);
+    free(T->FR); free(T->rem); free(T->uptr); free(T->fill); free(T->uses); free(T->todo); free(T->hp.a); free(T->key);
 }
 
 static int rea_top1(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
@@ -1204,6 +1453,8 @@ static int rea_top1(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int
     if (top1_grow((void **)&T->uptr, &T->ucap, nf + 2, sizeof(int64_t))) return -1;
     if (top1_grow((void **)&T->fill, &T->fcap, nf + 2, sizeof(int64_t))) return -1;
     if (top1_grow((void **)&T->todo, &T->tcap, hi - base + 1, sizeof(int64_t))) return -1;
+    if (top1_grow((void **)&T->key, &T->kcap, 3 * (hi - base) + 1, sizeof(int64_t))) return -1;
+    for (int64_t p = 0; p < hi - base; p++) T->key[3 * p + 1] = KEY_NONE;
     int64_t *uptr = T->uptr;
     /* rem and uses over the component's own children (flo..fhi): see uses_of */
     memset(uptr, 0, ((size_t)nf + 2) * sizeof(int64_t));
@@ -1228,7 +1479,7 @@ static int rea_top1(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int
         }
     }
     for (int64_t v = flo; v <= fhi; v++) fr_init(T->FR + 8 * v, 0, 0.0, 0, 0);
-    if (comp_top1(IR, si, base, hi, T->FR, T->rem, uptr, T->uses, flo, T->todo, &T->hp, P)) return -1;
+    if (comp_top1(IR, si, base, hi, T->FR, T->rem, uptr, T->uses, flo, T->todo, &T->hp, P, T->key)) return -1;
     /* each fact's entry 1 into its block: its instance with every rank 1 */
     for (int64_t v = flo; v <= fhi; v++) {
         const int64_t *q = T->FR + 8 * v;
@@ -1267,7 +1518,7 @@ comp_topk_by(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *F
     int64_t slots = B->slots;
     int r = T ? rea_top1(IR, si, base, hi, FB, B, P, T, flo, fhi) : comp_topk_as(IR, si, base, hi, FB, B, P, cmb, om, 1);
     if (r) return r;
-    r = comp_rea_as(IR, si, base, hi, FB, B, P, cmb, om, flo, fhi);
+    r = comp_rea_as(IR, si, base, hi, FB, B, P, cmb, om, flo, fhi, T ? T->key : NULL);
     if (r != -2) {
         __atomic_fetch_add(&kbest_counts[0], 1, __ATOMIC_RELAXED);
         return r;
@@ -1313,11 +1564,11 @@ EXPORT int selp_kbest_rea(int on) {
     return was;
 }
 
-/* out[0..2] = the components counted so far (see kbest_counts); reset: zeroed after */
+/* out[0..3] = the components counted so far (see kbest_counts); reset: zeroed after */
 EXPORT void selp_kbest_counts(int64_t *out, int reset) {
-    for (int i = 0; i < 3; i++) out[i] = __atomic_load_n(&kbest_counts[i], __ATOMIC_RELAXED);
+    for (int i = 0; i < 4; i++) out[i] = __atomic_load_n(&kbest_counts[i], __ATOMIC_RELAXED);
     if (reset)
-        for (int i = 0; i < 3; i++) __atomic_store_n(&kbest_counts[i], 0, __ATOMIC_RELAXED);
+        for (int i = 0; i < 4; i++) __atomic_store_n(&kbest_counts[i], 0, __ATOMIC_RELAXED);
 }
 
 static void kbest_init(kbest_t *B, int64_t k, int64_t M) {
@@ -1330,7 +1581,8 @@ static void kbest_init(kbest_t *B, int64_t k, int64_t M) {
 
 static void kbest_free(kbest_t *B) {
     free(B->C); free(B->todo); free(B->dirty); free(B->hp.raw); free(B->last); free(B->stk);
-    free(B->hir); free(B->horig);
+    free(B->hir); free(B->horig); free(B->hkey);
+    free(B->lhp); free(B->lsl); free(B->lhv); free(B->le3); free(B->leq); free(B->ler);
 }
 
 EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double *leaf_w,
@@ -1513,7 +1765,7 @@ done:
  * 11: k > 1 by recursive enumeration where the ranking is monotone (selp_kbest_rea); entries'
  *     weights and sizes recomputed (selp_entry_values).
  * 12: value classes for the static path's groups (selp_value_classes). */
-EXPORT int64_t selp_abi(void) { return 12; }
+EXPORT int64_t selp_abi(void) { return 13; }
 
 /* The classes of V values linked by P pairs (a[i], b[i]): root[v] becomes the smallest value of
  * v's class (union-find, the smaller root kept, path halving). The static path groups a
@@ -2205,7 +2457,7 @@ static void *work(void *arg) {
         int64_t n = G.n;
         if (k == 1) {
             if (grp_uses(&G, L, nf, &U)) goto done;
-            if (comp_top1(G.IR, si, 0, n, ST, U.rem, U.uptr, U.uses, L, U.todo, &hp, P)) goto done;
+            if (comp_top1(G.IR, si, 0, n, ST, U.rem, U.uptr, U.uses, L, U.todo, &hp, P, NULL)) goto done;
             if (A->top) {
                 int64_t ne = 0, ns = 0;
                 for (int64_t i = 0; i < nf; i++) {

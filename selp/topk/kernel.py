@@ -333,12 +333,14 @@ def kbest_loop(loop: str) -> Iterator[None]:
 def kbest_counts(reset: bool = False) -> dict[str, int]:
     """How many components this process's compiled kernel ranked with k > 1 by each loop:
     "recursive", "fallback" (the recursive enumeration met a fact on the stack, so the global
-    loop ranked the component again) and "global". Zeroed after reading when ``reset``."""
+    loop ranked the component again) and "global"; and "linear": of the recursive ones, those
+    whose instances each have at most one child in their component (the static path's
+    enumeration by streams). Zeroed after reading when ``reset``."""
     lib = _compiled()
-    out = np.zeros(3, np.int64)
+    out = np.zeros(4, np.int64)
     if lib is not None:
         lib.selp_kbest_counts(out.ctypes.data, int(reset))
-    return dict(zip(("recursive", "fallback", "global"), (int(x) for x in out)))
+    return dict(zip(("recursive", "fallback", "global", "linear"), (int(x) for x in out)))
 
 
 def compiled_available() -> bool:
@@ -377,7 +379,7 @@ def kernel_threads() -> int:
 
 
 _LIB: list = []  # [ctypes library or None], filled on first use
-_ABI = 12  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
+_ABI = 13  # selp_abi() of the _kernel.c this module calls (an older build lacks it or differs)
 
 
 def _kernel_file() -> str:

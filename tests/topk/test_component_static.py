@@ -18,7 +18,7 @@ from selp.language import parse_program
 from selp.topk import component
 from selp.topk.component import DTableTask, partition_dtable
 from selp.topk.component_static import static_dtable, static_reason
-from selp.topk.kernel import PRODUCT, SUM, compiled_available
+from selp.topk.kernel import PRODUCT, SUM, compiled_available, kbest_counts, kbest_loop
 from selp.topk.packed import PTR_ARROW, Packed, Steps
 
 pytestmark = pytest.mark.skipif(not compiled_available(), reason="the compiled kernel was not built")
@@ -96,7 +96,11 @@ def test_component_by_component_ranks_a_partition_as_the_whole_partition_path(se
         assert isinstance(static_dtable(task, con, store, seeds, inputs, 5), Packed)
     finally:
         close(con)
-    static, full = partition_dtable(replace(task, by_component=True), seeds, inputs, 5), partition_dtable(task, seeds, inputs, 5)
+    kbest_counts(reset=True)
+    static = partition_dtable(replace(task, by_component=True), seeds, inputs, 5)
+    # k > 1: the static path's groups (linear instances) take the enumeration by streams
+    assert (kbest_counts(reset=True)["linear"] > 0) == (k > 1)
+    full = partition_dtable(task, seeds, inputs, 5)
     # the same Arrow types too, but for the origins the static path leaves to the unpacking
     assert static is not None and full is not None and "_o" not in static.entries.column_names
     assert static.entries.schema == full.entries.drop_columns(["_o"]).schema
@@ -110,6 +114,24 @@ def test_component_by_component_ranks_a_partition_as_the_whole_partition_path(se
     assert shipped is not None and {"_w", "_s"} <= set(shipped.entries.column_names)
     assert _rows(shipped, task, 5) == whole
     assert max(r[1] for r in whole[1]) == k  # not vacuous: some fact has k entries
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 6, 7])
+def test_a_group_the_enumeration_gives_up_is_ranked_again_by_the_global_loop(seed):
+    """Where the enumeration over streams meets a fact on the stack (the tests' "fallback" mode
+    takes every nested request for one), the group's blocks are reset and the global loop ranks
+    it: the same rows as the enumeration's."""
+    rng = np.random.default_rng(seed)
+    k = [1, 2, 3, 7][seed % 4]
+    task, seeds, inputs = _case(rng, seed % len(PROGRAMS), k, [PRODUCT, SUM][seed // 5 % 2])
+    task = replace(task, by_component=True)
+    want = _rows(partition_dtable(task, seeds, inputs, 5), task, 5)
+    kbest_counts(reset=True)
+    with kbest_loop("fallback"):
+        got = _rows(partition_dtable(task, seeds, inputs, 5), task, 5)
+    counts = kbest_counts(reset=True)
+    assert counts["fallback"] > 0  # (a group with no nested request is still ranked by the streams)
+    assert got == want
 
 
 def test_a_lower_fact_with_several_entries_keeps_the_whole_partition_path():

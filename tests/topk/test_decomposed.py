@@ -15,7 +15,7 @@ import pytest
 from helpers.topk import edge_db, embedded_both_ways, ranking
 from selp.topk import embedded
 from selp.topk.api import parse_fact_filter, topk
-from selp.topk.kernel import compiled_available
+from selp.topk.kernel import compiled_available, kbest_counts
 
 pytestmark = pytest.mark.skipif(not compiled_available(), reason="the C kernel was not built")
 
@@ -58,7 +58,11 @@ def test_component_by_component_gives_the_global_paths_entries(tmp_path: Path, m
     the ranking the reference engine's."""
     weights = {e: round(0.5 + 0.04 * i, 2) for i, e in enumerate(EDGES)} if weighted else None
     prog, db = _db(tmp_path, program, weights)
+    kbest_counts(reset=True)
     static, whole = _both(monkeypatch, prog, db, "path(*, *)", k)
+    # k > 1: the groups' entries 2..k by the enumeration over linear instances (streams), which
+    # the global path does not take: the comparison below is between the two enumerations
+    assert (kbest_counts(reset=True)["linear"] >= 2) == (k > 1)
     assert static.meta.formed.get("components", 0) >= 2 and "component by component" in static.stats_note
     assert not whole.meta.formed.get("components")
     got = static.answers()
@@ -105,7 +109,9 @@ def test_value_components_give_the_global_paths_entries(tmp_path: Path, monkeypa
     edges = [e for e in EDGES if e != (0, 10)]  # two islands: {0, 1, 2, 3} and {10, 11, 12}
     weights = {e: round(0.5 + 0.04 * i, 2) for i, e in enumerate(edges)} if weighted else None
     prog, db = edge_db(tmp_path, edges, SYMMETRIC, weights)
+    kbest_counts(reset=True)
     static, whole = _both(monkeypatch, prog, db, "path(*, *)", k)
+    assert (kbest_counts(reset=True)["linear"] >= 2) == (k > 1)  # two islands
     assert static.meta.formed.get("components") == 2 and "2 component(s) of path by value classes" in static.stats_note
     got = static.answers()
     assert got and got == whole.answers()
