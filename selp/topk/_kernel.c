@@ -620,9 +620,21 @@ static void kheap_pop(kheap_t *h, const int64_t *C, int64_t sc) {
     kheap_replace(h, C, sc, (uint64_t)t[0], t[1]);
 }
 
-/* the linear enumeration's stream head (see rea_linear): key (weight times sign), size, origin;
- * its child's rank (0: the stream ended); the child's position (-1: leaves only) */
-typedef struct { int64_t w, s, o; int32_t r, j; } lslot_t;
+/* A stream of the linear enumeration (rea_linear), one cache line: its head's key (weight times
+ * sign), size and origin; what forms the next head without the instance's record (by kind, see
+ * LK_*: sw and so the leaf's weight and origin after the child, or the rule's weight and origin
+ * state with the leaf before it folded in; s0 the rule's and the leaves' sizes); the child (x,
+ * counted from the component's first fact) and its rank at the head (r; 0: the stream ended);
+ * the instance's rule and number of children; u: its leaf (LK_CL, LK_LC) or its position (the
+ * other kinds: its record holds its children) -- an entry's rule and children are read here, not
+ * from the instance records in the join's order, a cache miss an entry. */
+typedef struct {
+    int64_t w, s, o;
+    int64_t sw, so, s0;
+    int32_t x; uint8_t r, kind, rule, m;
+    int64_t u;
+} lslot_t;
+_Static_assert(sizeof(lslot_t) == 64, "a stream is one cache line");
 
 typedef struct {
     int64_t k, fb, se, sc, M;
@@ -635,13 +647,14 @@ typedef struct {
     int64_t slots;     /* child slots of the entries added (the static path's second worker counts its places) */
     int64_t *last, lcap;        /* recursive enumeration: per fact of the component its candidate to expand */
     int64_t *hir, *horig, hcap; /* recursive enumeration: the component's instances in head order, their positions */
-    int64_t *hkey;              /* recursive enumeration: their first candidates' keys, in head order (comp_top1's) */
-    int64_t *lhp, lhpcap;       /* linear enumeration (rea_linear): per fact its first instance in head order */
+    int64_t *lhp, lhpcap;       /* linear enumeration (rea_linear): per fact its first stream */
     lslot_t *lsl; int64_t lslcap;
     uint32_t *lhv; int64_t lhvcap;
     int64_t *le3, le3cap;
     int32_t *leq; int64_t leqcap;
     uint8_t *ler; int64_t lercap;
+    int lin_done;               /* the last component was ranked by rea_linear: its entries are in le3/leq/ler */
+    int64_t lin_flo, lin_fhi;   /* its facts */
     struct frame *stk; int64_t scap; /* recursive enumeration: the facts whose next entry is being found */
 } kbest_t;
 
@@ -1028,200 +1041,11 @@ static inline int64_t rea_first(const int64_t *cr, int64_t m) {
     return 0;
 }
 
-/* ---- the recursive enumeration over linear instances -------------------------------------
- * Where every instance of the component has at most one child in it and its other children are
- * leaves -- every component the static path ranks for Spark's partition-local DTable, whose
- * recursive rules are linear -- an instance's candidates are one sorted stream: its in-component
- * child's entries 1, 2, .. in order, each combined with the same leaves (a monotone ranking keeps
- * the stream sorted). A fact's next entry is then the best head of its instances' streams, and
- * taking it advances that one stream by one rank: Jimenez and Marzal's enumeration [JM99] with
- * a fact's candidate queue replaced by its streams' heads, scanned (a fact has a few instances).
- * Where the general loop above reads, per entry, the fact's block, its last candidate's record,
- * that candidate's instance, the child's block and entry -- ~45 MB of records on TC at 1M's
- * 40,000-fact groups, each read a cache miss -- this one reads compact arrays: the facts' counts
- * (8 bytes a fact), the streams' heads (32 bytes an instance, a fact's together), the entries'
- * keys (24 bytes an entry); the blocks are written once at the end.
- * The entries are the general loop's: the same candidates in the same (key, size, origin)
- * order, the same same-origin duplicates skipped, the same nested requests (so the same facts
- * met on the stack send the component to the global loop). Two candidates can differ only in
- * their last tie-break, the candidate id here an instance's position there the order formed --
- * which needs equal origins, one tree's twice, skipped as a duplicate either way. */
-
-#define LV_CNT 0xff        /* HV: entries so far (k <= 255) */
-#define LV_BUSY (1u << 8)  /* its next entry is being found */
-#define LV_DONE (1u << 9)  /* no entry beyond its count */
-#define LV_SEEN(o) (1u << (16 + ((uint64_t)(o) >> 60))) /* a filter of the entries' origins (see FB_SEEN) */
-
-static int lin_room(void **p, int64_t *cap, int64_t n, size_t size) {
-    if (n <= *cap) return 0;
-    void *q = realloc(*p, (size_t)n * size);
-    if (!q) return -1;
-    *p = q; *cap = n;
-    return 0;
-}
-
-/* stream q's head at rank r of its child (at position j): the key cand_key forms, its children
- * folded in their order (a float product is not associative), the child's entry from E3 */
-static inline void lin_key(const int64_t *d, const int64_t *E3, int64_t k, int64_t flo, const int64_t *LV,
-                           const prm_t *P, int cmb, int om, lslot_t *sl, int32_t j, int32_t r) {
-    int64_t m = d[IR_M], rl = d[IR_RULE], o0 = 0;
-    double w = P->rule_w[rl];
-    int64_t s = P->rule_size[rl];
-    uint64_t hh = (uint64_t)P->rule_hash[rl];
-    for (int64_t t = 0; t < m; t++) {
-        int64_t x = d[IR_KIDS + t];
-        const int64_t *e = t == j ? E3 + 3 * ((x - flo) * k + r - 1) : LV + 4 * x;
-        w = comb(cmb, w, as_f(e[0]));
-        s += e[1];
-        if (t == 0) o0 = e[2];
-        hh = origin_step(om, hh, e[2]);
-    }
-    sl->w = as_i(P->sign * w); sl->s = s;
-    sl->o = P->rule_copy[rl] ? o0 : origin_end(om, hh, m);
-}
-
-/* Entries 2..k of facts flo..fhi (entry 1 in their blocks, from FR's records), over the
- * instances IR (si int64 each) in head order -- fact v's are hptr[v - flo]..hptr[v - flo + 1],
- * their original positions horig, their first candidates' keys hkey (comp_top1's). Returns as
- * comp_rea_as. */
-static inline __attribute__((always_inline)) int
-rea_linear(const int64_t *IR, int64_t si, const int64_t *hptr, const int64_t *horig, const int64_t *hkey,
-           int64_t *FB, kbest_t *B, const prm_t *P, int cmb, int om, int64_t flo, int64_t fhi) {
-    int64_t k = B->k, fb = B->fb, se = B->se, L = B->L, nf = fhi - flo + 1, n = hptr[nf];
-    const int64_t *LV = B->LV;
-    if (lin_room((void **)&B->lsl, &B->lslcap, n + 1, sizeof(lslot_t)) ||
-        lin_room((void **)&B->lhv, &B->lhvcap, 2 * nf + 1, sizeof(int32_t)) ||
-        lin_room((void **)&B->le3, &B->le3cap, 3 * nf * k + 1, sizeof(int64_t)) ||
-        lin_room((void **)&B->leq, &B->leqcap, nf * k + 1, sizeof(int32_t)) ||
-        lin_room((void **)&B->ler, &B->lercap, nf * k + 1, sizeof(uint8_t)))
-        return -1;
-    lslot_t *SL = B->lsl;
-    uint32_t *HV = (uint32_t *)B->lhv; /* per fact: count and flags, then the stream taken last (-1 none) */
-    int64_t *E3 = B->le3;              /* per fact k entries: weight, size, origin */
-    int32_t *EQ = B->leq;              /* per entry its stream */
-    uint8_t *ER = B->ler;              /* per entry its child's rank */
-    for (int64_t v = 0; v < nf; v++) {
-        const int64_t *b = FB + (flo + v - L) * fb;
-        int32_t *hv = (int32_t *)HV + 2 * v;
-        hv[1] = -1;
-        int64_t first = -3;
-        if (FB_CNT(b) == 0) { HV[2 * v] = LV_DONE; }
-        else {
-            const int64_t *e = FB_ENTRY(b, k, 0);
-            int64_t *x = E3 + 3 * v * k;
-            x[0] = e[0]; x[1] = e[1]; x[2] = e[2];
-            first = e[3];
-            HV[2 * v] = 1 | LV_SEEN(e[2]) | (k <= 1 ? LV_DONE : 0);
-        }
-        for (int64_t q = hptr[v]; q < hptr[v + 1]; q++) {
-            const int64_t *d = IR + q * si, *kq = hkey + 3 * q;
-            lslot_t *sl = SL + q;
-            sl->j = -1;
-            for (int64_t t = 0; t < d[IR_M]; t++)
-                if (d[IR_KIDS + t] >= L) { sl->j = (int32_t)t; break; }
-            if (kq[1] == KEY_NONE) { sl->r = 0; continue; } /* a child without an entry: no stream */
-            sl->w = kq[0]; sl->s = kq[1]; sl->o = kq[2]; sl->r = 1;
-            if (horig[q] == first) hv[1] = (int32_t)q; /* entry 1's stream: advanced first */
-        }
-    }
-    for (int64_t v0 = 0; v0 < nf; v0++) {
-        while (!(HV[2 * v0] & LV_DONE) && (int64_t)(HV[2 * v0] & LV_CNT) < k) {
-            if (stop_flag) return -1;
-            int64_t ns = 0;
-            if (B->scap < 1) {
-                struct frame *t = realloc(B->stk, 64 * sizeof(struct frame));
-                if (!t) return -1;
-                B->stk = t; B->scap = 64;
-            }
-            B->stk[ns++] = (struct frame){v0, 0};
-            while (ns > 0) {
-                int64_t v = B->stk[ns - 1].v;
-                uint32_t *hv = HV + 2 * v;
-                hv[0] |= LV_BUSY;
-                int32_t q = (int32_t)hv[1];
-                if (q >= 0) {
-                    /* the stream taken last moves on by one rank of its child */
-                    lslot_t *sl = SL + q;
-                    int32_t r = sl->r;
-                    if (sl->j < 0 || r >= k) { sl->r = 0; hv[1] = (uint32_t)-1; }
-                    else {
-                        const int64_t *d = IR + (int64_t)q * si;
-                        int64_t x = d[IR_KIDS + sl->j] - flo;
-                        uint32_t hx = HV[2 * x];
-                        if ((int64_t)(hx & LV_CNT) < r + 1) {
-                            if (hx & LV_DONE) { sl->r = 0; hv[1] = (uint32_t)-1; }
-                            else if ((hx & LV_BUSY) || kbest_rea == 2) return -2;
-                            else {
-                                if (ns == B->scap) {
-                                    struct frame *t = realloc(B->stk, (size_t)2 * B->scap * sizeof(struct frame));
-                                    if (!t) return -1;
-                                    B->stk = t; B->scap *= 2;
-                                }
-                                B->stk[ns++] = (struct frame){x, 0};
-                                continue; /* x's entry r + 1 first; then v again */
-                            }
-                        } else {
-                            lin_key(d, E3, k, flo, LV, P, cmb, om, sl, sl->j, r + 1);
-                            sl->r = r + 1;
-                            hv[1] = (uint32_t)-1;
-                        }
-                    }
-                }
-                /* v's next entry: its streams' best head, unless its origin is an entry's already */
-                int64_t best = -1;
-                for (int64_t t = hptr[v]; t < hptr[v + 1]; t++) {
-                    const lslot_t *a = SL + t;
-                    if (a->r > 0 && (best < 0 || less4(as_f(a->w), a->s, a->o, t, as_f(SL[best].w), SL[best].s, SL[best].o, best)))
-                        best = t;
-                }
-                if (best < 0) { hv[0] = (hv[0] | LV_DONE) & ~LV_BUSY; ns--; continue; }
-                const lslot_t *sl = SL + best;
-                int64_t o = sl->o, c = hv[0] & LV_CNT;
-                uint32_t seen = LV_SEEN(o);
-                int dup = 0;
-                int64_t *ev = E3 + 3 * v * k;
-                if (hv[0] & seen)
-                    for (int64_t t = 0; t < c; t++)
-                        if (ev[3 * t + 2] == o) { dup = 1; break; }
-                hv[1] = (uint32_t)best;
-                if (dup) continue; /* its stream moves on, then the next */
-                int64_t *e = ev + 3 * c;
-                e[0] = as_i(P->sign * as_f(sl->w)); /* sign is +-1: exact */
-                e[1] = sl->s; e[2] = o;
-                EQ[v * k + c] = (int32_t)best;
-                ER[v * k + c] = (uint8_t)sl->r;
-                hv[0] = ((hv[0] + 1) | seen | (c + 1 >= k ? LV_DONE : 0)) & ~LV_BUSY;
-                ns--;
-            }
-        }
-    }
-    /* the entries into the blocks (the output reads them there) */
-    for (int64_t v = 0; v < nf; v++) {
-        int64_t *b = FB + (flo + v - L) * fb;
-        int64_t c = HV[2 * v] & LV_CNT;
-        if (c == 0) continue;
-        for (int64_t t = 1; t < c; t++) {
-            const int64_t *x = E3 + 3 * (v * k + t);
-            int64_t q = EQ[v * k + t];
-            const int64_t *d = IR + q * si;
-            int64_t m = d[IR_M];
-            int64_t *e = FB_ENTRY(b, k, t);
-            e[0] = x[0]; e[1] = x[1]; e[2] = x[2]; e[3] = horig[q];
-            int32_t *rk = (int32_t *)(e + E_RANKS);
-            for (int64_t j = 0; j < m; j++) rk[j] = 1;
-            if (SL[q].j >= 0) rk[SL[q].j] = ER[v * k + t];
-            B->slots += m;
-        }
-        b[0] = (b[0] & ~(int64_t)0xffffffff) | c;
-    }
-    return 0;
-}
-
 /* Entries 2..k of the component's facts flo..fhi (entry 1 found, queues empty). Returns 0; -1
  * out of memory or stopped; -2 a request met a fact on the stack (the caller falls back). */
 static inline __attribute__((always_inline)) int
 comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
-            int cmb, int om, int64_t flo, int64_t fhi, const int64_t *key) {
+            int cmb, int om, int64_t flo, int64_t fhi) {
     int64_t k = B->k, fb = B->fb, se = B->se, sc = B->sc, L = B->L;
     const int64_t *LV = B->LV;
     int64_t nf = fhi - flo + 1, nc = 0, nseq = 0; /* records used; candidate ids given (see c_less) */
@@ -1243,77 +1067,39 @@ comp_rea_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB
         B->hir = x;
         x = realloc(B->horig, ((size_t)n + 1) * sizeof(int64_t));
         if (!x) return -1;
-        B->horig = x;
-        x = realloc(B->hkey, ((size_t)n * 3 + 1) * sizeof(int64_t));
-        if (!x) return -1;
-        B->hkey = x; B->hcap = n;
+        B->horig = x; B->hcap = n;
     }
-    int64_t *hir = B->hir, *horig = B->horig, *hkey = B->hkey;
-    /* linear: every instance has at most one child in the component, its others are leaves
-     * (rea_linear; it takes comp_top1's keys, and int32 positions) */
-    int lin = key != NULL && n < INT32_MAX && nf < INT32_MAX;
+    int64_t *hir = B->hir, *horig = B->horig;
     for (int64_t i = 0; i < nf; i++) last[i] = 0;
-    for (int64_t p = base; p < hi; p++) {
-        const int64_t *d = IR + p * si;
-        last[d[IR_HEAD] - flo]++;
-        int nin = 0;
-        for (int64_t j = 0; j < d[IR_M]; j++) {
-            int64_t x = d[IR_KIDS + j];
-            if (x >= L) nin += x >= flo && x <= fhi ? 1 : 2;
-        }
-        if (nin > 1) lin = 0;
-    }
+    for (int64_t p = base; p < hi; p++) last[IR[p * si + IR_HEAD] - flo]++;
     for (int64_t i = 0, t = 0; i < nf; i++) { int64_t c = last[i]; last[i] = t; t += c; }
-    if (lin) {
-        if (lin_room((void **)&B->lhp, &B->lhpcap, nf + 1, sizeof(int64_t))) return -1;
-        memcpy(B->lhp, last, (size_t)nf * sizeof(int64_t));
-        B->lhp[nf] = n;
-    }
     for (int64_t p = base; p < hi; p++) {
         int64_t q = last[IR[p * si + IR_HEAD] - flo]++;
         memcpy(hir + q * si, IR + p * si, (size_t)si * sizeof(int64_t));
         horig[q] = p;
-        if (key) memcpy(hkey + 3 * q, key + 3 * (p - base), 3 * sizeof(int64_t));
     }
     IR = hir;
-    if (lin) {
-        int r = rea_linear(hir, si, B->lhp, horig, hkey, FB, B, P, cmb, om, flo, fhi);
-        if (r == 0) __atomic_fetch_add(&kbest_counts[3], 1, __ATOMIC_RELAXED);
-        return r;
-    }
     for (int64_t i = 0; i < nf; i++) last[i] = -1;
     /* every instance's candidate at rank 1 joins its head's queue, but the one that is entry 1,
-     * whose successors come first. Its key is comp_top1's where that ran (key): read in head
-     * order with the instances, where forming it here read each child's block -- a cache miss
-     * an instance, a fifth of the enumeration's time on TC at 1M */
+     * whose successors come first */
     for (int64_t p = 0; p < n; p++) {
         const int64_t *d = IR + p * si;
         int64_t h = d[IR_HEAD], m = d[IR_M];
         int64_t *hb = FB + (h - L) * fb;
         if (FB_CNT(hb) == 0 || FB_CNT(hb) >= k) continue; /* no tree at all, or k = 1 */
-        const int64_t *kq = hkey + 3 * p;
-        if (key) {
-            if (kq[1] == KEY_NONE) continue; /* a child without an entry */
-        } else {
-            int ready = 1;
-            for (int64_t j = 0; j < m; j++) {
-                int64_t x = d[IR_KIDS + j];
-                if (x >= L && FB_CNT(FB + (x - L) * fb) == 0) { ready = 0; break; }
-            }
-            if (!ready) continue;
+        int ready = 1;
+        for (int64_t j = 0; j < m; j++) {
+            int64_t x = d[IR_KIDS + j];
+            if (x >= L && FB_CNT(FB + (x - L) * fb) == 0) { ready = 0; break; }
         }
+        if (!ready) continue;
         if (rea_room(B, nc)) return -1;
         int64_t c = nc++, *cr = B->C + c * sc;
         cr[C_POS] = p; cr[C_HEAD] = nseq++;
         int32_t *rk = (int32_t *)(cr + C_RANKS);
         for (int64_t j = 0; j < m; j++) rk[j] = 1;
         if (FB_ENTRY(hb, k, 0)[3] == horig[p]) { last[h - flo] = c; continue; }
-        if (key) {
-            cr[C_W] = kq[0]; cr[C_S] = kq[1]; cr[C_O] = kq[2];
-            cr[C_NEXT] = -1; cr[C_CHILD] = -1;
-        } else {
-            cand_key(FB, fb, k, se, L, LV, P, cmb, om, cr, d);
-        }
+        cand_key(FB, fb, k, se, L, LV, P, cmb, om, cr, d);
         FB_ROOT(hb, k) = ph_merge(B->C, sc, FB_ROOT(hb, k), c, 1);
     }
     for (int64_t v0 = flo; v0 <= fhi; v0++) {
@@ -1448,7 +1234,7 @@ static void top1_free(top1_t *T) {
 }
 
 static int rea_top1(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
-                    top1_t *T, int64_t flo, int64_t fhi) {
+                    top1_t *T, int64_t flo, int64_t fhi, int blocks) {
     int64_t nf = fhi - flo + 1, L = B->L, k = B->k, fb = B->fb, se = B->se;
     if (top1_grow((void **)&T->uptr, &T->ucap, nf + 2, sizeof(int64_t))) return -1;
     if (top1_grow((void **)&T->fill, &T->fcap, nf + 2, sizeof(int64_t))) return -1;
@@ -1480,6 +1266,7 @@ static int rea_top1(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int
     }
     for (int64_t v = flo; v <= fhi; v++) fr_init(T->FR + 8 * v, 0, 0.0, 0, 0);
     if (comp_top1(IR, si, base, hi, T->FR, T->rem, uptr, T->uses, flo, T->todo, &T->hp, P, T->key)) return -1;
+    if (!blocks) return 0; /* the linear enumeration reads FR */
     /* each fact's entry 1 into its block: its instance with every rank 1 */
     for (int64_t v = flo; v <= fhi; v++) {
         const int64_t *q = T->FR + 8 * v;
@@ -1516,9 +1303,9 @@ comp_topk_by(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *F
         return comp_topk_as(IR, si, base, hi, FB, B, P, cmb, om, B->k);
     }
     int64_t slots = B->slots;
-    int r = T ? rea_top1(IR, si, base, hi, FB, B, P, T, flo, fhi) : comp_topk_as(IR, si, base, hi, FB, B, P, cmb, om, 1);
+    int r = T ? rea_top1(IR, si, base, hi, FB, B, P, T, flo, fhi, 1) : comp_topk_as(IR, si, base, hi, FB, B, P, cmb, om, 1);
     if (r) return r;
-    r = comp_rea_as(IR, si, base, hi, FB, B, P, cmb, om, flo, fhi, T ? T->key : NULL);
+    r = comp_rea_as(IR, si, base, hi, FB, B, P, cmb, om, flo, fhi);
     if (r != -2) {
         __atomic_fetch_add(&kbest_counts[0], 1, __ATOMIC_RELAXED);
         return r;
@@ -1554,6 +1341,304 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
     return comp_topk_t(IR, si, base, hi, FB, B, P, NULL);
 }
 
+/* ---- the recursive enumeration over linear instances -------------------------------------
+ * Where every instance of a component has at most one child in it (its others are leaves) --
+ * every group of the static path, whose recursive rules are linear: a Spark partition's
+ * decomposable component, the embedded engine's -- an instance's candidates form one sorted
+ * stream: its child's entries 1, 2, .. in order, each with the same leaves (the ranking being
+ * monotone, the stream stays sorted). A fact's next entry is then the best head among its
+ * instances' streams, and taking it moves that one stream on by one rank of its child: the
+ * recursive enumeration above [JM99] with a fact's candidate queue replaced by its streams'
+ * heads, scanned (a fact has a few instances). What the loop reads are compact arrays, where
+ * the general loop reads, per entry, a fact's block, its last candidate's record, that
+ * candidate's instance, the child's block and entry (~45 MB of records on TC at 1M's
+ * 40,000-fact groups, each read a cache miss): the facts' counts (8 bytes a fact), their
+ * streams (a cache line an instance, a fact's together), the entries' keys (24 bytes an entry).
+ * No fact block is written: the entries are read from these arrays (lin_entry).
+ * The entries are the general loop's: the same candidates in the same (key, size, origin)
+ * order, the same same-origin duplicates skipped, the same nested requests (a fact met on the
+ * stack gives up the same way: -2). Only the last tie-break differs -- an instance's position
+ * here, the order the candidates were formed there -- which needs two candidates of one origin,
+ * one tree's twice, skipped as a duplicate either way. */
+
+enum { LK_ONE, LK_C, LK_CL, LK_LC, LK_ANY }; /* one candidate (leaves only); the child alone; the child then
+                                              * a leaf; a leaf then the child; another shape (its record) */
+#define LV_CNT 0xffu       /* a fact's word: entries so far (k <= 255) */
+#define LV_BUSY (1u << 8)  /* its next entry is being found */
+#define LV_DONE (1u << 9)  /* no entry beyond its count */
+#define LV_SEEN(o) (1u << (16 + ((uint64_t)(o) >> 60))) /* a filter of the entries' origins (as FB_SEEN) */
+
+static int lin_room(void **p, int64_t *cap, int64_t n, size_t size) {
+    if (n <= *cap) return 0;
+    void *q = size == sizeof(lslot_t) ? realloc64(*p, 0, (size_t)n * size) : realloc(*p, (size_t)n * size);
+    if (!q) return -1;
+    *p = q; *cap = n;
+    return 0;
+}
+
+/* The child's position among an instance's children (-1: none) */
+static inline int64_t lin_child(const int64_t *d, int64_t L) {
+    for (int64_t j = 0; j < d[IR_M]; j++)
+        if (d[IR_KIDS + j] >= L) return j;
+    return -1;
+}
+
+/* stream sl's next head from its child's entry e (weight, size, origin): cand_key's arithmetic,
+ * the children folded in their order (a float product is not associative) */
+static inline void lin_next(lslot_t *sl, const int64_t *e, const int64_t *IR, int64_t si, int64_t L,
+                            const int64_t *LV, const prm_t *P, int cmb, int om) {
+    int64_t rl = sl->rule;
+    double w;
+    uint64_t hh;
+    switch (sl->kind) {
+    case LK_C:
+        w = comb(cmb, P->rule_w[rl], as_f(e[0]));
+        hh = origin_step(om, (uint64_t)P->rule_hash[rl], e[2]);
+        sl->s = sl->s0 + e[1];
+        sl->o = origin_end(om, hh, 1);
+        break;
+    case LK_CL:
+        w = comb(cmb, comb(cmb, P->rule_w[rl], as_f(e[0])), as_f(sl->sw));
+        hh = origin_step(om, origin_step(om, (uint64_t)P->rule_hash[rl], e[2]), sl->so);
+        sl->s = sl->s0 + e[1];
+        sl->o = origin_end(om, hh, 2);
+        break;
+    case LK_LC:
+        w = comb(cmb, as_f(sl->sw), as_f(e[0]));
+        hh = origin_step(om, (uint64_t)sl->so, e[2]);
+        sl->s = sl->s0 + e[1];
+        sl->o = origin_end(om, hh, 2);
+        break;
+    default: { /* LK_ANY: from the instance's record */
+        const int64_t *d = IR + sl->u * si;
+        int64_t m = d[IR_M], o0 = 0, s = P->rule_size[rl];
+        w = P->rule_w[rl];
+        hh = (uint64_t)P->rule_hash[rl];
+        for (int64_t t = 0; t < m; t++) {
+            int64_t x = d[IR_KIDS + t];
+            const int64_t *c = x >= L ? e : LV + 4 * x;
+            w = comb(cmb, w, as_f(c[0]));
+            s += c[1];
+            if (t == 0) o0 = c[2];
+            hh = origin_step(om, hh, c[2]);
+        }
+        sl->s = s;
+        sl->o = P->rule_copy[rl] ? o0 : origin_end(om, hh, m);
+    }
+    }
+    sl->w = as_i(P->sign * w);
+}
+
+/* Entries 1..k of facts flo..fhi over instances base..hi-1 (rea_linear's shape, comp_top1's
+ * records and keys in T): into B's arrays (lhv, le3, leq, ler; lin_entry reads them). Returns
+ * 0; -1 out of memory or stopped; -2 a request met a fact on the stack (the caller ranks the
+ * component by the general loops). */
+static inline __attribute__((always_inline)) int
+rea_linear_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, kbest_t *B, const prm_t *P, int cmb, int om,
+              int64_t flo, int64_t fhi, const top1_t *T) {
+    int64_t k = B->k, L = B->L, nf = fhi - flo + 1, n = hi - base;
+    const int64_t *LV = B->LV, *key = T->key, *FR = T->FR;
+    if (lin_room((void **)&B->lhp, &B->lhpcap, nf + 2, sizeof(int64_t)) ||
+        lin_room((void **)&B->last, &B->lcap, nf + 1, sizeof(int64_t)) ||
+        lin_room((void **)&B->lsl, &B->lslcap, n + 1, sizeof(lslot_t)) ||
+        lin_room((void **)&B->lhv, &B->lhvcap, 2 * nf + 1, sizeof(uint32_t)) ||
+        lin_room((void **)&B->le3, &B->le3cap, 3 * nf * k + 1, sizeof(int64_t)) ||
+        lin_room((void **)&B->leq, &B->leqcap, nf * k + 1, sizeof(int32_t)) ||
+        lin_room((void **)&B->ler, &B->lercap, nf * k + 1, sizeof(uint8_t)))
+        return -1;
+    int64_t *hp = B->lhp, *cur = B->last;
+    lslot_t *SL = B->lsl;
+    uint32_t *HV = B->lhv; /* per fact: its word (count, flags, filter), then its stream taken last (-1: none) */
+    int64_t *E3 = B->le3;  /* per fact k entries: weight, size, origin */
+    int32_t *EQ = B->leq;  /* per entry its stream */
+    uint8_t *ER = B->ler;  /* per entry its child's rank */
+    /* the streams in head order (a counting sort): a fact's together */
+    memset(hp, 0, ((size_t)nf + 1) * sizeof(int64_t));
+    for (int64_t p = base; p < hi; p++) hp[IR[p * si + IR_HEAD] - flo + 1]++;
+    for (int64_t v = 0; v < nf; v++) hp[v + 1] += hp[v];
+    memcpy(cur, hp, (size_t)nf * sizeof(int64_t));
+    for (int64_t v = 0; v < nf; v++) HV[2 * v + 1] = (uint32_t)-1;
+    for (int64_t p = base; p < hi; p++) {
+        const int64_t *d = IR + p * si;
+        int64_t h = d[IR_HEAD] - flo, q = cur[h]++;
+        lslot_t *sl = SL + q;
+        const int64_t *kq = key + 3 * (p - base);
+        int64_t m = d[IR_M], rl = d[IR_RULE], j = lin_child(d, L);
+        if (FR[8 * (flo + h) + 3] == p) HV[2 * h + 1] = (uint32_t)q; /* entry 1's stream */
+        sl->u = p; sl->rule = (uint8_t)rl; sl->m = (uint8_t)m;
+        sl->x = -1; sl->kind = LK_ONE;
+        if (kq[1] == KEY_NONE) { sl->r = 0; continue; } /* a child without an entry: no stream */
+        sl->w = kq[0]; sl->s = kq[1]; sl->o = kq[2]; sl->r = 1;
+        if (j < 0) continue;
+        sl->x = (int32_t)(d[IR_KIDS + j] - flo);
+        if (P->rule_copy[rl]) { sl->kind = LK_ANY; continue; }
+        if (m == 1) { sl->kind = LK_C; sl->s0 = P->rule_size[rl]; }
+        else if (m == 2) {
+            const int64_t *lf = LV + 4 * d[IR_KIDS + 1 - j];
+            sl->s0 = P->rule_size[rl] + lf[1];
+            sl->u = d[IR_KIDS + 1 - j];
+            if (j == 0) { sl->kind = LK_CL; sl->sw = lf[0]; sl->so = lf[2]; }
+            else {
+                sl->kind = LK_LC;
+                sl->sw = as_i(comb(cmb, P->rule_w[rl], as_f(lf[0])));
+                sl->so = (int64_t)origin_step(om, (uint64_t)P->rule_hash[rl], lf[2]);
+            }
+        } else sl->kind = LK_ANY;
+    }
+    /* entry 1 (comp_top1's); its stream moves on first */
+    for (int64_t v = 0; v < nf; v++) {
+        const int64_t *fq = FR + 8 * (flo + v);
+        if (fq[3] == -2) { HV[2 * v] = LV_DONE; continue; }
+        int64_t q = (int32_t)HV[2 * v + 1];
+        if (q < 0) return -2; /* not its instance's: never, but the general loops are exact */
+        int64_t *e = E3 + 3 * v * k;
+        e[0] = fq[0]; e[1] = fq[1]; e[2] = fq[2];
+        EQ[v * k] = (int32_t)q; ER[v * k] = 1;
+        B->slots += SL[q].m;
+        HV[2 * v] = 1 | LV_SEEN(fq[2]) | (k <= 1 ? LV_DONE : 0);
+    }
+    for (int64_t v0 = 0; v0 < nf; v0++) {
+        while (!(HV[2 * v0] & LV_DONE)) {
+            if (stop_flag) return -1;
+            int64_t ns = 0;
+            if (B->scap < 1) {
+                struct frame *t = realloc(B->stk, 64 * sizeof(struct frame));
+                if (!t) return -1;
+                B->stk = t; B->scap = 64;
+            }
+            B->stk[ns++] = (struct frame){v0, 0};
+            while (ns > 0) {
+                int64_t v = B->stk[ns - 1].v;
+                uint32_t *hv = HV + 2 * v;
+                hv[0] |= LV_BUSY;
+                int32_t q = (int32_t)hv[1];
+                if (q >= 0) {
+                    /* the stream taken last moves on by one rank of its child */
+                    lslot_t *sl = SL + q;
+                    int32_t r = sl->r;
+                    if (sl->x < 0 || r >= k) { sl->r = 0; hv[1] = (uint32_t)-1; }
+                    else {
+                        int64_t x = sl->x;
+                        uint32_t hx = HV[2 * x];
+                        if ((int64_t)(hx & LV_CNT) <= r) {
+                            if (hx & LV_DONE) { sl->r = 0; hv[1] = (uint32_t)-1; }
+                            else if ((hx & LV_BUSY) || kbest_rea == 2) return -2; /* 2: the tests' way to the fallback */
+                            else {
+                                if (ns == B->scap) {
+                                    struct frame *t = realloc(B->stk, (size_t)2 * B->scap * sizeof(struct frame));
+                                    if (!t) return -1;
+                                    B->stk = t; B->scap *= 2;
+                                }
+                                B->stk[ns++] = (struct frame){x, 0};
+                                continue; /* x's entry r + 1 first; then v again */
+                            }
+                        } else {
+                            lin_next(sl, E3 + 3 * (x * k + r), IR, si, L, LV, P, cmb, om);
+                            sl->r = (uint8_t)(r + 1);
+                            hv[1] = (uint32_t)-1;
+                        }
+                    }
+                }
+                /* v's next entry: its streams' best head, unless its origin is an entry's already */
+                int64_t best = -1;
+                for (int64_t t = hp[v]; t < hp[v + 1]; t++) {
+                    const lslot_t *a = SL + t;
+                    if (a->r && (best < 0 || less4(as_f(a->w), a->s, a->o, t, as_f(SL[best].w), SL[best].s, SL[best].o, best)))
+                        best = t;
+                }
+                if (best < 0) { hv[0] = (hv[0] | LV_DONE) & ~LV_BUSY; ns--; continue; }
+                const lslot_t *sl = SL + best;
+                int64_t o = sl->o, c = hv[0] & LV_CNT;
+                uint32_t seen = LV_SEEN(o);
+                int64_t *ev = E3 + 3 * v * k;
+                int dup = 0;
+                if (hv[0] & seen)
+                    for (int64_t t = 0; t < c; t++)
+                        if (ev[3 * t + 2] == o) { dup = 1; break; }
+                hv[1] = (uint32_t)best;
+                if (dup) continue; /* its stream moves on, then the next */
+                int64_t *e = ev + 3 * c;
+                e[0] = as_i(P->sign * as_f(sl->w)); /* sign is +-1: exact */
+                e[1] = sl->s; e[2] = o;
+                EQ[v * k + c] = (int32_t)best;
+                ER[v * k + c] = sl->r;
+                B->slots += sl->m;
+                hv[0] = ((hv[0] + 1) | seen | (c + 1 >= k ? LV_DONE : 0)) & ~LV_BUSY;
+                ns--;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Components by rea_linear, compiled per combine code and origin mode (as comp_topk_t):
+ * entry 1 by comp_top1 (T), then the enumeration, for instances base..hi-1 that each have at
+ * most one child that is no leaf, that child a fact of theirs, and whose ranking allows the
+ * recursive enumeration (as rea_ok: a monotone ranking, every rule step with a child in the
+ * component adding size). Sets B->lin_done (and lin_flo,
+ * lin_fhi: the facts in B's arrays). Returns 0; -1 out of memory or stopped; -2 not so ranked
+ * (the caller initialises the blocks and ranks by comp_topk_t; nothing was counted). */
+static int rea_linear(const int64_t *IR, int64_t si, int64_t base, int64_t hi, kbest_t *B, const prm_t *P, top1_t *T) {
+    B->lin_done = 0;
+    if (!kbest_rea || B->k < 2 || hi <= base || hi - base >= INT32_MAX) return -2;
+    int64_t flo, fhi, L = B->L;
+    heads_range(IR, si, base, hi, &flo, &fhi);
+    for (int64_t p = base; p < hi; p++) {
+        const int64_t *d = IR + p * si;
+        int64_t r = d[IR_RULE], m = d[IR_M], c = 0;
+        if (m > 255 || r > 255 || !mono_w(P->combine, P->sign, P->rule_w[r])) return -2; /* a stream's narrow fields */
+        for (int64_t j = 0; j < m; j++) {
+            int64_t x = d[IR_KIDS + j];
+            if (x < L) {
+                if (!mono_w(P->combine, P->sign, as_f(B->LV[4 * x])) || B->LV[4 * x + 1] < 0) return -2;
+            } else if (++c > 1 || x < flo || x > fhi || P->rule_size[r] < 1) return -2; /* linear, adding size */
+        }
+    }
+    int r = rea_top1(IR, si, base, hi, NULL, B, P, T, flo, fhi, 0);
+    if (r) return r;
+    int om = P->origin_mode != 0;
+    switch (P->combine) {
+    case 0: r = om ? rea_linear_as(IR, si, base, hi, B, P, 0, 1, flo, fhi, T) : rea_linear_as(IR, si, base, hi, B, P, 0, 0, flo, fhi, T); break;
+    case 1: r = om ? rea_linear_as(IR, si, base, hi, B, P, 1, 1, flo, fhi, T) : rea_linear_as(IR, si, base, hi, B, P, 1, 0, flo, fhi, T); break;
+    default: r = om ? rea_linear_as(IR, si, base, hi, B, P, 2, 1, flo, fhi, T) : rea_linear_as(IR, si, base, hi, B, P, 2, 0, flo, fhi, T); break;
+    }
+    if (r) return r;
+    B->lin_done = 1; B->lin_flo = flo; B->lin_fhi = fhi;
+    __atomic_fetch_add(&kbest_counts[0], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&kbest_counts[3], 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* after rea_linear: fact v's entries (0 outside flo..fhi), and its entry t: weight, size (the
+ * result), its rule, children (into kids: m of them, m the result) and their ranks (into rk:
+ * every child's 1 but the component's) */
+static inline int64_t lin_count(const kbest_t *B, int64_t v) {
+    return v < B->lin_flo || v > B->lin_fhi ? 0 : B->lhv[2 * (v - B->lin_flo)] & LV_CNT;
+}
+
+static inline int64_t lin_entry(const kbest_t *B, const int64_t *IR, int64_t si, int64_t v, int64_t t,
+                                const int64_t **e, int32_t *rule, int64_t *kids, int32_t *rk) {
+    int64_t i = (v - B->lin_flo) * B->k + t, m;
+    const lslot_t *sl = B->lsl + B->leq[i];
+    int64_t x = B->lin_flo + sl->x, j = 0;
+    *e = B->le3 + 3 * i;
+    *rule = sl->rule;
+    switch (sl->kind) {
+    case LK_C: m = 1; kids[0] = x; break;
+    case LK_CL: m = 2; kids[0] = x; kids[1] = sl->u; break;
+    case LK_LC: m = 2; kids[0] = sl->u; kids[1] = x; j = 1; break;
+    default: {
+        const int64_t *d = IR + sl->u * si;
+        m = d[IR_M];
+        memcpy(kids, d + IR_KIDS, (size_t)m * sizeof(int64_t));
+        j = sl->x >= 0 ? lin_child(d, B->L) : 0;
+    }
+    }
+    for (int64_t c = 0; c < m; c++) rk[c] = 1;
+    if (sl->x >= 0) rk[j] = B->ler[i];
+    return m;
+}
+
 /* Which loop ranks k > 1: 1 the recursive enumeration where it applies (the default), 0 the
  * global loop everywhere (the pure-Python twin's: the tests compare the two bit for bit), 2 the
  * recursive enumeration giving up at its first nested request (the tests reach the fallback so);
@@ -1581,7 +1666,7 @@ static void kbest_init(kbest_t *B, int64_t k, int64_t M) {
 
 static void kbest_free(kbest_t *B) {
     free(B->C); free(B->todo); free(B->dirty); free(B->hp.raw); free(B->last); free(B->stk);
-    free(B->hir); free(B->horig); free(B->hkey);
+    free(B->hir); free(B->horig);
     free(B->lhp); free(B->lsl); free(B->lhv); free(B->le3); free(B->leq); free(B->ler);
 }
 
@@ -2408,11 +2493,10 @@ static void *work(void *arg) {
         int64_t off = S->gptr[g], nf = S->gptr[g + 1] - off;
         G.off = off; G.n = 0;
         S->own[g] = W->id;
-        /* the group's facts: fresh records after the leaves, a hash table by their columns */
-        for (int64_t i = 0; i < nf; i++) {
-            if (k == 1) fr_init(ST + 8 * (L + i), 0, 0.0, 0, 0);
-            else fb_init(ST + i * rec, k, B.se, 0, 0.0, 0, 0);
-        }
+        /* the group's facts: fresh records after the leaves (k > 1: blocks once the linear
+         * enumeration, which needs none, declined), a hash table by their columns */
+        if (k == 1)
+            for (int64_t i = 0; i < nf; i++) fr_init(ST + 8 * (L + i), 0, 0.0, 0, 0);
         int64_t T = 16;
         while (T < 2 * nf) T <<= 1;
         if (T > tcap) {
@@ -2490,16 +2574,35 @@ static void *work(void *arg) {
                 }
                 for (int64_t i = 0; i < nf; i++) fr_init(T1.FR + 8 * (L + i), 0, 0.0, 0, 0); /* no entry yet */
             }
-            if (comp_topk_t(G.IR, si, 0, n, ST, &B, P, use_t ? &T1 : NULL)) goto done;
+            int lr = use_t ? rea_linear(G.IR, si, 0, n, &B, P, &T1) : -2;
+            if (lr == -1) goto done;
+            if (lr == -2) {
+                B.slots = 0;
+                for (int64_t i = 0; i < nf; i++) fb_init(ST + i * rec, k, B.se, 0, 0.0, 0, 0);
+                if (use_t)
+                    for (int64_t i = 0; i < nf; i++) fr_init(T1.FR + 8 * (L + i), 0, 0.0, 0, 0);
+                if (comp_topk_t(G.IR, si, 0, n, ST, &B, P, use_t ? &T1 : NULL)) goto done;
+            }
+            int lin = B.lin_done;
             int64_t ne = 0;
-            for (int64_t i = 0; i < nf; i++) ne += FB_CNT(ST + i * rec);
+            for (int64_t i = 0; i < nf; i++) ne += lin ? lin_count(&B, L + i) : FB_CNT(ST + i * rec);
             if (A->top) { /* its places below the last group's: counted while ranking */
                 int64_t ns = B.slots;
                 A->n = A->te - ne; A->nr = A->tr - ns; A->te -= ne; A->tr -= ns;
             }
             S->ge0[g] = A->n; S->gr0[g] = A->nr;
             if (acc_room(A, ne, ne * M)) goto done;
-            for (int64_t i = 0; i < nf; i++) {
+            for (int64_t i = 0; lin && i < nf; i++) {
+                S->fp[L + off + i] = A->n;
+                int32_t rk[256], rule;
+                int64_t kids[256], c = lin_count(&B, L + i);
+                for (int64_t t = 0; t < c; t++) {
+                    const int64_t *e;
+                    int64_t m = lin_entry(&B, G.IR, si, L + i, t, &e, &rule, kids, rk);
+                    acc_add(A, as_f(e[0]), e[1], rule, m, kids, rk, L, off);
+                }
+            }
+            for (int64_t i = 0; !lin && i < nf; i++) {
                 int64_t *b = ST + i * rec, se = B.se;
                 S->fp[L + off + i] = A->n;
                 if (i + 4 < nf) { /* the instance records read a few facts on: each is a miss otherwise */
