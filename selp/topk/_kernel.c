@@ -2964,6 +2964,24 @@ EXPORT void selp_pack_static_slots(int64_t L, int64_t lo, int64_t hi, const uint
     }
 }
 
+/* selp_static's result again: per entry of the member facts (entries lo..hi-1, a fact's
+ * together and best first, fact row L + i's from fp[L + i]; inv maps a row to its input id
+ * 0..n-1), its fact (owner), its rank (1..) and its rule's code (code[rule[e]]) -- what
+ * numpy made with two repeats, an arange and a gather, each a fresh array of 8 bytes an entry */
+EXPORT void selp_pack_static_entries(int64_t L, int64_t n, int64_t lo, const int64_t *fp, const int32_t *inv,
+                                     const uint8_t *rule, const int8_t *code, int32_t *owner, uint8_t *rank,
+                                     int8_t *rule_code) {
+    for (int64_t i = 0; i < n; i++) {
+        int64_t a = fp[L + i] - lo, b = fp[L + i + 1] - lo;
+        int32_t f = inv[L + i];
+        for (int64_t e = a; e < b; e++) {
+            owner[e] = f;
+            rank[e] = (uint8_t)(e - a + 1);
+            rule_code[e] = code[rule[lo + e]];
+        }
+    }
+}
+
 /* ---- a module, so that setuptools builds it as one and importlib finds its file ---------- */
 
 #include <Python.h>

@@ -203,16 +203,14 @@ def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, s
         return None
     inv = np.empty(L + n, np.int32)
     inv[row] = np.arange(L + n, dtype=np.int32)
-    per_row = np.diff(fp[L:L + n + 1])
-    owner = np.repeat(inv[L:], per_row)  # member fact ids 0..n-1, per entry
-    # the kernel lists a fact's entries best first: the rank is the position in the list
-    rank = np.arange(hi - lo, dtype=np.int64) - np.repeat(fp[L:L + n] - lo, per_row) + 1
     rule = g.inst_rule[lo:hi]
     names = [r.name for r in task.component.recursive_rules]
     seed_rule = seed.column("_rule").combine_chunks().cast(pa.string()) if seed is not None else pa.array([], pa.string())
     dictionary = pa.array(sorted(set(names) | {x for x in pc.unique(seed_rule).to_pylist() if x is not None}), pa.string())
     code_of = pc.index_in(pa.array([""] + names, pa.string()), value_set=dictionary).fill_null(0).to_numpy(zero_copy_only=False)
-    rule_code = code_of[rule]
+    # per entry its member fact (0..n-1), its rank (the kernel lists a fact's entries best
+    # first: the position in the list) and its rule's code
+    owner, rank, rule_code = _entry_columns(fp, inv, g.inst_rule, code_of, L, n, lo, hi)
     rule_null = np.zeros(hi - lo, np.bool_)
     off, slot_c, slot_r = _slots(got, L, lo, hi, n, task.k)
     e = np.flatnonzero(rule == 0)  # a seed entry copied to its fact: the seed's rule
@@ -226,6 +224,29 @@ def _packed(task: Any, got: Any, rel: str, n: int, args: Any, first_seed: int, s
     leaves = leaf_table(fact_f[n:first_seed], leaf_origin[n:first_seed], seed.select(["_o", "_ch"]) if seed is not None else None,
                         leaf_w[n:], leaf_size[n:])
     return pack(facts, leaves, owner, None, None, rank, rule_code, rule_null, dictionary, off, slot_c, slot_r)
+
+
+def _entry_columns(fp: np.ndarray, inv: np.ndarray, inst_rule: np.ndarray, code_of: np.ndarray, L: int, n: int,
+                   lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Entries lo..hi-1's owner (int32: the member fact, ``inv`` of its row), rank (from 1, in
+    its fact's list ``fp``) and rule code (``code_of`` of its kernel rule): in one pass by the
+    kernel (``selp_pack_static_entries``: narrow arrays, no int64 temporaries -- fresh memory is
+    costly where a first touch faults its pages in) when it is built and the codes fit int8,
+    else numpy."""
+    from selp.topk.kernel import address, library
+
+    lib = library()
+    if lib is not None and (not len(code_of) or int(code_of.max()) < 128):
+        owner, rank, code = np.empty(hi - lo, np.int32), np.empty(hi - lo, np.uint8), np.empty(hi - lo, np.int8)
+        rules, codes = np.ascontiguousarray(inst_rule, np.uint8), np.ascontiguousarray(code_of, np.int8)
+        fps, invs = np.ascontiguousarray(fp, np.int64), np.ascontiguousarray(inv, np.int32)
+        lib.selp_pack_static_entries(L, n, lo, address(fps), address(invs), address(rules), address(codes),
+                                     address(owner), address(rank), address(code))
+        return owner, rank, code
+    per_row = np.diff(fp[L:L + n + 1])
+    owner = np.repeat(inv[L:], per_row)
+    rank = np.arange(hi - lo, dtype=np.int64) - np.repeat(fp[L:L + n] - lo, per_row) + 1
+    return owner, rank, code_of[inst_rule[lo:hi]]
 
 
 def _slots(got: Any, L: int, lo: int, hi: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

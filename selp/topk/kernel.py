@@ -469,6 +469,8 @@ def _compiled() -> Any:
         lib.selp_pack_slots.argtypes, lib.selp_pack_slots.restype = [I64] + [P] * 6 + [I64] * 5 + [P] * 3, None
         lib.selp_pack_static_slots.argtypes = [I64, I64, I64, P, P, P, P, I64, P, P, P]
         lib.selp_pack_static_slots.restype = None
+        lib.selp_pack_static_entries.argtypes = [I64, I64, I64, P, P, P, P, P, P, P]
+        lib.selp_pack_static_entries.restype = None
         _LIB.append(lib)
     return _LIB[0]
 
