@@ -652,6 +652,7 @@ typedef struct {
     uint32_t *lhv; int64_t lhvcap;
     int64_t *le3, le3cap;
     int32_t *leq; int64_t leqcap;
+    int32_t *lqof; int64_t lqofcap;
     uint8_t *ler; int64_t lercap;
     int lin_done;               /* the last component was ranked by rea_linear: its entries are in le3/leq/ler */
     int64_t lin_flo, lin_fhi;   /* its facts */
@@ -1444,7 +1445,8 @@ rea_linear_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, kbest_t *
         lin_room((void **)&B->lhv, &B->lhvcap, 2 * nf + 1, sizeof(uint32_t)) ||
         lin_room((void **)&B->le3, &B->le3cap, 3 * nf * k + 1, sizeof(int64_t)) ||
         lin_room((void **)&B->leq, &B->leqcap, nf * k + 1, sizeof(int32_t)) ||
-        lin_room((void **)&B->ler, &B->lercap, nf * k + 1, sizeof(uint8_t)))
+        lin_room((void **)&B->ler, &B->lercap, nf * k + 1, sizeof(uint8_t)) ||
+        lin_room((void **)&B->lqof, &B->lqofcap, n + 1, sizeof(int32_t)))
         return -1;
     int64_t *hp = B->lhp, *cur = B->last;
     lslot_t *SL = B->lsl;
@@ -1457,14 +1459,14 @@ rea_linear_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, kbest_t *
     for (int64_t p = base; p < hi; p++) hp[IR[p * si + IR_HEAD] - flo + 1]++;
     for (int64_t v = 0; v < nf; v++) hp[v + 1] += hp[v];
     memcpy(cur, hp, (size_t)nf * sizeof(int64_t));
-    for (int64_t v = 0; v < nf; v++) HV[2 * v + 1] = (uint32_t)-1;
+    int32_t *qof = B->lqof; /* per instance its stream */
     for (int64_t p = base; p < hi; p++) {
         const int64_t *d = IR + p * si;
         int64_t h = d[IR_HEAD] - flo, q = cur[h]++;
         lslot_t *sl = SL + q;
         const int64_t *kq = key + 3 * (p - base);
         int64_t m = d[IR_M], rl = d[IR_RULE], j = lin_child(d, L);
-        if (FR[8 * (flo + h) + 3] == p) HV[2 * h + 1] = (uint32_t)q; /* entry 1's stream */
+        qof[p - base] = (int32_t)q;
         sl->u = p; sl->rule = (uint8_t)rl; sl->m = (uint8_t)m;
         sl->x = -1; sl->kind = LK_ONE;
         if (kq[1] == KEY_NONE) { sl->r = 0; continue; } /* a child without an entry: no stream */
@@ -1488,9 +1490,11 @@ rea_linear_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, kbest_t *
     /* entry 1 (comp_top1's); its stream moves on first */
     for (int64_t v = 0; v < nf; v++) {
         const int64_t *fq = FR + 8 * (flo + v);
+        HV[2 * v + 1] = (uint32_t)-1;
         if (fq[3] == -2) { HV[2 * v] = LV_DONE; continue; }
-        int64_t q = (int32_t)HV[2 * v + 1];
-        if (q < 0) return -2; /* not its instance's: never, but the general loops are exact */
+        if (fq[3] < base || fq[3] >= hi) return -2; /* not an instance's: never, but the general loops are exact */
+        int64_t q = qof[fq[3] - base];
+        HV[2 * v + 1] = (uint32_t)q;
         int64_t *e = E3 + 3 * v * k;
         e[0] = fq[0]; e[1] = fq[1]; e[2] = fq[2];
         EQ[v * k] = (int32_t)q; ER[v * k] = 1;
@@ -1565,6 +1569,14 @@ rea_linear_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, kbest_t *
                 B->slots += sl->m;
                 hv[0] = ((hv[0] + 1) | seen | (c + 1 >= k ? LV_DONE : 0)) & ~LV_BUSY;
                 ns--;
+                /* the stream moves on now where its child has the entry already (its line is
+                 * in cache now, not at v's next request): the same head either way */
+                lslot_t *ts = SL + best;
+                if (!(hv[0] & LV_DONE) && ts->x >= 0 && ts->r < k && (int64_t)(HV[2 * ts->x] & LV_CNT) > ts->r) {
+                    lin_next(ts, E3 + 3 * ((int64_t)ts->x * k + ts->r), IR, si, L, LV, P, cmb, om);
+                    ts->r++;
+                    hv[1] = (uint32_t)-1;
+                }
             }
         }
     }
@@ -1667,7 +1679,7 @@ static void kbest_init(kbest_t *B, int64_t k, int64_t M) {
 static void kbest_free(kbest_t *B) {
     free(B->C); free(B->todo); free(B->dirty); free(B->hp.raw); free(B->last); free(B->stk);
     free(B->hir); free(B->horig);
-    free(B->lhp); free(B->lsl); free(B->lhv); free(B->le3); free(B->leq); free(B->ler);
+    free(B->lhp); free(B->lsl); free(B->lhv); free(B->le3); free(B->leq); free(B->ler); free(B->lqof);
 }
 
 EXPORT run_t *selp_topk(int64_t F, int64_t I, const uint8_t *leaf, const double *leaf_w,
