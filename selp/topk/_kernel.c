@@ -620,21 +620,20 @@ static void kheap_pop(kheap_t *h, const int64_t *C, int64_t sc) {
     kheap_replace(h, C, sc, (uint64_t)t[0], t[1]);
 }
 
-/* A stream of the linear enumeration (rea_linear), one cache line: its head's key (weight times
- * sign), size and origin; what forms the next head without the instance's record (by kind, see
- * LK_*: sw and so the leaf's weight and origin after the child, or the rule's weight and origin
- * state with the leaf before it folded in; s0 the rule's and the leaves' sizes); the child (x,
- * counted from the component's first fact) and its rank at the head (r; 0: the stream ended);
- * the instance's rule and number of children; u: its leaf (LK_CL, LK_LC) or its position (the
- * other kinds: its record holds its children) -- an entry's rule and children are read here, not
- * from the instance records in the join's order, a cache miss an entry. */
+/* A stream of the linear enumeration (rea_linear), 32 bytes (two on a cache line: a fact's
+ * streams, scanned for its next entry, take half the lines): its head's key (weight times sign),
+ * origin and size (int32: rea_linear bounds the trees' sizes); its child (x, counted from the
+ * component's first fact) and the child's rank at the head (r; 0: the stream ended); u, its leaf
+ * beside the child (LK_CL, LK_LC; its weight, size and origin read from the leaves' table, which
+ * stays in cache) or its position (the other kinds: the record holds its children); the
+ * instance's kind, rule and number of children. An entry's rule and children are read here, not
+ * from the instance records in the join's order (a cache miss an entry). */
 typedef struct {
-    int64_t w, s, o;
-    int64_t sw, so, s0;
-    int32_t x; uint8_t r, kind, rule, m;
-    int64_t u;
+    int64_t w, o;
+    int32_t s, x, u;
+    uint8_t r, kind, rule, m;
 } lslot_t;
-_Static_assert(sizeof(lslot_t) == 64, "a stream is one cache line");
+_Static_assert(sizeof(lslot_t) == 32, "two streams a cache line");
 
 typedef struct {
     int64_t k, fb, se, sc, M;
@@ -655,7 +654,7 @@ typedef struct {
     int32_t *lqof; int64_t lqofcap;
     uint8_t *ler; int64_t lercap;
     int lin_done;               /* the last component was ranked by rea_linear: its entries are in le3/leq/ler */
-    int64_t lin_flo, lin_fhi;   /* its facts */
+    int64_t lin_flo, lin_fhi, lin_base; /* its facts, its first instance */
     struct frame *stk; int64_t scap; /* recursive enumeration: the facts whose next entry is being found */
 } kbest_t;
 
@@ -1371,7 +1370,7 @@ enum { LK_ONE, LK_C, LK_CL, LK_LC, LK_ANY }; /* one candidate (leaves only); the
 
 static int lin_room(void **p, int64_t *cap, int64_t n, size_t size) {
     if (n <= *cap) return 0;
-    void *q = size == sizeof(lslot_t) ? realloc64(*p, 0, (size_t)n * size) : realloc(*p, (size_t)n * size);
+    void *q = size == sizeof(lslot_t) ? realloc64(*p, 0, (size_t)n * size) : realloc(*p, (size_t)n * size); /* streams on cache lines */
     if (!q) return -1;
     *p = q; *cap = n;
     return 0;
@@ -1388,33 +1387,35 @@ static inline int64_t lin_child(const int64_t *d, int64_t L) {
  * the children folded in their order (a float product is not associative) */
 static inline void lin_next(lslot_t *sl, const int64_t *e, const int64_t *IR, int64_t si, int64_t L,
                             const int64_t *LV, const prm_t *P, int cmb, int om) {
-    int64_t rl = sl->rule;
-    double w;
-    uint64_t hh;
+    int64_t rl = sl->rule, s = P->rule_size[rl];
+    double w = P->rule_w[rl];
+    uint64_t hh = (uint64_t)P->rule_hash[rl];
     switch (sl->kind) {
     case LK_C:
-        w = comb(cmb, P->rule_w[rl], as_f(e[0]));
-        hh = origin_step(om, (uint64_t)P->rule_hash[rl], e[2]);
-        sl->s = sl->s0 + e[1];
+        w = comb(cmb, w, as_f(e[0]));
+        hh = origin_step(om, hh, e[2]);
+        sl->s = (int32_t)(s + e[1]);
         sl->o = origin_end(om, hh, 1);
         break;
-    case LK_CL:
-        w = comb(cmb, comb(cmb, P->rule_w[rl], as_f(e[0])), as_f(sl->sw));
-        hh = origin_step(om, origin_step(om, (uint64_t)P->rule_hash[rl], e[2]), sl->so);
-        sl->s = sl->s0 + e[1];
+    case LK_CL: {
+        const int64_t *f = LV + 4 * (int64_t)sl->u;
+        w = comb(cmb, comb(cmb, w, as_f(e[0])), as_f(f[0]));
+        hh = origin_step(om, origin_step(om, hh, e[2]), f[2]);
+        sl->s = (int32_t)(s + e[1] + f[1]);
         sl->o = origin_end(om, hh, 2);
         break;
-    case LK_LC:
-        w = comb(cmb, as_f(sl->sw), as_f(e[0]));
-        hh = origin_step(om, (uint64_t)sl->so, e[2]);
-        sl->s = sl->s0 + e[1];
+    }
+    case LK_LC: {
+        const int64_t *f = LV + 4 * (int64_t)sl->u;
+        w = comb(cmb, comb(cmb, w, as_f(f[0])), as_f(e[0]));
+        hh = origin_step(om, origin_step(om, hh, f[2]), e[2]);
+        sl->s = (int32_t)(s + f[1] + e[1]);
         sl->o = origin_end(om, hh, 2);
         break;
+    }
     default: { /* LK_ANY: from the instance's record */
-        const int64_t *d = IR + sl->u * si;
-        int64_t m = d[IR_M], o0 = 0, s = P->rule_size[rl];
-        w = P->rule_w[rl];
-        hh = (uint64_t)P->rule_hash[rl];
+        const int64_t *d = IR + (int64_t)sl->u * si;
+        int64_t m = d[IR_M], o0 = 0;
         for (int64_t t = 0; t < m; t++) {
             int64_t x = d[IR_KIDS + t];
             const int64_t *c = x >= L ? e : LV + 4 * x;
@@ -1423,7 +1424,7 @@ static inline void lin_next(lslot_t *sl, const int64_t *e, const int64_t *IR, in
             if (t == 0) o0 = c[2];
             hh = origin_step(om, hh, c[2]);
         }
-        sl->s = s;
+        sl->s = (int32_t)s;
         sl->o = P->rule_copy[rl] ? o0 : origin_end(om, hh, m);
     }
     }
@@ -1467,25 +1468,16 @@ rea_linear_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, kbest_t *
         const int64_t *kq = key + 3 * (p - base);
         int64_t m = d[IR_M], rl = d[IR_RULE], j = lin_child(d, L);
         qof[p - base] = (int32_t)q;
-        sl->u = p; sl->rule = (uint8_t)rl; sl->m = (uint8_t)m;
+        sl->u = (int32_t)(p - base); sl->rule = (uint8_t)rl; sl->m = (uint8_t)m;
         sl->x = -1; sl->kind = LK_ONE;
         if (kq[1] == KEY_NONE) { sl->r = 0; continue; } /* a child without an entry: no stream */
-        sl->w = kq[0]; sl->s = kq[1]; sl->o = kq[2]; sl->r = 1;
+        sl->w = kq[0]; sl->s = (int32_t)kq[1]; sl->o = kq[2]; sl->r = 1;
         if (j < 0) continue;
         sl->x = (int32_t)(d[IR_KIDS + j] - flo);
-        if (P->rule_copy[rl]) { sl->kind = LK_ANY; continue; }
-        if (m == 1) { sl->kind = LK_C; sl->s0 = P->rule_size[rl]; }
-        else if (m == 2) {
-            const int64_t *lf = LV + 4 * d[IR_KIDS + 1 - j];
-            sl->s0 = P->rule_size[rl] + lf[1];
-            sl->u = d[IR_KIDS + 1 - j];
-            if (j == 0) { sl->kind = LK_CL; sl->sw = lf[0]; sl->so = lf[2]; }
-            else {
-                sl->kind = LK_LC;
-                sl->sw = as_i(comb(cmb, P->rule_w[rl], as_f(lf[0])));
-                sl->so = (int64_t)origin_step(om, (uint64_t)P->rule_hash[rl], lf[2]);
-            }
-        } else sl->kind = LK_ANY;
+        if (P->rule_copy[rl]) sl->kind = LK_ANY;
+        else if (m == 1) sl->kind = LK_C;
+        else if (m == 2) { sl->kind = j == 0 ? LK_CL : LK_LC; sl->u = (int32_t)d[IR_KIDS + 1 - j]; }
+        else sl->kind = LK_ANY;
     }
     /* entry 1 (comp_top1's); its stream moves on first */
     for (int64_t v = 0; v < nf; v++) {
@@ -1537,7 +1529,7 @@ rea_linear_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, kbest_t *
                                 continue; /* x's entry r + 1 first; then v again */
                             }
                         } else {
-                            lin_next(sl, E3 + 3 * (x * k + r), IR, si, L, LV, P, cmb, om);
+                            lin_next(sl, E3 + 3 * (x * k + r), IR + base * si, si, L, LV, P, cmb, om);
                             sl->r = (uint8_t)(r + 1);
                             hv[1] = (uint32_t)-1;
                         }
@@ -1573,7 +1565,7 @@ rea_linear_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, kbest_t *
                  * in cache now, not at v's next request): the same head either way */
                 lslot_t *ts = SL + best;
                 if (!(hv[0] & LV_DONE) && ts->x >= 0 && ts->r < k && (int64_t)(HV[2 * ts->x] & LV_CNT) > ts->r) {
-                    lin_next(ts, E3 + 3 * ((int64_t)ts->x * k + ts->r), IR, si, L, LV, P, cmb, om);
+                    lin_next(ts, E3 + 3 * ((int64_t)ts->x * k + ts->r), IR + base * si, si, L, LV, P, cmb, om);
                     ts->r++;
                     hv[1] = (uint32_t)-1;
                 }
@@ -1592,20 +1584,25 @@ rea_linear_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, kbest_t *
  * (the caller initialises the blocks and ranks by comp_topk_t; nothing was counted). */
 static int rea_linear(const int64_t *IR, int64_t si, int64_t base, int64_t hi, kbest_t *B, const prm_t *P, top1_t *T) {
     B->lin_done = 0;
-    if (!kbest_rea || B->k < 2 || hi <= base || hi - base >= INT32_MAX) return -2;
-    int64_t flo, fhi, L = B->L;
+    if (!kbest_rea || B->k < 2 || hi <= base || hi - base >= INT32_MAX || B->L >= INT32_MAX) return -2;
+    int64_t flo, fhi, L = B->L, step = 0;
     heads_range(IR, si, base, hi, &flo, &fhi);
     for (int64_t p = base; p < hi; p++) {
         const int64_t *d = IR + p * si;
-        int64_t r = d[IR_RULE], m = d[IR_M], c = 0;
-        if (m > 255 || r > 255 || !mono_w(P->combine, P->sign, P->rule_w[r])) return -2; /* a stream's narrow fields */
+        int64_t r = d[IR_RULE], m = d[IR_M], c = 0, add = P->rule_size[r];
+        if (m > 255 || r > 255 || add < 0 || add > INT32_MAX || !mono_w(P->combine, P->sign, P->rule_w[r])) return -2; /* a stream's narrow fields */
         for (int64_t j = 0; j < m; j++) {
             int64_t x = d[IR_KIDS + j];
             if (x < L) {
-                if (!mono_w(P->combine, P->sign, as_f(B->LV[4 * x])) || B->LV[4 * x + 1] < 0) return -2;
+                if (!mono_w(P->combine, P->sign, as_f(B->LV[4 * x])) || B->LV[4 * x + 1] < 0 || B->LV[4 * x + 1] > INT32_MAX) return -2;
+                add += B->LV[4 * x + 1];
             } else if (++c > 1 || x < flo || x > fhi || P->rule_size[r] < 1) return -2; /* linear, adding size */
         }
+        if (add > step) step = add;
     }
+    /* a stream's size is int32: a tree among a fact's k best takes each fact's k best subtrees,
+     * so it is a chain of at most nf * k rule steps, each adding at most `step` */
+    if ((double)step * (double)((fhi - flo + 1) * B->k + 1) >= (double)INT32_MAX) return -2;
     int r = rea_top1(IR, si, base, hi, NULL, B, P, T, flo, fhi, 0);
     if (r) return r;
     int om = P->origin_mode != 0;
@@ -1615,7 +1612,7 @@ static int rea_linear(const int64_t *IR, int64_t si, int64_t base, int64_t hi, k
     default: r = om ? rea_linear_as(IR, si, base, hi, B, P, 2, 1, flo, fhi, T) : rea_linear_as(IR, si, base, hi, B, P, 2, 0, flo, fhi, T); break;
     }
     if (r) return r;
-    B->lin_done = 1; B->lin_flo = flo; B->lin_fhi = fhi;
+    B->lin_done = 1; B->lin_flo = flo; B->lin_fhi = fhi; B->lin_base = base;
     __atomic_fetch_add(&kbest_counts[0], 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&kbest_counts[3], 1, __ATOMIC_RELAXED);
     return 0;
@@ -1640,7 +1637,7 @@ static inline int64_t lin_entry(const kbest_t *B, const int64_t *IR, int64_t si,
     case LK_CL: m = 2; kids[0] = x; kids[1] = sl->u; break;
     case LK_LC: m = 2; kids[0] = sl->u; kids[1] = x; j = 1; break;
     default: {
-        const int64_t *d = IR + sl->u * si;
+        const int64_t *d = IR + (B->lin_base + sl->u) * si;
         m = d[IR_M];
         memcpy(kids, d + IR_KIDS, (size_t)m * sizeof(int64_t));
         j = sl->x >= 0 ? lin_child(d, B->L) : 0;
