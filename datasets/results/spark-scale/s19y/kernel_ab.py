@@ -1,5 +1,6 @@
 """In process, one partition of TC at 1M (partition_tc.py's partition WHICH of 4), the static path
-run with two builds of the kernel alternating (LIBS: comma-separated .so files of the same ABI),
+run with two builds of the kernel alternating (LIBS: comma-separated .so files, each loaded with
+its own ABI number; the Python is this tree's, so a build must have every function it calls),
 REPS times each k of KS: run_static's and partition_dtable's wall seconds, min and median.
 Usage: LIBS=a.so,b.so [KS=3,7] [REPS=7] [WHICH=0] python kernel_ab.py  (edge.csv at /tmp/tc1m:
 selp gen tc --scale 1000000 --out /tmp/tc1m)."""
@@ -13,6 +14,8 @@ import selp.topk.kernel as kn
 libs = {}
 for name in os.environ.get("LIBS", "/tmp/k-0d67496.so,/tmp/k-head.so").split(","):
     kn._LIB.clear(); kn._kernel_file = lambda name=name: name
+    _l = __import__("ctypes").CDLL(name); _l.selp_abi.restype = __import__("ctypes").c_int64
+    kn._ABI = _l.selp_abi()  # each build with its own ABI (s19z compared ABI 12 with 13)
     libs[name] = kn._compiled(); assert libs[name] is not None, name
 T = {}
 f = cs.run_static
