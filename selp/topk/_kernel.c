@@ -1233,14 +1233,19 @@ static void top1_free(top1_t *T) {
     free(T->FR); free(T->rem); free(T->uptr); free(T->fill); free(T->uses); free(T->todo); free(T->hp.a); free(T->key);
 }
 
+/* Entry 1 of facts flo..fhi (instances base..hi-1) by comp_top1 over T's records: with blocks,
+ * written into their blocks FB (the recursive enumeration reads them there); without, the blocks
+ * untouched and every instance's first key in T->key (rea_linear's first heads). */
 static int rea_top1(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int64_t *FB, kbest_t *B, const prm_t *P,
                     top1_t *T, int64_t flo, int64_t fhi, int blocks) {
     int64_t nf = fhi - flo + 1, L = B->L, k = B->k, fb = B->fb, se = B->se;
     if (top1_grow((void **)&T->uptr, &T->ucap, nf + 2, sizeof(int64_t))) return -1;
     if (top1_grow((void **)&T->fill, &T->fcap, nf + 2, sizeof(int64_t))) return -1;
     if (top1_grow((void **)&T->todo, &T->tcap, hi - base + 1, sizeof(int64_t))) return -1;
-    if (top1_grow((void **)&T->key, &T->kcap, 3 * (hi - base) + 1, sizeof(int64_t))) return -1;
-    for (int64_t p = 0; p < hi - base; p++) T->key[3 * p + 1] = KEY_NONE;
+    if (!blocks) { /* the linear enumeration's first heads: comp_top1's keys */
+        if (top1_grow((void **)&T->key, &T->kcap, 3 * (hi - base) + 1, sizeof(int64_t))) return -1;
+        for (int64_t p = 0; p < hi - base; p++) T->key[3 * p + 1] = KEY_NONE;
+    }
     int64_t *uptr = T->uptr;
     /* rem and uses over the component's own children (flo..fhi): see uses_of */
     memset(uptr, 0, ((size_t)nf + 2) * sizeof(int64_t));
@@ -1265,7 +1270,7 @@ static int rea_top1(const int64_t *IR, int64_t si, int64_t base, int64_t hi, int
         }
     }
     for (int64_t v = flo; v <= fhi; v++) fr_init(T->FR + 8 * v, 0, 0.0, 0, 0);
-    if (comp_top1(IR, si, base, hi, T->FR, T->rem, uptr, T->uses, flo, T->todo, &T->hp, P, T->key)) return -1;
+    if (comp_top1(IR, si, base, hi, T->FR, T->rem, uptr, T->uses, flo, T->todo, &T->hp, P, blocks ? NULL : T->key)) return -1;
     if (!blocks) return 0; /* the linear enumeration reads FR */
     /* each fact's entry 1 into its block: its instance with every rank 1 */
     for (int64_t v = flo; v <= fhi; v++) {
@@ -1368,9 +1373,11 @@ enum { LK_ONE, LK_C, LK_CL, LK_LC, LK_ANY }; /* one candidate (leaves only); the
 #define LV_DONE (1u << 9)  /* no entry beyond its count */
 #define LV_SEEN(o) (1u << (16 + ((uint64_t)(o) >> 60))) /* a filter of the entries' origins (as FB_SEEN) */
 
-static int lin_room(void **p, int64_t *cap, int64_t n, size_t size) {
+/* room for n items of `size` bytes at *p (kept: an array rea_linear rewrites; lines: on cache
+ * lines, the contents dropped) */
+static int lin_room(void **p, int64_t *cap, int64_t n, size_t size, int lines) {
     if (n <= *cap) return 0;
-    void *q = size == sizeof(lslot_t) ? realloc64(*p, 0, (size_t)n * size) : realloc(*p, (size_t)n * size); /* streams on cache lines */
+    void *q = lines ? realloc64(*p, 0, (size_t)n * size) : realloc(*p, (size_t)n * size);
     if (!q) return -1;
     *p = q; *cap = n;
     return 0;
@@ -1440,14 +1447,14 @@ rea_linear_as(const int64_t *IR, int64_t si, int64_t base, int64_t hi, kbest_t *
               int64_t flo, int64_t fhi, const top1_t *T) {
     int64_t k = B->k, L = B->L, nf = fhi - flo + 1, n = hi - base;
     const int64_t *LV = B->LV, *key = T->key, *FR = T->FR;
-    if (lin_room((void **)&B->lhp, &B->lhpcap, nf + 2, sizeof(int64_t)) ||
-        lin_room((void **)&B->last, &B->lcap, nf + 1, sizeof(int64_t)) ||
-        lin_room((void **)&B->lsl, &B->lslcap, n + 1, sizeof(lslot_t)) ||
-        lin_room((void **)&B->lhv, &B->lhvcap, 2 * nf + 1, sizeof(uint32_t)) ||
-        lin_room((void **)&B->le3, &B->le3cap, 3 * nf * k + 1, sizeof(int64_t)) ||
-        lin_room((void **)&B->leq, &B->leqcap, nf * k + 1, sizeof(int32_t)) ||
-        lin_room((void **)&B->ler, &B->lercap, nf * k + 1, sizeof(uint8_t)) ||
-        lin_room((void **)&B->lqof, &B->lqofcap, n + 1, sizeof(int32_t)))
+    if (lin_room((void **)&B->lhp, &B->lhpcap, nf + 2, sizeof(int64_t), 0) ||
+        lin_room((void **)&B->last, &B->lcap, nf + 1, sizeof(int64_t), 0) ||
+        lin_room((void **)&B->lsl, &B->lslcap, n + 1, sizeof(lslot_t), 1) || /* two streams a line */
+        lin_room((void **)&B->lhv, &B->lhvcap, 2 * nf + 1, sizeof(uint32_t), 0) ||
+        lin_room((void **)&B->le3, &B->le3cap, 3 * nf * k + 1, sizeof(int64_t), 0) ||
+        lin_room((void **)&B->leq, &B->leqcap, nf * k + 1, sizeof(int32_t), 0) ||
+        lin_room((void **)&B->ler, &B->lercap, nf * k + 1, sizeof(uint8_t), 0) ||
+        lin_room((void **)&B->lqof, &B->lqofcap, n + 1, sizeof(int32_t), 0))
         return -1;
     int64_t *hp = B->lhp, *cur = B->last;
     lslot_t *SL = B->lsl;
