@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from selp.adapt.cost import query_cost
-from selp.adapt.rewrite import unfold
+from selp.adapt.rewrite import TooLarge, unfold
 from selp.adapt.rules import Query, make_cq, query_key, query_of_rules
 from selp.adapt.search import Plan, search, view_relations
 from selp.adapt.zprogram import Stats, View, ZEngine, check, lower
@@ -110,11 +110,26 @@ def _derived_stats(q: Query, stats: Callable[[str], Stats]) -> Stats | None:
     return Stats(source.rows, tuple(distinct))
 
 
-def _base_defs(program: Program, views: list[View]) -> dict[str, Query]:
+def _reads(rules: list[Rule] | tuple[Rule, ...], names: set[str]) -> bool:
+    """Whether a body atom of ``rules`` is of a relation in ``names``."""
+    return any(isinstance(b, Atom) and b.relation in names for r in rules for b in r.body)
+
+
+def _base_defs(program: Program, views: list[View]) -> tuple[dict[str, Query], set[str]]:
+    """Each view's definition over base relations, but for the views whose unfolding is too
+    large (:class:`TooLarge`) and those reading them: those are returned apart, opaque -- no
+    folding target, and a view of the new program reading one is recomputed."""
     defs: dict[str, Query] = {}
+    opaque: set[str] = set()
     for v in views:
-        defs[v.relation] = unfold(query_of_rules(v.rules), defs)
-    return defs
+        if _reads(v.rules, opaque):
+            opaque.add(v.relation)
+            continue
+        try:
+            defs[v.relation] = unfold(query_of_rules(v.rules), defs)
+        except TooLarge:
+            opaque.add(v.relation)
+    return defs, opaque
 
 
 def _primed(r: Rule, idb: set[str], edb_new: Callable[[str], str]) -> Rule:
@@ -133,7 +148,7 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
     new_arities, new_views = check(new)
     stats = _Stats(engine)
     shared = bool(getattr(engine, "shares_copies", False))  # a kept relation costs nothing to copy
-    old_defs = _base_defs(old, old_views)
+    old_defs, _ = _base_defs(old, old_views)
     available: dict[str, Query] = {v: d for v, d in old_defs.items() if engine.has(v)}
     # arity of each old relation: two empty definitions have one key whatever their arity
     old_arity: dict[str, int] = {v.relation: v.arity for v in old_views}
@@ -143,8 +158,11 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
     if provenance:
         for r in old.rules:
             p = provenance_rule(r)
-            if engine.has(p.head.relation):
-                available[p.head.relation] = unfold(query_of_rules([p]), old_defs)
+            if engine.has(p.head.relation) and not _reads([p], {v.relation for v in old_views} - set(old_defs)):
+                try:
+                    available[p.head.relation] = unfold(query_of_rules([p]), old_defs)
+                except TooLarge:
+                    continue
                 old_arity[p.head.relation] = p.head.arity
                 own[p.head.relation] = (p.head.relation,)
     view_rels = {name: view_relations(d) for name, d in available.items()}  # kept, not recomputed per search
@@ -161,6 +179,7 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
         if not engine.has(rel):
             engine.put(rel, arity, {})
     new_defs: dict[str, Query] = {}
+    opaque: set[str] = set()  # new views whose unfolding is too large, and those reading them: recomputed
     arities = {**old_arities, **{k + NEW: a for k, a in new_arities.items()}}
     out: list[ViewPlan] = []
     jobs = [(v.relation + NEW, v.arity, list(v.rules)) for v in new_views]
@@ -171,9 +190,20 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
         primed = [_primed(r, idb, lambda s: s + NEW) for r in rules]
         primed = [Rule(name, Atom(name, r.head.args, r.head.negated), r.body, named=False) for r in primed]
         original = unfold(query_of_rules(primed), edb_defs)
-        base = unfold(original, new_defs)
+        base: Query | None = None
+        if not _reads(primed, opaque):
+            try:
+                base = unfold(original, new_defs)
+            except TooLarge:
+                pass
         previous = name[: -len(NEW)]
-        if strategy == "recompute":
+        if base is None:
+            # its unfolding over base relations is too large to search: recomputed (and no
+            # folding target for the views after it)
+            opaque.add(name)
+            cost = query_cost(original, stats, shared)
+            plan = Plan(original, cost, cost, 0, 0.0)
+        elif strategy == "recompute":
             cost = query_cost(original, stats, shared)
             plan = Plan(original, cost, cost, 0, 0.0)
         elif previous in available and old_arity.get(previous) == arity and query_key(available[previous]) == query_key(base):
@@ -191,9 +221,10 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
         derived = _derived_stats(plan.query, stats)
         if derived is not None:
             stats.cache[name] = derived
-        new_defs[name] = base
-        available[name] = base
-        view_rels[name] = view_relations(base)
+        if base is not None:
+            new_defs[name] = base
+            available[name] = base
+            view_rels[name] = view_relations(base)
         out.append(ViewPlan(name, arity, plan, done - start, done - run))
     return out
 

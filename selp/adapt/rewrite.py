@@ -45,17 +45,34 @@ def unfold_parts(head, body: list, neq: list, i: int, defn: Query) -> Query:
     return out
 
 
-def unfold(q: Query, defs: Defs) -> Query:
+# CQs an unfolding may form: a view over n atoms of a view of r rules unfolds into r^n CQs, so
+# a few stacked unions multiply fast, and each CQ formed is canonicalised (milliseconds for a
+# CQ of nine atoms: 3,000 of them took 28 s) -- enumerating them hung the search. Past it the
+# view is not unfolded: it is recomputed, and is no folding target (selp.adapt.adapt)
+UNFOLD_LIMIT = 2_000
+
+
+class TooLarge(Exception):
+    """An unfolding formed more than :data:`UNFOLD_LIMIT` CQs."""
+
+
+def unfold(q: Query, defs: Defs, limit: int | None = None) -> Query:
     """``q`` with every atom of a relation in ``defs`` unfolded, repeatedly (defs are
-    non-recursive), then cancelled."""
+    non-recursive), then cancelled. Raises :class:`TooLarge` once it has formed more than
+    ``limit`` CQs (default :data:`UNFOLD_LIMIT`)."""
+    cap = UNFOLD_LIMIT if limit is None else limit
     out: Query = {}
     work = list(q.items())
+    formed = 0
     while work:
         cq, k = work.pop()
         i = next((n for n, (r, _) in enumerate(cq.body) if r in defs), None)
         if i is None:
             out = add(out, cq, k)
             continue
+        formed += len(defs[cq.body[i][0]])
+        if formed > cap:
+            raise TooLarge(f"unfolding past {cap} conjunctive queries")
         for d, m in unfold_parts(cq.head, list(cq.body), list(cq.unequal), i, defs[cq.body[i][0]]).items():
             work.append((d, k * m))
     return out
