@@ -337,7 +337,7 @@ typedef struct {
  * origin; size KEY_NONE stays where a child has no entry: what the recursive enumeration's
  * first candidates are, formed here while their children's records are at hand. The heap is
  * empty on return. Returns 0, -1 when out of memory or stopped. */
-#define KEY_NONE INT64_MIN /* never a tree's size: rule steps add 0 or 1, a leaf's is >= 0 (rea_ok) */
+#define KEY_NONE INT64_MIN /* never a tree's size: sizes are >= 0 where it is read (rea_linear checks) */
 static int comp_top1(const int64_t *IR, int64_t si, int64_t lo, int64_t hi, int64_t *FR, int32_t *rem,
                      const int64_t *uptr, const int64_t *uses, int64_t fbase, int64_t *todo, heap_t *hp,
                      const prm_t *P, int64_t *key) {
@@ -1358,7 +1358,7 @@ static int comp_topk(const int64_t *IR, int64_t si, int64_t base, int64_t hi, in
  * the general loop reads, per entry, a fact's block, its last candidate's record, that
  * candidate's instance, the child's block and entry (~45 MB of records on TC at 1M's
  * 40,000-fact groups, each read a cache miss): the facts' counts (8 bytes a fact), their
- * streams (a cache line an instance, a fact's together), the entries' keys (24 bytes an entry).
+ * streams (32 bytes an instance, a fact's together), the entries' keys (24 bytes an entry).
  * No fact block is written: the entries are read from these arrays (lin_entry).
  * The entries are the general loop's: the same candidates in the same (key, size, origin)
  * order, the same same-origin duplicates skipped, the same nested requests (a fact met on the
