@@ -148,7 +148,7 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
     new_arities, new_views = check(new)
     stats = _Stats(engine)
     shared = bool(getattr(engine, "shares_copies", False))  # a kept relation costs nothing to copy
-    old_defs, _ = _base_defs(old, old_views)
+    old_defs, old_opaque = _base_defs(old, old_views)
     available: dict[str, Query] = {v: d for v, d in old_defs.items() if engine.has(v)}
     # arity of each old relation: two empty definitions have one key whatever their arity
     old_arity: dict[str, int] = {v.relation: v.arity for v in old_views}
@@ -158,7 +158,7 @@ def adapt(engine: ZEngine, old: Program, new: Program, provenance: bool = True, 
     if provenance:
         for r in old.rules:
             p = provenance_rule(r)
-            if engine.has(p.head.relation) and not _reads([p], {v.relation for v in old_views} - set(old_defs)):
+            if engine.has(p.head.relation) and not _reads([p], old_opaque):
                 try:
                     available[p.head.relation] = unfold(query_of_rules([p]), old_defs)
                 except TooLarge:

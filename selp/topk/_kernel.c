@@ -1404,19 +1404,13 @@ static inline void lin_next(lslot_t *sl, const int64_t *e, const int64_t *IR, in
         sl->s = (int32_t)(s + e[1]);
         sl->o = origin_end(om, hh, 1);
         break;
-    case LK_CL: {
+    case LK_CL:
+    case LK_LC: { /* the child and a leaf, folded in their body order */
         const int64_t *f = LV + 4 * (int64_t)sl->u;
-        w = comb(cmb, comb(cmb, w, as_f(e[0])), as_f(f[0]));
-        hh = origin_step(om, origin_step(om, hh, e[2]), f[2]);
-        sl->s = (int32_t)(s + e[1] + f[1]);
-        sl->o = origin_end(om, hh, 2);
-        break;
-    }
-    case LK_LC: {
-        const int64_t *f = LV + 4 * (int64_t)sl->u;
-        w = comb(cmb, comb(cmb, w, as_f(f[0])), as_f(e[0]));
-        hh = origin_step(om, origin_step(om, hh, f[2]), e[2]);
-        sl->s = (int32_t)(s + f[1] + e[1]);
+        const int64_t *a = sl->kind == LK_CL ? e : f, *b = sl->kind == LK_CL ? f : e;
+        w = comb(cmb, comb(cmb, w, as_f(a[0])), as_f(b[0]));
+        hh = origin_step(om, origin_step(om, hh, a[2]), b[2]);
+        sl->s = (int32_t)(s + a[1] + b[1]);
         sl->o = origin_end(om, hh, 2);
         break;
     }
