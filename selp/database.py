@@ -10,8 +10,6 @@ follow :mod:`selp.language.types`. Inline facts of the program are added to the 
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -320,56 +318,37 @@ def _check_str(tf: TableFile):
     return conv
 
 
-def _atomic_target(path: Path) -> tuple[int, str]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-
-
 def write_text(path: Path, text: str) -> None:
-    """Write a text file atomically (temp file + rename)."""
-    fd, tmp = _atomic_target(path)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write a text file atomically (temp file + rename; devices and FIFOs in place: :mod:`selp.outfile`)."""
+    from selp.outfile import write_text as _write
+
+    _write(path, text)
 
 
 def write_bytes(path: Path, data: bytes) -> None:
-    """Write a binary file atomically (temp file, fsync, rename)."""
-    fd, tmp = _atomic_target(path)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write a binary file atomically (temp file, fsync, rename; :mod:`selp.outfile`)."""
+    from selp.outfile import write_bytes as _write
+
+    _write(path, data)
 
 
 def write_csv(path: Path, columns: tuple[str, ...], rows: Iterable[tuple[Value, ...]]) -> None:
-    """Write a relation as CSV atomically (temp file + rename): a crash never leaves half a file."""
-    fd, tmp = _atomic_target(path)
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(columns)
-            for row in rows:
-                w.writerow([display_value(v) for v in row])
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write a relation as CSV atomically (:mod:`selp.outfile`): a crash never leaves half a file."""
+    from selp.outfile import open_output
+
+    with open_output(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(columns)
+        for row in rows:
+            w.writerow([display_value(v) for v in row])
 
 
 def write_parquet(path: Path, columns: tuple[str, ...], types: tuple[str, ...], rows: list[tuple[Value, ...]]) -> None:
     """Write a relation as Parquet atomically. An int column holding labeled nulls is written as text."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from selp.outfile import open_output
 
     arrays = []
     for i, t in enumerate(types):
@@ -379,14 +358,8 @@ def write_parquet(path: Path, columns: tuple[str, ...], types: tuple[str, ...], 
         else:
             arrays.append(pa.array([display_value(v) for v in vals], type=pa.string()))
     table = pa.Table.from_arrays(arrays, names=list(columns)) if columns else pa.table({"_unit": [""] * len(rows)})
-    fd, tmp = _atomic_target(path)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with open_output(path, "wb") as fh:
+        pq.write_table(table, fh)
 
 
 def sorted_rows(rows: Iterable[tuple[Value, ...]]) -> list[tuple[Value, ...]]:
@@ -404,7 +377,9 @@ def write_relations(
     fmt: str = "csv",
 ) -> list[Path]:
     """Write each relation to ``out_dir/REL.fmt``; returns the paths written."""
-    out = Path(out_dir)
+    from selp.outfile import check_dir_target
+
+    out = check_dir_target(out_dir)
     written = []
     for rel in sorted(relations):
         rows = sorted_rows(relations[rel])

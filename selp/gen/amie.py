@@ -11,10 +11,10 @@ The only size parameter is the number of persons; the other entity counts grow w
 
 from __future__ import annotations
 
+from selp.outfile import open_output
 import bisect
 import csv
 import itertools
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -98,11 +98,9 @@ def generate_amie(out_dir: str | Path, persons: int, seed: int = 0) -> dict[str,
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in rel.items():
-        tmp = out / f".{name}.csv.tmp-{os.getpid()}"
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        with open_output(out / f"{name}.csv", "w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow([*COLUMNS[name], "_weight"])
             for a, b in sorted(rows):
                 w.writerow([a, b, f"{rng.uniform(0.5, 1.0):.3f}"])
-        os.replace(tmp, out / f"{name}.csv")
     return {"generator_version": GENERATOR_VERSION, "seed": seed, **n, "edb_rows": sum(len(v) for v in rel.values())}

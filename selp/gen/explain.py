@@ -7,8 +7,8 @@ agents, and the number tables ``succ`` (0..8), ``hop`` (1..4) and ``below``. Fac
 
 from __future__ import annotations
 
+from selp.outfile import open_output
 import csv
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -47,11 +47,9 @@ def generate_explain(out_dir: str | Path, agents: int, seed: int = 0) -> dict[st
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name, (cols, rows) in rel.items():
-        tmp = out / f".{name}.csv.tmp-{os.getpid()}"
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        with open_output(out / f"{name}.csv", "w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow([*cols, "_weight"])
             for row in sorted(rows):
                 w.writerow([*row, f"{rng.random():.3f}"])
-        os.replace(tmp, out / f"{name}.csv")
     return {"generator_version": GENERATOR_VERSION, "seed": seed, "agents": agents, "edb_rows": sum(len(r) for _, r in rel.values())}

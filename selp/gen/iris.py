@@ -7,8 +7,8 @@ weight in [0, 1] per fact, as the paper assigned IRIS weights at random.
 
 from __future__ import annotations
 
+from selp.outfile import open_output
 import csv
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -29,11 +29,9 @@ def generate_iris(out_dir: str | Path, records: int, seed: int = 0) -> dict[str,
         pairs: set[tuple[int, int]] = set()
         while len(pairs) < per:
             pairs.add((rng.randrange(records), rng.randrange(records)))
-        tmp = out / f".{name}.csv.tmp-{os.getpid()}"
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        with open_output(out / f"{name}.csv", "w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(["x", "y", "_weight"])
             for x, y in sorted(pairs):
                 w.writerow([x, y, f"{rng.random():.3f}"])
-        os.replace(tmp, out / f"{name}.csv")
     return {"generator_version": GENERATOR_VERSION, "seed": seed, "records": records, "edb_rows": per * len(RELATIONS)}

@@ -19,9 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -158,28 +155,18 @@ def save_dtable(table: DTable, out_dir: str | Path) -> None:
         "rule_weights": table.rule_weights,
         "types": {rel: list(t) for rel, t in table.types.items()},
     }
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    from selp.outfile import output_dir
+
+    with output_dir(out_dir) as tmp:
         pq.write_table(pa.table(rows), tmp / ENTRIES)
         (tmp / META).write_text(json.dumps(meta, indent=1), encoding="utf-8")
-        replace_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def replace_dir(ready: Path, out: Path) -> None:
-    """Put the finished directory ``ready`` at ``out`` (same file system), replacing what is
-    there: readers see the old directory or the new one, never a half-written one."""
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.replace(out, old)
-        os.replace(ready, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(ready, out)
+    """Put the finished directory ``ready`` at ``out`` (:func:`selp.outfile.replace_dir`)."""
+    from selp.outfile import replace_dir as _replace
+
+    _replace(ready, out)
 
 
 def load_dtable(path: str | Path) -> DTable:

@@ -396,7 +396,9 @@ class SparkDTable:
         ``load_dtable`` expects); weights are stored as JSON text."""
         if not is_local_path(out_dir):
             raise SelpError(f"a DTable is saved to a local directory, not {out_dir}")
-        out = local_path(out_dir)
+        from selp.outfile import check_dir_target, new_file_mode
+
+        out = check_dir_target(local_path(out_dir))
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
         try:
@@ -413,6 +415,7 @@ class SparkDTable:
             if len(parts) > 1:
                 raise SelpError(f"internal error: expected one Parquet part file, found {len(parts)}")
             if parts:
+                os.chmod(parts[0], new_file_mode())  # Hadoop's own umask is not the user's
                 os.replace(parts[0], ready / ENTRIES)
             replace_dir(ready, out)
         finally:

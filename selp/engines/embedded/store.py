@@ -427,7 +427,9 @@ def write_store(store: Store, rels: Iterable[str], out_dir: str | Path, fmt: str
     """Write each relation to ``out_dir/REL.fmt`` with DuckDB's own writers, each to a temporary
     name renamed into place (a crash never leaves a half-written file). Rows are in the
     reference engine's order (integers, then strings, then labeled nulls, column by column)."""
-    out = Path(out_dir)
+    from selp.outfile import check_dir_target
+
+    out = check_dir_target(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for rel in sorted(rels):
@@ -456,17 +458,13 @@ def write_store(store: Store, rels: Iterable[str], out_dir: str | Path, fmt: str
                 text = c
                 order.append(c)
             shown.append(f"{text} AS {ident(name)}")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=out)
-        os.close(fd)
-        try:
+        from selp.outfile import staged_path
+
+        with staged_path(path) as tmp:
             options = "(FORMAT csv, HEADER true, DELIMITER ',')" if fmt == "csv" else "(FORMAT parquet)"
             store.con.execute(
-                f"COPY (SELECT {', '.join(shown)} FROM {table(rel)} AS src ORDER BY {', '.join(order)}) TO {sql_string(tmp)} {options}"
+                f"COPY (SELECT {', '.join(shown)} FROM {table(rel)} AS src ORDER BY {', '.join(order)}) TO {sql_string(str(tmp))} {options}"
             )
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
         written.append(str(path))
     return written
 
