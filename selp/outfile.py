@@ -47,7 +47,7 @@ def new_dir_mode() -> int:
     return 0o777 & ~current_umask()
 
 
-def _in_place(path: Path) -> bool:
+def writes_in_place(path: str | Path) -> bool:
     """Whether ``path`` exists and is not a regular file (a device, FIFO, socket): written in place."""
     try:
         st = os.stat(path)
@@ -76,7 +76,7 @@ def open_output(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
     enc = None if "b" in mode else encoding
     path = Path(path)
     try:
-        if _in_place(path):
+        if writes_in_place(path):
             with open(path, mode, encoding=enc, newline=newline) as fh:
                 yield fh
             return
@@ -147,6 +147,14 @@ def output_dir(path: str | Path) -> Iterator[Path]:
         raise
 
 
+def temp_dir(prefix: str, parent: str | Path) -> Path:
+    """A new empty directory in ``parent`` with the mode ``mkdir()`` would give (``mkdtemp``
+    makes 0700): for directories that are renamed into place and read by others afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    os.chmod(tmp, new_dir_mode())
+    return tmp
+
+
 def replace_dir(ready: Path, out: Path) -> None:
     """Put the finished directory ``ready`` at ``out`` (same file system), replacing what is
     there: readers see the old directory or the new one, never a half-written one."""
@@ -166,7 +174,7 @@ def staged_path(path: str | Path) -> Iterator[Path]:
     beside ``path`` that replaces it on success (with :func:`open_output`'s modes), or ``path``
     itself when it is a device or FIFO."""
     path = Path(path)
-    if _in_place(path):
+    if writes_in_place(path):
         yield path
         return
     target = _target(path)

@@ -29,9 +29,16 @@ from typing import Any, Callable
 from selp.adapt.adapt import DELTA, NEW, PROV, ViewPlan, adapt, materialise
 from selp.adapt.registry import z_engine
 from selp.adapt.zprogram import ZEngine, to_text
-from selp.gen.mapping_changes import MIX, Workload, changed, data_updates, initial, source_data
-from selp.language.ast import Program
+from selp.gen.mapping_changes import (
+    MIX,
+    Workload,
+    changed,
+    data_updates,
+    initial,
+    source_data,
+)
 from selp.language.parser import parse_program
+from selp.outfile import write_text
 
 Say = Callable[[str], None]
 SWEEP = (0, 1, 2, 4, 8, 16, 24, 32, 64, 128)
@@ -296,8 +303,8 @@ def save(rows: list[dict[str, Any]], out_dir: str | Path, params: dict[str, Any]
     doc["uptime"] = _uptime()
     doc["params"] = params
     doc["summary"] = summ
-    (out / "results.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    (out / "summary.md").write_text(markdown(summ), encoding="utf-8")
+    write_text(out / "results.json", json.dumps(doc, indent=2) + "\n")
+    write_text(out / "summary.md", markdown(summ))
     return written + [out / "summary.md"] + plots(rows, summ, out)
 
 

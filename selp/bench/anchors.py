@@ -38,11 +38,11 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import statistics
 import subprocess
-import re
 import sys
 import tempfile
 import threading
@@ -53,6 +53,7 @@ from typing import Any, Callable
 
 from selp.bench.results import machine_info, write_results
 from selp.gen.anchors import DEFAULT_SEED, generate_graph
+from selp.outfile import write_text
 
 KS = (1, 3, 7)
 EXPLAIN_K = 3
@@ -556,7 +557,7 @@ def rerender(out_dir: str | Path) -> str:
     doc = json.loads((Path(out_dir) / "results.json").read_text(encoding="utf-8"))
     info = dict(doc["machine"], date=doc["machine"].get("date") or doc.get("date"))
     text = format_report(doc["rows"], doc["summary"], info, info.get("command"), doc.get("count_mismatches", []))
-    (Path(out_dir) / "table.md").write_text(text, encoding="utf-8")
+    write_text(Path(out_dir) / "table.md", text)
     return text
 
 
@@ -571,9 +572,9 @@ def save(rows: list[dict[str, Any]], summary: list[dict[str, Any]], info: dict[s
     doc = json.loads(json_path.read_text(encoding="utf-8"))
     doc["summary"] = summary
     doc["count_mismatches"] = problems
-    json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    write_text(json_path, json.dumps(doc, indent=2) + "\n")
     table = Path(out_dir) / "table.md"
-    table.write_text(format_report(rows, summary, info, command, problems), encoding="utf-8")
+    write_text(table, format_report(rows, summary, info, command, problems))
     return paths + [table]
 
 

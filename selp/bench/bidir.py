@@ -30,7 +30,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from selp.gen.swissprot import UNIVERSAL, GenRelation, SwissProtCDSS, full_mapping, generate
+from selp.gen.swissprot import (
+    UNIVERSAL,
+    GenRelation,
+    SwissProtCDSS,
+    full_mapping,
+    generate,
+)
+from selp.outfile import write_text
 
 COLUMNS = ("peers", "mappings", "direction", "op", "side_effects", "seconds", "policy_s", "instance", "requested", "deleted", "kept_back")
 Say = Callable[[str], None]
@@ -186,6 +193,6 @@ def save(rows: list[dict[str, Any]], out_dir: str | Path, params: dict[str, Any]
     doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
     doc["load_average"] = list(os.getloadavg())
     doc["params"] = params
-    (out / "results.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    (out / "table.md").write_text(markdown(rows), encoding="utf-8")
+    write_text(out / "results.json", json.dumps(doc, indent=2) + "\n")
+    write_text(out / "table.md", markdown(rows))
     return written + [out / "table.md"] + plots(rows, out)

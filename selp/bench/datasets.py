@@ -25,7 +25,6 @@ import atexit
 import importlib
 import json
 import math
-import os
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import cache
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from selp.errors import SelpError
+from selp.outfile import write_text
 
 STATS = "dataset.json"
 # files extracted from a zipped install stay until the interpreter exits
@@ -192,6 +192,4 @@ def scaled_dataset(workdir: str | Path, name: str, scale: int, seed: int = 0) ->
 
 def save_stats(d: Path, stats: dict[str, Any]) -> None:
     """Write ``dataset.json`` atomically (also used to record the measured output size)."""
-    tmp = d / f".{STATS}.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, d / STATS)
+    write_text(d / STATS, json.dumps(stats, indent=2) + "\n")

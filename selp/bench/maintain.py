@@ -23,16 +23,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from selp.database import load_database, write_text
+from selp.database import load_database
+from selp.errors import SelpError
 from selp.language import parse_program_file
 from selp.language.validate import Analysis, analyze
 from selp.maintain.absorption import Absorption
 from selp.maintain.base import Maintainer
 from selp.maintain.dred import DRed
-from selp.maintain.recompute import Recompute
 from selp.maintain.formula import DEFAULT_CAP, Blowup
-from selp.errors import SelpError
+from selp.maintain.recompute import Recompute
 from selp.maintain.session import fallback_message, state_bytes
+from selp.outfile import open_output, write_text
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 WORKLOADS = {
@@ -400,7 +401,7 @@ def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 def _write(out: Path, rows: list[dict[str, Any]]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     keys = list(dict.fromkeys(k for r in rows for k in r))
-    with open(out / "results.csv", "w", newline="", encoding="utf-8") as fh:
+    with open_output(out / "results.csv", newline="") as fh:
         wr = csv.DictWriter(fh, fieldnames=keys)
         wr.writeheader()
         wr.writerows(rows)

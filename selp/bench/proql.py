@@ -44,6 +44,7 @@ from typing import Any, Callable
 from selp.bench.results import machine_info
 from selp.gen.proql import PLACEMENTS, TOPOLOGIES, generate_proql
 from selp.gen.swissprot import SwissProtCDSS
+from selp.outfile import write_text
 
 COLUMNS = (
     "topology", "peers", "data", "base", "tuples", "prov_rows", "exchange_s", "asrs", "asr_rows", "asr_build_s",
@@ -180,8 +181,8 @@ def bench_proql(
     rows = []
     for topology, n, data in configs:
         rows.append(run_config(spark, topology, n, data, base, work, repeat, warmup, width, evaluate, say))
-        (out / "results.json").write_text(json.dumps(rows, indent=2))
-    (out / "results.md").write_text(markdown(rows) + "\n")
+        write_text(out / "results.json", json.dumps(rows, indent=2) + "\n")
+    write_text(out / "results.md", markdown(rows) + "\n")
     return rows
 
 
@@ -241,7 +242,7 @@ def bench_cli(
     machine["loadavg_at_start"] = [round(x, 2) for x in os.getloadavg()]
     machine["command"] = command
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    (Path(out_dir) / "machine.json").write_text(json.dumps(machine, indent=2))
+    write_text(Path(out_dir) / "machine.json", json.dumps(machine, indent=2) + "\n")
     t0 = time.perf_counter()
     rows = bench_proql(configs, base, out_dir, repeat, warmup, master=master, say=say)
     say(f"total {time.perf_counter() - t0:.0f}s")

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from selp.outfile import open_output, write_text
+
 
 def machine_info() -> dict[str, Any]:
     """Cores, memory and software versions, recorded with every result file."""
@@ -57,7 +59,7 @@ def write_results(rows: list[dict[str, Any]], out_dir: str | Path, machine: dict
     for r in rows:
         keys += [k for k in r if k not in keys]
     csv_path, json_path = out / "results.csv", out / "results.json"
-    with open(csv_path, "w", newline="", encoding="utf-8") as fh:
+    with open_output(csv_path, newline="") as fh:
         w = csv.writer(fh)
         w.writerow(keys)
         for r in rows:
@@ -67,5 +69,5 @@ def write_results(rows: list[dict[str, Any]], out_dir: str | Path, machine: dict
         "machine": machine if machine is not None else machine_info(),
         "rows": rows,
     }
-    json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    write_text(json_path, json.dumps(doc, indent=2) + "\n")
     return [csv_path, json_path]

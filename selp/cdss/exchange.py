@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +48,7 @@ from selp.cdss.store import ExchangeInfo, Row, Store, epoch_name, program_finger
 from selp.engines.registry import DEFAULT as DEFAULT_ENGINE
 from selp.engines.registry import ENGINES, Engine, get_engine
 from selp.errors import SelpError
+from selp.outfile import temp_dir
 
 STRATEGIES = ("recompute", "provenance", "dred", "absorption", "adapt")
 NOT_INCREMENTAL = ("recompute", "adapt")  # strategies that need no engine's incremental entry point
@@ -105,7 +105,7 @@ def exchange(
         above = _threshold_rejections(store, base, eng, spark, strategy, say)
         epoch = store.new_epoch_number()
         program = program_fingerprint(store.compiled)
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{epoch_name(epoch)}-{os.getpid()}-", dir=store.instances_dir))
+        tmp = temp_dir(f".tmp-{epoch_name(epoch)}-{os.getpid()}-", store.instances_dir)
         stats: dict[str, Any] = {}
         used = strategy
         start = store.last_exchange() if incremental is not None else None

@@ -60,7 +60,6 @@ import json
 import os
 import shutil
 import sqlite3
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -71,6 +70,7 @@ from selp.cdss.config import CONFIG_FILE, load_cdss
 from selp.cdss.errors import CdssError
 from selp.cdss.model import CDSS, Mapping, RelationRef
 from selp.errors import clip
+from selp.outfile import temp_dir
 from selp.values import Value, decode, encode
 
 STORE_DIR = ".selp"
@@ -257,7 +257,7 @@ class Store:
                 f"a store already exists at {root}; to start over (discarding every edit log) move"
                 " it away first"
             )
-        tmp = Path(tempfile.mkdtemp(prefix=".selp-init-", dir=d))
+        tmp = temp_dir(".selp-init-", d)
         try:
             (tmp / INSTANCES).mkdir()
             conn = _connect(tmp / DB_FILE)

@@ -23,9 +23,10 @@ from typing import Any, Callable
 
 import click
 
-from selp.cli.root import say_printer, start_spark
 from selp.cli.params import IntList
+from selp.cli.root import say_printer, start_spark
 from selp.errors import SelpError, echo
+from selp.outfile import write_text
 
 
 class _BenchGroup(click.Group):
@@ -126,8 +127,15 @@ def _run_harness(dataset: str, scales: str | None, patterns: str, ks: str, engin
                  warmup: int, timeout_s: float, memory_cap: float, out_dir: str, master: str | None, monoid: str, seed: int,
                  no_plots: bool, quiet: bool) -> None:
     """Run :func:`selp.bench.harness.run_bench`, print its table, write its files and figures."""
+    from selp.bench.harness import (
+        MODES,
+        format_markdown,
+        load_patterns,
+        plot,
+        run_bench,
+        save,
+    )
     from selp.bench.results import machine_info
-    from selp.bench.harness import MODES, format_markdown, load_patterns, plot, run_bench, save
     from selp.engines.registry import DEFAULT, canonical, get_engine
 
     say = say_printer(quiet)
@@ -197,8 +205,8 @@ def instrument_cmd(repeat: int, out_dir: str, quiet: bool) -> None:
     Example:
       selp bench instrument --repeat 5
     """
-    from selp.bench.results import machine_info, write_results
     from selp.bench.instrument import bench_instrument, format_instrument_table
+    from selp.bench.results import machine_info, write_results
 
     say = say_printer(quiet)
     rows = bench_instrument(repeat=repeat, say=say)
@@ -322,7 +330,8 @@ def anchors_cmd(nodes: str | None, engines: tuple[str, ...], repeat: int, warmup
     Example:
       selp bench anchors --nodes 1000 --repeat 3
     """
-    from selp.bench.anchors import DEFAULT_MEMORY_CAP_MB, DEFAULT_OUT, DEFAULT_SEED, cli as anchors_cli
+    from selp.bench.anchors import DEFAULT_MEMORY_CAP_MB, DEFAULT_OUT, DEFAULT_SEED
+    from selp.bench.anchors import cli as anchors_cli
 
     try:
         problems = anchors_cli(nodes, engines, repeat, warmup, timeout_s, DEFAULT_MEMORY_CAP_MB if memory_cap is None else memory_cap,
@@ -386,7 +395,7 @@ def adapt_cmd(rows: int, mix: int, sweep: str, updates: int, kinds: bool, engine
       selp bench adapt --rows 20000 --sweep 0,8,24,64 --out datasets/results/adapt
     """
     from selp.adapt.registry import z_engine_names
-    from selp.bench.adapt import run, save, summary, markdown
+    from selp.bench.adapt import markdown, run, save, summary
 
     if engine not in z_engine_names():
         raise SelpError(f"--engine: unknown {echo(engine)} (choose {', '.join(z_engine_names())})")
@@ -441,7 +450,7 @@ def spark_cmd(source: str, ks: str, passes: int, warmup: int, master: str, conf:
     click.echo(text, nl=False)
     machine = machine_info() | {"command": _command_line(), "conf": settings}
     paths = write_results(rows, out, machine)
-    (out / "summary.md").write_text(text, encoding="utf-8")
+    write_text(out / "summary.md", text)
     for p in paths + [out / "summary.md"]:
         say(f"wrote {p}")
 

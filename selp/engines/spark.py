@@ -18,6 +18,8 @@ fixpoint inside each partition in one job (:mod:`selp.engines.spark_partitioned`
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import tempfile
 import time
 import uuid
 from contextlib import contextmanager
@@ -29,31 +31,53 @@ from typing import Any, Callable, Iterator
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from selp import aggregate
 from selp.arith import located
 from selp.engines.decompose import Decomposition, NotDecomposable, decompose_any
 from selp.engines.local import Progress
+from selp.engines.spark_aggregate import group_frame, improvements, replaced
+from selp.engines.spark_codes import (
+    AUTO_MIN_ROWS,
+    CODES_CONF,
+    PACKED,
+    Codes,
+    codes_mode,
+    rule_constants,
+    uncodable,
+    use_codes,
+)
 from selp.engines.spark_compile import (
     UNIT,
     Sources,
     compile_rule,
     display_column,
     empty_frame,
-    number_value,
     is_skolem,
+    number_value,
     rel_columns,
     union_all,
 )
-from selp import aggregate
-from selp.engines.spark_aggregate import group_frame, improvements, replaced
-from selp.engines.spark_codes import AUTO_MIN_ROWS, CODES_CONF, PACKED, Codes, codes_mode, rule_constants, uncodable, use_codes
 from selp.engines.spark_frames import materialize, materialize_count, release
+from selp.engines.spark_load import (
+    SparkDatabase,
+    hadoop_fs,
+    is_local_path,
+    load_spark_database,
+    local_path,
+    to_uri,
+)
 from selp.engines.spark_partitioned import BROADCAST_ROWS_CONF as BROADCAST_LIMIT_CONF
-from selp.engines.spark_partitioned import ENABLED_CONF, Settings, run_partition_local, settings
+from selp.engines.spark_partitioned import (
+    ENABLED_CONF,
+    Settings,
+    run_partition_local,
+    settings,
+)
 from selp.engines.spark_values import value_labels
-from selp.engines.spark_load import SparkDatabase, hadoop_fs, is_local_path, load_spark_database, local_path, to_uri
 from selp.errors import SelpError
 from selp.language.ast import Atom
 from selp.language.validate import Analysis, Component
+from selp.outfile import check_dir_target, open_output, staged_path, writes_in_place
 from selp.values import Value, decode
 
 BROADCAST_ROWS_CONF = "spark.selp.broadcastRows"
@@ -646,8 +670,15 @@ class SparkResult:
         if fmt not in ("csv", "parquet"):
             raise ValueError(f"unknown output format {fmt!r}")
         base = to_uri(out_dir)
-        fs, hbase = hadoop_fs(self.spark, base)
-        fs.mkdirs(hbase)
+        if is_local_path(out_dir):  # made by Python: the process's umask, a one-line error for a file
+            d = check_dir_target(local_path(out_dir))
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise SelpError(f"{out_dir}: cannot write ({err.strerror})") from None
+        else:
+            fs, hbase = hadoop_fs(self.spark, base)
+            fs.mkdirs(hbase)
         written = []
         for rel in self.relations():
             name = f"{rel}.{fmt}"
@@ -676,7 +707,32 @@ def _sort_keys(df: DataFrame, types: tuple[str, ...]) -> list[Column]:
 def _single_file(
     spark: SparkSession, target: str, write: Callable[[str], None], suffix: str
 ) -> None:
-    """Run ``write(tmp_dir)`` (one part file) and move that part onto ``target`` atomically."""
+    """Run ``write(tmp_dir)`` (one part file) and move that part onto ``target`` atomically.
+
+    A local target follows :mod:`selp.outfile`: a device or FIFO gets the bytes written into it
+    (Spark writes them elsewhere first), a regular file gets ``0666 & ~umask`` or keeps its mode
+    (Hadoop would apply its own umask setting instead of the process's)."""
+    if not is_local_path(target):
+        _hadoop_single_file(spark, target, write, suffix)
+        return
+    path = local_path(target)
+    if writes_in_place(path):
+        with tempfile.TemporaryDirectory(prefix="selp-out-") as d:
+            part = Path(d) / f"out{suffix}"
+            _hadoop_single_file(spark, to_uri(part), write, suffix)
+            with open(part, "rb") as src, open_output(path, "wb", encoding=None) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        return
+    with staged_path(path) as dest:
+        _hadoop_single_file(spark, to_uri(dest), write, suffix)
+    crc = path.with_name(f".{path.name}.crc")
+    crc.unlink(missing_ok=True)  # a stale checksum of an earlier file would fail Hadoop's reads
+
+
+def _hadoop_single_file(
+    spark: SparkSession, target: str, write: Callable[[str], None], suffix: str
+) -> None:
+    """:func:`_single_file` on any Hadoop file system (renamed with the FileSystem API)."""
     fs, htarget = hadoop_fs(spark, target)
     parent = htarget.getParent()
     tmp = parent.toString().rstrip("/") + f"/.{htarget.getName()}.{uuid.uuid4().hex}.tmp"

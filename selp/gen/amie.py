@@ -11,13 +11,14 @@ The only size parameter is the number of persons; the other entity counts grow w
 
 from __future__ import annotations
 
-from selp.outfile import open_output
 import bisect
 import csv
 import itertools
 import random
 from pathlib import Path
 from typing import Any
+
+from selp.outfile import open_output
 
 GENERATOR_VERSION = 1
 # the column names declared in datasets/amie.dl (headers must match them)

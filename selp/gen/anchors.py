@@ -12,6 +12,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from selp.outfile import write_bytes, write_text
+
 PROGRAM = "r1 (0.9): path(x, y) :- edge(x, y).\nr2 (0.8): path(x, z) :- edge(x, y), path(y, z).\n"
 DEFAULT_SEED = 1
 
@@ -35,8 +37,8 @@ def generate_graph(n: int, out_dir: str | Path, seed: int = DEFAULT_SEED) -> dic
     (out / "db").mkdir(parents=True, exist_ok=True)
     lines = ["c1,c2,_weight"] + [f"{a},{b},{rng.uniform(0.5, 1.0):.3f}" for a, b in sorted(edges)]
     data = ("\n".join(lines) + "\n").encode()
-    (out / "db" / "edge.csv").write_bytes(data)
-    (out / "tc.dl").write_text(PROGRAM, encoding="utf-8")
+    write_bytes(out / "db" / "edge.csv", data)
+    write_text(out / "tc.dl", PROGRAM)
     x, y = first_path_fact(edges)
     return {"nodes": n, "edges": len(edges), "seed": seed, "edge_csv_sha256": hashlib.sha256(data).hexdigest(),
             "explain_fact": f"path({x}, {y})"}

@@ -7,11 +7,12 @@ agents, and the number tables ``succ`` (0..8), ``hop`` (1..4) and ``below``. Fac
 
 from __future__ import annotations
 
-from selp.outfile import open_output
 import csv
 import random
 from pathlib import Path
 from typing import Any
+
+from selp.outfile import open_output
 
 GENERATOR_VERSION = 1
 MAX_NUMBER = 8  # levels and comparisons

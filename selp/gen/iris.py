@@ -7,11 +7,12 @@ weight in [0, 1] per fact, as the paper assigned IRIS weights at random.
 
 from __future__ import annotations
 
-from selp.outfile import open_output
 import csv
 import random
 from pathlib import Path
 from typing import Any
+
+from selp.outfile import open_output
 
 GENERATOR_VERSION = 1
 RELATIONS = ("a", "b", "c", "d")

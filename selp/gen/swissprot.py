@@ -38,6 +38,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from selp.outfile import write_text
+
 # SWISS-PROT flat-file line codes, used as the 25 attribute names of the universal relation.
 UNIVERSAL = (
     "ac", "id", "dt", "de", "gn", "os", "og", "oc", "ox", "oh", "rn", "rp", "rc",
@@ -165,7 +167,7 @@ class SwissProtCDSS:
         """Write ``OUT/cdss.toml`` and ``OUT/data/<peer>/<relation>.csv``; returns statistics."""
         out = Path(out_dir)
         (out / "data").mkdir(parents=True, exist_ok=True)
-        (out / "cdss.toml").write_text(self.toml(), encoding="utf-8")
+        write_text(out / "cdss.toml", self.toml())
         tuples = 0
         for p, rels in enumerate(self.relations):
             pdir = out / "data" / f"P{p}"
@@ -174,7 +176,7 @@ class SwissProtCDSS:
                 rows = sorted(set(self.rows(p, r, self.entries[p])))
                 tuples += len(rows)
                 lines = [",".join(r.columns)] + [",".join(map(str, t)) for t in rows]
-                (pdir / f"{r.name}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+                write_text(pdir / f"{r.name}.csv", "\n".join(lines) + "\n")
         return self.stats() | {"base_tuples": tuples}
 
     def stats(self) -> dict[str, int]:

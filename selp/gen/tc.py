@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 from pathlib import Path
 from typing import Any, Iterable
 
 from selp.database import write_csv
+from selp.outfile import write_text
 
 STATS_FILE = "tc_stats.json"
 # Bump when the generator's output for given parameters changes, so cached datasets are redone.
@@ -208,9 +208,7 @@ def generate_tc(
         "largest_component": comp_sizes[0] if comp_sizes else 0,
         "expected_tc": closure_size(comp_sizes),
     }
-    tmp = out / f".{STATS_FILE}.tmp"
-    tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out / STATS_FILE)  # written last: its presence marks a complete dataset
+    write_text(out / STATS_FILE, json.dumps(stats, indent=2) + "\n")  # last: marks a complete dataset
     return stats
 
 

@@ -50,13 +50,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from selp.cdss.store import Store
 from selp.errors import SelpError
+from selp.outfile import temp_dir
 
 if TYPE_CHECKING:  # pyspark is imported only when ASRs exist: exchange calls maintain_asrs always
     from pyspark.sql import DataFrame, SparkSession
@@ -229,7 +229,7 @@ def compute_asr(g: SparkGraph, d: AsrDef, anchors: dict[int, DataFrame] | None =
 def _write(spark: SparkSession, edir: Path, frames: dict[AsrDef, DataFrame]) -> list[dict]:
     """Write the ASRs of an epoch (temporary directory renamed into place, manifest last)."""
     final = edir / ASR_DIR
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-asr-", dir=edir))
+    tmp = temp_dir(".tmp-asr-", edir)
     try:
         entries = []
         for d, df in frames.items():
