@@ -1,6 +1,6 @@
 """Build of the compiled DTable kernel; everything else is in pyproject.toml.
 
-The kernel (selp/topk/_kernel.c) is optional: where no C compiler is found the install still
+The kernel (selp/topk/_kernel.c) and the tree renderer (selp/topk/_render.c) are optional: where no C compiler is found the install still
 succeeds and the DTable runs its pure-Python twin, and says so.
 """
 
@@ -17,6 +17,13 @@ setup(
             extra_compile_args=[] if sys.platform == "win32" else ["-O3", "-pthread"],
             extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
             optional=True,
-        )
+        ),
+        # the tree writers' streaming renderer (selp/topk/render.py falls back to Python without it)
+        Extension(
+            "selp.topk._render",
+            ["selp/topk/_render.c"],
+            extra_compile_args=[] if sys.platform == "win32" else ["-O3"],
+            optional=True,
+        ),
     ]
 )

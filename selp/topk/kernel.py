@@ -383,33 +383,10 @@ _ABI = 13  # selp_abi() of the _kernel.c this module calls (an older build lacks
 
 
 def _kernel_file() -> str:
-    """The path of the built kernel. When selp was shipped as a zip (``spark.submit.pyFiles``:
-    Spark executors), the extension cannot be imported from it, but ctypes can load a copy: the
-    library is extracted once per process into a temporary directory. ImportError when there is
-    none."""
-    try:
-        from selp.topk import _kernel  # noqa: PLC0415 (a module only so its file is found)
+    """The path of the built kernel (:func:`selp.topk.native.extension_file`)."""
+    from selp.topk.native import extension_file  # noqa: PLC0415
 
-        return _kernel.__file__  # type: ignore[return-value]
-    except ImportError:
-        pass
-    import importlib.machinery
-    import tempfile
-    import zipfile
-
-    here = Path(__file__).parent
-    for parent in here.parents:  # the zip archive's own path is one of the parents
-        if zipfile.is_zipfile(parent):
-            inner = here.relative_to(parent).as_posix()
-            with zipfile.ZipFile(parent) as z:
-                for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-                    name = f"{inner}/_kernel{suffix}"
-                    if name in z.namelist():
-                        out = Path(tempfile.mkdtemp(prefix="selp-kernel-")) / f"_kernel{suffix}"
-                        out.write_bytes(z.read(name))
-                        return str(out)
-            break
-    raise ImportError("the compiled kernel was not built")
+    return extension_file("_kernel")
 
 
 def _compiled() -> Any:
