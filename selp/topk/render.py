@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import time
 from typing import IO, Any, Callable
 
 import numpy as np
