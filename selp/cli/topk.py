@@ -21,7 +21,7 @@ def _topk_options(f: Callable) -> Callable:
         click.option("--db", "db_dir", type=click.Path(file_okay=False), help="Directory of REL.csv / REL.parquet files."),
         click.option("--engine", type=click.Choice(ENGINE_CHOICES), default=None, help=ENGINE_HELP),
         click.option("--algorithm", type=click.Choice(["heuristic", "iterative"]), default="heuristic", show_default=True, help="Local top-k algorithm (paper sections 5.3 / 5.2)."),
-        click.option("--format", "fmt", type=click.Choice(["text", "json", "svg", "dot", "summary"]), default="text", show_default=True, help="Tree drawings, the JSON contract, an SVG picture (drawn by selp), Graphviz DOT (render with Graphviz's dot), or a summary per relation (counts and weights, no trees: for very many answers)."),
+        click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl", "dtable-jsonl", "svg", "dot", "summary"]), default="text", show_default=True, help="Tree drawings, the JSON contract, JSON lines (one answer a line), the shared-subtree form (dtable-jsonl: facts, entries and answers by id; docs/topk.md), an SVG picture (drawn by selp), Graphviz DOT (render with Graphviz's dot), or a summary per relation (counts and weights, no trees: for very many answers)."),
         click.option("--fact", "fact_text", default=None, help="Only answers carrying this label, e.g. 'dealsWith(Cuba, *)'."),
         click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the output to this file (atomically) instead of stdout."),
         click.option("--save-dtable", "save_dir", type=click.Path(file_okay=False), help="Save the DTable here (Parquet) for `selp trees`."),
@@ -96,6 +96,9 @@ def _emit(table: Any, fact_filter: Any, fmt: str, out_file: str | None) -> int:
         summary = summarize(table, fact_filter)
         _write_or_echo(render_summary(summary), out_file)
         return sum(s["facts"] for s in summary.values())
+    tty_json = fmt == "json" and out_file is None and sys.stdout.isatty()
+    if fmt in ("text", "json", "jsonl", "dtable-jsonl") and not tty_json:
+        return _stream(table, fact_filter, fmt, out_file)
     results = answers(table, fact_filter)
     if fmt == "json":
         # indented for a person at a terminal; compact for files and pipes (outputs can be large)
@@ -118,6 +121,34 @@ def _emit(table: Any, fact_filter: Any, fmt: str, out_file: str | None) -> int:
         text = render_text(results) if results else "no derivation matches\n"
     _write_or_echo(text, out_file)
     return len(results)
+
+
+def _stream(table: Any, fact_filter: Any, fmt: str, out_file: str | None) -> int:
+    """Write the trees straight from the DTable's arrays (:mod:`selp.topk.render`), in chunks,
+    with progress on stderr when it takes more than a second; the number of facts shown."""
+    from selp.topk import flat, render
+    from selp.topk.embedded import ArrayDTable
+
+    t0 = time.perf_counter()
+    last = [t0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - t0 > 1.0 and now - last[0] >= 1.0 and sys.stderr.isatty():
+            last[0] = now
+            what = "entries" if fmt == "dtable-jsonl" else "facts"
+            click.echo(f"  writing: {done:,} of {total:,} {what} ({now - t0:.1f}s)", err=True)
+
+    answers = flat.from_arrays(table, fact_filter) if isinstance(table, ArrayDTable) else flat.from_entries(table, fact_filter)
+    if out_file:
+        from selp.outfile import open_output
+
+        with open_output(out_file, "wb") as fh:
+            return render.write(answers, fmt, fh, progress)
+    sys.stdout.flush()
+    n = render.write(answers, fmt, sys.stdout.buffer, progress)
+    sys.stdout.buffer.flush()
+    return n
 
 
 _K_HELP = f"Trees per fact (1 to {2**31 - 1})."
@@ -186,7 +217,7 @@ def query_cmd(program: str, query: str, **opts: Any) -> None:
 @click.command(name="trees")
 @click.argument("dtable_dir", type=click.Path(file_okay=False))
 @click.option("--fact", "fact_text", default=None, help="Only answers carrying this label, e.g. 'dealsWith(Cuba, *)'.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "svg", "dot"]), default="text", show_default=True, help="Tree drawings, JSON, an SVG picture (drawn by selp), or Graphviz DOT (render with Graphviz's dot).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl", "dtable-jsonl", "svg", "dot"]), default="text", show_default=True, help="Tree drawings, JSON, JSON lines, the shared-subtree form (docs/topk.md), an SVG picture (drawn by selp), or Graphviz DOT (render with Graphviz's dot).")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 @monoid_plugin_option
 def trees_cmd(dtable_dir: str, fact_text: str | None, fmt: str, out_file: str | None) -> None:
